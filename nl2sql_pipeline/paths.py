@@ -1,0 +1,78 @@
+"""Where things live: the checked-in ``data/`` folder and the storage root every run writes under.
+
+The storage root defaults to ``.nl2sql/`` in the checkout and is overridden by ``NL2SQL_HOME``.
+Nothing a run writes goes outside it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+STORAGE_ENV_VAR = "NL2SQL_HOME"
+DATA_ENV_VAR = "NL2SQL_DATA"
+
+
+def data_dir() -> Path:
+    """The folder holding templates, semantic model, policies, models.yml and gold sets."""
+    return Path(os.environ.get(DATA_ENV_VAR) or PROJECT_ROOT / "data").resolve()
+
+
+def storage_root() -> Path:
+    """The storage root (created on first use)."""
+    root = Path(os.environ.get(STORAGE_ENV_VAR) or PROJECT_ROOT / ".nl2sql").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def databases_dir() -> Path:
+    """Folder of the built sample databases (``<name>.duckdb``)."""
+    path = storage_root() / "databases"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def database_path(name: str) -> Path:
+    """The DuckDB file of the sample database called ``name`` (it may not exist yet)."""
+    return databases_dir() / f"{name}.duckdb"
+
+
+def assets_dir() -> Path:
+    """Folder of the Parquet files, one per asset partition."""
+    path = storage_root() / "assets"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def baselines_db_path() -> Path:
+    """The DuckDB file of versioned baseline tables."""
+    return storage_root() / "baselines.duckdb"
+
+
+def cache_dir() -> Path:
+    """The generation cache."""
+    path = storage_root() / "cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def scratch_dir() -> Path:
+    """Temp space for sandboxed queries (spill files)."""
+    path = storage_root() / "tmp"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def dagster_home() -> Path:
+    """The local Dagster instance's home."""
+    path = storage_root() / "dagster_home"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def reports_dir() -> Path:
+    """Rendered reports."""
+    path = storage_root() / "reports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
