@@ -1,0 +1,74 @@
+"""The ``nl2sql-eval`` command line: the outer shell over the core library (Dagster loaded lazily).
+
+Each sub-command lives in its own module under ``nl2sql_pipeline.commands`` and exposes
+``register(subparsers)``; the handler it sets returns the process exit code.
+
+Exit codes: 0 success; 1 a gate failed (a run scored below its threshold or regressed); 2 bad input
+(an invalid file, an unknown model or gold set, bad arguments); 3 an environment problem (a model whose
+key or server is missing, a database that is not built); 4 a run failed (an asset failed to materialize).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import Sequence
+
+from nl2sql_pipeline.errors import Nl2SqlError
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_ENVIRONMENT = 3
+EXIT_RUN_FAILED = 4
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "nl2sql_pipeline.commands.db",
+    "nl2sql_pipeline.commands.gold",
+    "nl2sql_pipeline.commands.sql",
+    "nl2sql_pipeline.commands.compare",
+    "nl2sql_pipeline.commands.policy",
+    "nl2sql_pipeline.commands.models",
+    "nl2sql_pipeline.commands.run",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(prog="nl2sql-eval", description="Evaluate NL2SQL models on gold sets.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
+            if exc.name == module_name:
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(handler(args))
+    except Nl2SqlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
