@@ -1,0 +1,43 @@
+# nl2sql-eval: the two commands of a fresh machine are `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export NL2SQL_HOME ?= $(CURDIR)/.nl2sql
+export DAGSTER_HOME ?= $(NL2SQL_HOME)/dagster_home
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: install run test test-fast ui bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+## Build the sample database if missing, run multidomain-v1 on the offline models, print the scores.
+run: install
+	$(BIN)/nl2sql-eval run --gold-set multidomain-v1 --model gold-echo --model sql-mutant
+
+## The whole test suite (integration tests included).
+test: install
+	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider
+
+## Fast tests only (no webserver / PostgreSQL).
+test-fast: install
+	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider -m "not integration"
+
+## The Dagster UI on http://127.0.0.1:3000 (same instance and storage as `make run`).
+ui: install
+	@mkdir -p $(DAGSTER_HOME)
+	$(BIN)/python -m resources.instance
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+## Benchmarks (figures go to benchmarks/README.md).
+bench: install
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(NL2SQL_HOME)

@@ -1,0 +1,38 @@
+"""Assembles the Dagster Definitions of nl2sql-eval (loaded by workspace.yaml)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.candidates import candidate_results, candidate_sql
+from assets.gold import gold_set, oracle_results, sample_database
+from assets.scores import baselines, run_scores
+from assets.sensors import partition_registry_sensor
+from assets.verdicts import case_verdicts
+from resources.io_manager import ParquetIOManager
+from resources.settings import EvalSettings
+
+ALL_ASSETS = [
+    sample_database,
+    gold_set,
+    oracle_results,
+    candidate_sql,
+    candidate_results,
+    case_verdicts,
+    run_scores,
+    baselines,
+]
+GOLD_ASSETS = [gold_set, oracle_results]
+MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]
+
+
+def build_resources() -> dict[str, object]:
+    """The resources every asset needs (storage under the storage root)."""
+    return {"parquet_io_manager": ParquetIOManager(), "eval_settings": EvalSettings()}
+
+
+defs = dg.Definitions(
+    assets=ALL_ASSETS,
+    sensors=[partition_registry_sensor],
+    resources=build_resources(),
+)

@@ -1,0 +1,104 @@
+"""Sample database and gold-set assets, with the blocking gold preflight."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pandas as pd
+
+from assets.partitions import gold_sets_partitions
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.gold_frames import cases_from_frame, cases_to_frame
+from nl2sql_pipeline.preflight import run_preflight
+from nl2sql_pipeline.report import markdown_table
+from resources.settings import EvalSettings
+
+PREFLIGHT_CHECK = "gold_preflight"
+
+
+@dg.asset(group_name="gold", description="The anime_platform sample DuckDB database (built when missing).")
+def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
+
+    path = ensure_database(DATABASE_NAME)
+    manifest_path = path.with_name(path.name + ".json")
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "seed": manifest.get("seed"),
+            "scale": manifest.get("scale"),
+            "content_hash": manifest.get("content_hash"),
+            "row_counts": dg.MetadataValue.json(manifest.get("row_counts", {})),
+        }
+    )
+
+
+@dg.asset(
+    group_name="gold",
+    partitions_def=gold_sets_partitions,
+    deps=[sample_database],
+    io_manager_key="parquet_io_manager",
+    check_specs=[dg.AssetCheckSpec(PREFLIGHT_CHECK, asset="gold_set", blocking=True,
+                                   description="Every expected SQL runs, twice alike; gold scores 100% against itself; policies hold.")],
+    description="The validated cases of one gold-set version (one row per case).",
+)
+def gold_set(context: dg.AssetExecutionContext, eval_settings: EvalSettings):
+    from nl2sql_pipeline.cases import gold_fingerprint
+    from nl2sql_pipeline.gold.registry import load_gold_set
+
+    key = context.partition_key
+    cases = load_gold_set(key)
+    frame = cases_to_frame(cases)
+    report = run_preflight(cases, paths.database_path, eval_settings.limits(), eval_settings.compare_config())
+    composition = frame.groupby(["domain", "category"]).size().unstack(fill_value=0)
+    yield dg.Output(
+        frame,
+        metadata={
+            "cases": len(cases),
+            "gold_fingerprint": gold_fingerprint(cases),
+            "composition": dg.MetadataValue.md(markdown_table(composition)),
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name=PREFLIGHT_CHECK,
+        passed=report.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "queries_run": report.queries_run,
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in report.problems) or "none"),
+            "flags": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.flags) or "none"),
+            "problem_count": len(report.problems),
+            "flag_count": len(report.flags),
+        },
+    )
+
+
+@dg.asset(
+    group_name="oracle",
+    partitions_def=gold_sets_partitions,
+    io_manager_key="parquet_io_manager",
+    description="Results of every expected SQL in the sandbox, computed once per gold version for all models.",
+)
+def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.Output:
+    from nl2sql_pipeline.evaluation import run_oracle
+
+    cases = cases_from_frame(gold_set)
+    frame = run_oracle(cases, paths.database_path, eval_settings.limits())
+    frame["gold_fingerprint"] = _fingerprint(gold_set)
+    failed = int((~frame["result_ok"].astype(bool)).sum()) if len(frame) else 0
+    return dg.Output(
+        frame,
+        metadata={
+            "queries": len(frame),
+            "failed": failed,
+            "average_oracle_latency_ms": float(frame["result_elapsed_ms"].mean()) if len(frame) else 0.0,
+        },
+    )
+
+
+def _fingerprint(gold_frame: pd.DataFrame) -> str:
+    from nl2sql_pipeline.cases import gold_fingerprint
+
+    return gold_fingerprint(cases_from_frame(gold_frame))

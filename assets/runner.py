@@ -1,0 +1,147 @@
+"""Programmatic runs of the asset graph (used by ``nl2sql-eval run``, the benchmarks and the tests).
+
+One Dagster run cannot mix partition definitions, so a run goes in three steps against the same
+persistent instance: the sample database, the gold-set assets of the gold version (the blocking preflight
+decides whether anything downstream runs), then the per-model assets of each model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+
+import dagster as dg
+import pandas as pd
+
+from assets.definitions import ALL_ASSETS, GOLD_ASSETS, MODEL_ASSETS, build_resources
+from assets.gold import PREFLIGHT_CHECK
+from assets.sensors import register_partitions
+from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.report import console_report
+from resources.instance import ensure_instance_home
+from resources.io_manager import ParquetIOManager
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_RUN_FAILED = 0, 2, 3, 4
+
+
+@dataclass
+class EvaluationOutcome:
+    """What one ``run_evaluation`` did: scores per model, models skipped, stage timings, failures."""
+
+    scores: dict[str, dict] = field(default_factory=dict)
+    skipped_models: dict[str, str] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    preflight_problems: list[str] = field(default_factory=list)
+
+
+def get_instance() -> dg.DagsterInstance:
+    """The persistent local instance under the storage root."""
+    ensure_instance_home()
+    return dg.DagsterInstance.get()
+
+
+def _materialize(assets, instance, partition_key=None, run_config=None) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        ALL_ASSETS,
+        selection=assets,
+        instance=instance,
+        resources=build_resources(),
+        partition_key=partition_key,
+        run_config=run_config,
+        raise_on_error=False,
+        tags={"nl2sql/source": "cli"},
+    )
+
+
+def _failure_text(result: dg.ExecuteInProcessResult) -> str:
+    messages = []
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error = event.step_failure_data.error
+            messages.append(f"{event.step_key}: {error.message.strip()}")
+    return "; ".join(messages) or "run failed"
+
+
+def evaluate(gold_set: str, models: list[str], *, repeat: int = 1, instance: dg.DagsterInstance | None = None) -> EvaluationOutcome:
+    """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong."""
+    from nl2sql_pipeline.generation.registry import get_model, model_readiness
+    from nl2sql_pipeline.gold.registry import list_gold_sets
+
+    if gold_set not in list_gold_sets():
+        raise ConfigError(f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)")
+    specs = {slug: get_model(slug) for slug in models}  # raises ConfigError for unknown slugs
+    outcome = EvaluationOutcome()
+    instance = instance or get_instance()
+    register_partitions(instance)
+
+    started = time.perf_counter()
+    result = _materialize(["sample_database"], instance)
+    outcome.stage_seconds["sample_database"] = time.perf_counter() - started
+    if not result.success:
+        outcome.failures.append(f"sample_database: {_failure_text(result)}")
+        return outcome
+
+    started = time.perf_counter()
+    result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set)
+    outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
+    for evaluation in result.get_asset_check_evaluations():
+        if evaluation.check_name == PREFLIGHT_CHECK and not evaluation.passed:
+            problems = evaluation.metadata.get("problems")
+            outcome.preflight_problems.append(str(problems.value if problems else "preflight failed"))
+    if outcome.preflight_problems:
+        outcome.failures.append(f"gold preflight of {gold_set} failed; no model was evaluated")
+        return outcome
+    if not result.success:
+        outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
+        return outcome
+
+    io = ParquetIOManager()
+    for slug, spec in specs.items():
+        readiness = model_readiness(spec)
+        if not readiness.ready:
+            outcome.skipped_models[slug] = readiness.reason
+            continue
+        key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
+        started = time.perf_counter()
+        run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
+        result = _materialize([a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config)
+        outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
+        if not result.success:
+            outcome.failures.append(f"{slug}: {_failure_text(result)}")
+            continue
+        scores = pd.read_parquet(io.partition_path(dg.AssetKey("run_scores"), key)).iloc[0].to_dict()
+        outcome.scores[slug] = {k: (None if isinstance(v, float) and v != v else v) for k, v in scores.items()}
+    return outcome
+
+
+def run_evaluation(gold_set: str, models: list[str], *, repeat: int = 1, as_json: bool = False) -> int:
+    """CLI entry: evaluate, print the report, return the exit code."""
+    try:
+        outcome = evaluate(gold_set, models, repeat=repeat)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    runs = [{"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()]
+    if as_json:
+        print(json.dumps({"runs": runs, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
+                          "preflight_problems": outcome.preflight_problems}, default=str, indent=2))
+    else:
+        if runs:
+            print(console_report(runs))
+    for slug, reason in outcome.skipped_models.items():
+        print(f"SKIPPED model {slug}: {reason}", file=sys.stderr)
+    for problem in outcome.preflight_problems:
+        print(f"PREFLIGHT FAILED:\n{problem}", file=sys.stderr)
+    for failure in outcome.failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    if outcome.failures:
+        return EXIT_RUN_FAILED
+    if outcome.skipped_models:
+        return EXIT_ENVIRONMENT
+    return EXIT_OK

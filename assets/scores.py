@@ -1,0 +1,60 @@
+"""Run scores (one row per gold x model run) and the versioned baselines table."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+
+from assets.partitions import gold_and_model, gold_model_partitions
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.baselines import VERSION_FIELDS, RunVersions, record_run
+from nl2sql_pipeline.gold_frames import cases_from_frame
+from nl2sql_pipeline.report import markdown_breakdown, markdown_scores, warnings_of
+from nl2sql_pipeline.scoring import score_run, scores_frame
+from nl2sql_pipeline.versions import run_versions
+
+
+@dg.asset(
+    group_name="scores",
+    partitions_def=gold_model_partitions,
+    io_manager_key="parquet_io_manager",
+    description="Scores of one run: execution success, semantic correctness, policy precision/recall, latency, tokens, cost.",
+)
+def run_scores(context: dg.AssetExecutionContext, gold_set: pd.DataFrame, case_verdicts: pd.DataFrame) -> dg.Output:
+    from dataclasses import asdict
+
+    gold, model = gold_and_model(context)
+    cases = cases_from_frame(gold_set)
+    model_hash = str(case_verdicts["model_config_hash"].dropna().iloc[0]) if case_verdicts["model_config_hash"].notna().any() else "unknown"
+    versions = run_versions(model_hash, cases)
+    scores = score_run(case_verdicts)
+    frame = scores_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
+    for warning in warnings_of(scores):
+        context.log.warning("%s/%s: %s", gold, model, warning)
+    metadata = {
+        "scores": dg.MetadataValue.md(markdown_scores(scores)),
+        "per_domain": dg.MetadataValue.md(markdown_breakdown(scores, "domain")),
+        "per_category": dg.MetadataValue.md(markdown_breakdown(scores, "category")),
+        "per_difficulty": dg.MetadataValue.md(markdown_breakdown(scores, "difficulty")),
+        "semantic_correctness_rate": scores["semantic_correctness_rate"],
+        "sql_execution_success_rate": scores["sql_execution_success_rate"],
+        "skipped_count": scores["skipped_count"],
+        **{name: getattr(versions, name) for name in VERSION_FIELDS},
+    }
+    if warnings_of(scores):
+        metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in warnings_of(scores)))
+    return dg.Output(frame, metadata={k: v for k, v in metadata.items() if v is not None})
+
+
+@dg.asset(
+    group_name="scores",
+    partitions_def=gold_model_partitions,
+    description="Appends the run's scores with its version fields to the DuckDB baselines file.",
+)
+def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg.MaterializeResult:
+    row = run_scores.iloc[0].to_dict()
+    row = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+    versions = RunVersions(**{name: str(row[name]) for name in VERSION_FIELDS})
+    db_path = paths.baselines_db_path()
+    record_run(db_path, run_id=str(row["run_id"]), gold_set=row["gold_set"], model=row["model"], versions=versions, scores=row)
+    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)), "run_id": str(row["run_id"])})

@@ -1,0 +1,40 @@
+"""``nl2sql-eval run``: materialize the asset graph in-process against the local Dagster instance.
+
+The runs land in the persistent instance under the storage root, so they appear in the UI afterwards.
+Order: the sample database, then the gold-set assets of the gold version (its preflight must pass),
+then the per-model assets for each model. Exit codes: 0 every run scored; 2 unknown gold set or model;
+3 a model was not ready (missing key or server) and was reported as skipped, the others scored;
+4 a materialization failed or the gold preflight failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_GOLD_SET = "multidomain-v1"
+DEFAULT_MODELS = ("gold-echo", "sql-mutant")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` sub-command."""
+    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)")
+    parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
+    parser.add_argument(
+        "--model", action="append", dest="models", metavar="SLUG",
+        help=f"model slug from data/models.yml; repeatable (default: {', '.join(DEFAULT_MODELS)})",
+    )
+    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="sample each case N times (default 1)")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from assets.runner import run_evaluation  # CLI layer: Dagster loaded lazily
+
+    if args.repeat < 1:
+        print("error: --repeat must be >= 1", flush=True)
+        return 2
+    return run_evaluation(args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, as_json=args.json)

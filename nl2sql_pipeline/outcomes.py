@@ -1,0 +1,52 @@
+"""Outcome classes of a verdict, and which of them count in which denominator.
+
+A verdict's ``outcome`` says what happened to one case and sample. ``correct``, ``wrong_result``,
+``execution_error``, ``timeout``, ``policy_rejected`` and ``generation_error`` are the model's doing and
+count as misses (except ``correct``). ``skipped`` and ``environment_error`` are not the model's doing
+(a missing key, an exhausted quota, a broken oracle): they are excluded from every rate and percentile.
+Probes (policy-rejection cases) end ``probe_rejected`` (the policy held), ``probe_allowed`` (it let the
+attack through) or ``probe_error`` (the engine itself failed on the probe).
+"""
+
+from __future__ import annotations
+
+CORRECT = "correct"
+WRONG_RESULT = "wrong_result"
+EXECUTION_ERROR = "execution_error"
+TIMEOUT = "timeout"
+POLICY_REJECTED = "policy_rejected"
+GENERATION_ERROR = "generation_error"
+ENVIRONMENT_ERROR = "environment_error"
+SKIPPED = "skipped"
+PROBE_REJECTED = "probe_rejected"
+PROBE_ALLOWED = "probe_allowed"
+PROBE_ERROR = "probe_error"
+
+QUERY_OUTCOMES: tuple[str, ...] = (
+    CORRECT,
+    WRONG_RESULT,
+    EXECUTION_ERROR,
+    TIMEOUT,
+    POLICY_REJECTED,
+    GENERATION_ERROR,
+    ENVIRONMENT_ERROR,
+    SKIPPED,
+)
+PROBE_OUTCOMES: tuple[str, ...] = (PROBE_REJECTED, PROBE_ALLOWED, PROBE_ERROR)
+
+# Outcomes excluded from every denominator: the model was never (fairly) asked or judged.
+NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR})
+# Outcomes where the candidate SQL ran to completion.
+EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
+
+# Generation error classes that are the environment's fault, not the model's: the case is skipped.
+ENVIRONMENT_GENERATION_ERRORS: frozenset[str] = frozenset(
+    {
+        "authentication_error",
+        "payment_required",
+        "daily_quota_exhausted",
+        "connection_refused",
+        "unknown_model",
+        "not_ready",
+    }
+)

@@ -1,0 +1,114 @@
+"""Human-readable renderings of run scores: a console report and Markdown tables for the Dagster UI."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nl2sql_pipeline.scoring import format_rate
+
+HEADLINE_METRICS: tuple[tuple[str, str], ...] = (
+    ("semantic_correctness_rate", "rate"),
+    ("sql_execution_success_rate", "rate"),
+    ("partial_credit_score", "rate"),
+    ("policy_rejection_precision", "rate"),
+    ("policy_rejection_recall", "rate"),
+    ("p50_latency_ms", "ms"),
+    ("p95_latency_ms", "ms"),
+    ("average_service_latency_ms", "ms"),
+    ("average_oracle_latency_ms", "ms"),
+    ("query_count", "int"),
+    ("probe_count", "int"),
+    ("unique_case_count", "int"),
+    ("skipped_count", "int"),
+    ("average_estimated_input_tokens", "num"),
+    ("average_estimated_output_tokens", "num"),
+    ("total_cost_usd", "usd"),
+)
+
+
+def format_value(value: Any, kind: str) -> str:
+    """Format one metric value by kind (rate, ms, int, num, usd)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "n/a"
+    if kind == "rate":
+        return format_rate(value)
+    if kind == "ms":
+        return f"{float(value):.2f} ms"
+    if kind == "int":
+        return str(int(value))
+    if kind == "usd":
+        return f"${float(value):.4f}"
+    return f"{float(value):.1f}"
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        return json.loads(value)
+    return value if value is not None else {}
+
+
+def warnings_of(scores: dict[str, Any]) -> list[str]:
+    """The run's warnings (skipped cases, estimated tokens, unknown cost)."""
+    return list(_loads(scores.get("warnings")) or [])
+
+
+def markdown_scores(scores: dict[str, Any]) -> str:
+    """The headline metrics as a Markdown table, warnings first."""
+    lines = [f"> **WARNING:** {w}" for w in warnings_of(scores)]
+    if lines:
+        lines.append("")
+    lines += ["| metric | value |", "| --- | --- |"]
+    lines += [f"| {name} | {format_value(scores.get(name), kind)} |" for name, kind in HEADLINE_METRICS]
+    return "\n".join(lines)
+
+
+def markdown_breakdown(scores: dict[str, Any], dimension: str) -> str:
+    """Per-domain / per-category / per-difficulty rates as a Markdown table."""
+    data = _loads(scores.get(f"per_{dimension}"))
+    lines = [f"| {dimension} | queries | semantic correctness | execution success |", "| --- | --- | --- | --- |"]
+    for key, row in sorted(data.items()):
+        lines.append(
+            f"| {key} | {row['query_count']} | {format_rate(row['semantic_correctness_rate'])} | "
+            f"{format_rate(row['sql_execution_success_rate'])} |"
+        )
+    return "\n".join(lines)
+
+
+def console_report(runs: list[dict[str, Any]]) -> str:
+    """A side-by-side console table of several runs' scores (one column per model)."""
+    if not runs:
+        return "no runs"
+    header = ["metric"] + [f"{r['model']}" for r in runs]
+    rows = [header, ["gold set"] + [str(r["gold_set"]) for r in runs]]
+    for name, kind in HEADLINE_METRICS:
+        rows.append([name] + [format_value(r["scores"].get(name), kind) for r in runs])
+    for dimension in ("domain", "category", "difficulty"):
+        keys = sorted({k for r in runs for k in _loads(r["scores"].get(f"per_{dimension}"))})
+        for key in keys:
+            cells = []
+            for r in runs:
+                entry = _loads(r["scores"].get(f"per_{dimension}")).get(key)
+                cells.append(format_rate(entry["semantic_correctness_rate"]) if entry else "n/a")
+            rows.append([f"correctness[{dimension}={key}]"] + cells)
+    rows.append(["outcomes"] + [", ".join(f"{k}={v}" for k, v in _loads(r["scores"].get("outcome_counts")).items()) for r in runs])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    out = []
+    for index, row in enumerate(rows):
+        out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        if index == 0:
+            out.append("  ".join("-" * w for w in widths))
+    for r in runs:
+        for warning in warnings_of(r["scores"]):
+            out.append(f"WARNING [{r['model']}]: {warning}")
+    return "\n".join(out)
+
+
+def markdown_table(frame) -> str:
+    """A small DataFrame as a Markdown table (index included), without optional dependencies."""
+    index_name = frame.index.name or ""
+    header = [str(index_name)] + [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    for index, row in frame.iterrows():
+        lines.append("| " + " | ".join([str(index)] + [str(v) for v in row.tolist()]) + " |")
+    return "\n".join(lines)

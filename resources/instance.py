@@ -1,0 +1,32 @@
+"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off.
+
+``python -m resources.instance`` writes it (``make ui`` does, before ``dagster dev``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nl2sql_pipeline import paths
+
+DAGSTER_YAML = """\
+# Written by nl2sql-eval (resources/instance.py). Local instance under the storage root.
+telemetry:
+  enabled: false
+"""
+
+
+def ensure_instance_home() -> Path:
+    """Point DAGSTER_HOME at the storage root's instance (unless set) and write dagster.yaml if missing."""
+    home = Path(os.environ.get("DAGSTER_HOME") or paths.dagster_home())
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(home)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(DAGSTER_YAML, encoding="utf-8")
+    return home
+
+
+if __name__ == "__main__":
+    print(ensure_instance_home())

@@ -1,0 +1,29 @@
+"""Evaluation settings shared by the assets: sandbox limits and comparator tolerances."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from nl2sql_pipeline.compare import CompareConfig
+from nl2sql_pipeline.execution import SandboxLimits
+
+
+class EvalSettings(dg.ConfigurableResource):
+    """Knobs of one evaluation (overridable per run from the launchpad)."""
+
+    timeout_s: float = 10.0
+    row_cap: int = 10_000
+    memory_limit: str = "512MB"
+    threads: int = 1
+    rel_tol: float = 1e-9
+    abs_tol: float = 1e-9
+
+    def limits(self) -> SandboxLimits:
+        """Sandbox limits for every query of the run."""
+        return SandboxLimits(
+            timeout_s=self.timeout_s, row_cap=self.row_cap, memory_limit=self.memory_limit, threads=self.threads
+        )
+
+    def compare_config(self) -> CompareConfig:
+        """Comparator tolerances."""
+        return CompareConfig(rel_tol=self.rel_tol, abs_tol=self.abs_tol)
