@@ -30,7 +30,7 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
     cases = cases_from_frame(gold_set)
     frame, summary = generate_for_gold_set(cases, model, samples=config.samples)
     context.log.info("generated %s: %s", model, summary)
-    return dg.Output(frame, metadata={k: v for k, v in summary.items()})
+    return dg.Output(frame, metadata={k: v for k, v in summary.items() if v is not None})
 
 
 @dg.asset(

@@ -59,7 +59,7 @@ CREATE TABLE watch_sessions (          -- grain: one viewing session of one epis
     started_at       TIMESTAMP NOT NULL,
     seconds_watched  INTEGER NOT NULL,
     device           VARCHAR NOT NULL,   -- 'mobile' | 'tv' | 'web' | 'tablet'
-    completed        BOOLEAN NOT NULL
+    completed        BOOLEAN NOT NULL    -- TRUE when at least 90% of the episode was watched
 );
 
 CREATE TABLE ratings (                 -- grain: one rating of one anime by one user

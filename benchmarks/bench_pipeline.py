@@ -1,0 +1,100 @@
+"""Time the default run per stage and report the harness overhead per case beyond query execution.
+
+Stages run through the core functions the assets call (no Dagster), on multidomain-v1 for gold-echo and
+sql-mutant with a cold generation cache. "Query time" is the sum of DuckDB execute+fetch time the sandbox
+measured; "model time" is the offline models' own latency; overhead = stage wall time - query time -
+model time, per case. Target: under 5 ms per case. A last figure times the same run through Dagster
+(``assets.runner.evaluate``) to show the orchestration cost per run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+TARGET_MS_PER_CASE = 5.0
+
+
+def main() -> int:
+    home = tempfile.mkdtemp(prefix="nl2sql-bench-")
+    os.environ["NL2SQL_HOME"] = home
+    from nl2sql_pipeline import paths
+    from nl2sql_pipeline.candidates import generate_for_gold_set
+    from nl2sql_pipeline.evaluation import PolicyGate, execute_candidates, judge, run_oracle
+    from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.preflight import run_preflight
+    from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
+    from nl2sql_pipeline.scoring import score_run
+
+    started = time.perf_counter()
+    ensure_database(DATABASE_NAME)
+    build_s = time.perf_counter() - started
+
+    rows = []
+
+    def stage(name: str, wall_ms: float, query_ms: float = 0.0, model_ms: float = 0.0, cases: int = 0):
+        rows.append({"stage": name, "wall_ms": wall_ms, "query_ms": query_ms, "model_ms": model_ms, "cases": cases})
+
+    t = time.perf_counter()
+    cases = load_gold_set("multidomain-v1")
+    stage("load + validate gold set", (time.perf_counter() - t) * 1000, cases=len(cases))
+
+    t = time.perf_counter()
+    report = run_preflight(cases, paths.database_path)
+    pre_ms = (time.perf_counter() - t) * 1000
+    assert report.passed, report.problems
+
+    t = time.perf_counter()
+    oracle = run_oracle(cases, paths.database_path)
+    stage("oracle", (time.perf_counter() - t) * 1000, query_ms=float(oracle["result_elapsed_ms"].sum()), cases=len(cases))
+    # the preflight runs every expected SQL twice: charge it the oracle's query time twice
+    stage("preflight (2x expected SQL + policy)", pre_ms, query_ms=2 * float(oracle["result_elapsed_ms"].sum()), cases=len(cases))
+
+    for model in ("gold-echo", "sql-mutant"):
+        t = time.perf_counter()
+        candidates, _ = generate_for_gold_set(cases, model, samples=1, use_cache=False)
+        stage(f"{model}: generate (litellm, offline)", (time.perf_counter() - t) * 1000,
+              model_ms=float(pd.to_numeric(candidates["latency_ms"]).sum()), cases=len(candidates))
+        t = time.perf_counter()
+        results = execute_candidates(cases, candidates, paths.database_path, PolicyGate(paths.database_path))
+        executed = pd.to_numeric(results.get("result_elapsed_ms"), errors="coerce").fillna(0).sum()
+        stage(f"{model}: policy + sandbox", (time.perf_counter() - t) * 1000, query_ms=float(executed), cases=len(results))
+        t = time.perf_counter()
+        verdicts = judge(cases, oracle, results, candidates)
+        score_run(verdicts)
+        stage(f"{model}: compare + score", (time.perf_counter() - t) * 1000, cases=len(verdicts))
+
+    frame = pd.DataFrame(rows)
+    frame["overhead_ms"] = frame["wall_ms"] - frame["query_ms"] - frame["model_ms"]
+    frame["overhead_ms_per_case"] = frame["overhead_ms"] / frame["cases"].clip(lower=1)
+    pd.set_option("display.width", 160)
+    print(f"sample database build (default scale): {build_s:.2f} s")
+    print(frame.round(2).to_string(index=False))
+    per_model_stages = frame[frame["stage"].str.contains(":")]
+    per_case = (frame[~frame["stage"].str.contains(":")]["overhead_ms"].sum() + per_model_stages["overhead_ms"].sum() / 2) / len(cases)
+    print(f"\nharness overhead per case beyond query execution and model time (one model's run, gold stages included): "
+          f"{per_case:.2f} ms (target < {TARGET_MS_PER_CASE} ms; ratio {per_case / TARGET_MS_PER_CASE:.2f} of budget)")
+
+    from assets.runner import evaluate, get_instance
+
+    instance = get_instance()
+    t = time.perf_counter()
+    outcome = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
+    total = time.perf_counter() - t
+    print("\nthrough Dagster (assets.runner.evaluate, cold cache):")
+    for name, seconds in outcome.stage_seconds.items():
+        print(f"  {name:<28} {seconds:6.2f} s")
+    print(f"  {'total':<28} {total:6.2f} s")
+    t = time.perf_counter()
+    evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
+    print(f"  second run (warm cache)      {time.perf_counter() - t:6.2f} s")
+    return 0 if per_case < TARGET_MS_PER_CASE else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

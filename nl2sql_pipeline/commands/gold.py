@@ -1,0 +1,181 @@
+"""``nl2sql-eval gold ...``: validate, import, list and generate gold sets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
+
+DEFAULT_GENERATED_FILE = "nl2sql_multidomain.jsonl"
+
+
+def _plural(count: int, noun: str) -> str:
+    """``1 case`` / ``3 cases`` (``category`` -> ``categories``)."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {noun[:-1]}ies" if noun.endswith("y") else f"{count} {noun}s"
+
+
+def summarize(cases: Sequence[Any]) -> str:
+    """One-line summary: ``120 cases (3 domains, 6 categories)``."""
+    domains = {case.domain for case in cases}
+    categories = {case.category for case in cases}
+    return f"{_plural(len(cases), 'case')} ({_plural(len(domains), 'domain')}, {_plural(len(categories), 'category')})"
+
+
+def _print_problems(problems: Sequence[str], what: str) -> None:
+    """Every problem on stderr, then a count."""
+    for line in problems:
+        print(line, file=sys.stderr)
+    print(f"{_plural(len(problems), 'problem')} in {what}", file=sys.stderr)
+
+
+def _resolve_database(value: str) -> Path:
+    """``--database``: a DuckDB file path, or the name of a built sample database."""
+    candidate = Path(value)
+    if candidate.exists() or candidate.suffix or len(candidate.parts) > 1:
+        return candidate
+    from nl2sql_pipeline.paths import database_path
+
+    return database_path(value)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """Handler of ``gold validate``."""
+    from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
+    from nl2sql_pipeline.gold.validation import load_cases, validate_cases_against_database
+
+    path = Path(args.file)
+    try:
+        cases = load_cases(path)
+    except CaseValidationError as exc:
+        _print_problems(exc.problems, str(path))
+        return EXIT_BAD_INPUT
+    if args.database:
+        db_path = _resolve_database(args.database)
+        try:
+            problems = validate_cases_against_database(cases, db_path)
+        except DatabaseNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        if problems:
+            _print_problems([f"{path}: {p}" for p in problems], f"{path} against {db_path}")
+            return EXIT_BAD_INPUT
+    print(f"ok: {summarize(cases)}")
+    return EXIT_OK
+
+
+def _import(args: argparse.Namespace) -> int:
+    """Handler of ``gold import``."""
+    from nl2sql_pipeline.errors import CaseValidationError
+    from nl2sql_pipeline.gold.importers import import_cases, write_jsonl
+
+    source, out = Path(args.file), Path(args.out)
+    if out.suffix.lower() != ".jsonl":
+        print(f"error: --out {out} must end in .jsonl (the native gold-set format)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        cases = import_cases(source, domain=args.domain, category=args.category, database=args.database)
+        write_jsonl(cases, out)
+    except CaseValidationError as exc:
+        _print_problems(exc.problems, str(source))
+        return EXIT_BAD_INPUT
+    print(f"imported {summarize(cases)} from {source} into {out}")
+    return EXIT_OK
+
+
+def _list(args: argparse.Namespace) -> int:
+    """Handler of ``gold list``: every registered gold set with its case count."""
+    from nl2sql_pipeline.errors import CaseValidationError, ConfigError
+    from nl2sql_pipeline.gold.registry import list_gold_sets, registry_path
+    from nl2sql_pipeline.gold.validation import load_cases
+
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    sets = list_gold_sets(data_dir)
+    if not sets:
+        print(f"no gold sets registered in {registry_path(data_dir)}")
+        return EXIT_OK
+    broken = 0
+    for key, info in sets.items():
+        try:
+            if not info.path.is_file():
+                raise ConfigError(f"{info.path} does not exist")
+            status = summarize(load_cases(info.path))
+        except CaseValidationError as exc:
+            status = f"INVALID ({_plural(len(exc.problems), 'problem')}; run `nl2sql-eval gold validate {info.path}`)"
+            broken += 1
+        except ConfigError:
+            status = "MISSING (run `nl2sql-eval gold generate` or fix the registry)"
+            broken += 1
+        description = f" - {info.description}" if info.description else ""
+        print(f"{key}: {status} [{info.path}]{description}")
+    if broken:
+        print(f"{_plural(broken, 'gold set')} missing or invalid", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _generate(args: argparse.Namespace) -> int:
+    """Handler of ``gold generate``: write the built-in gold set and print its path."""
+    from nl2sql_pipeline.errors import CaseValidationError
+    from nl2sql_pipeline.gold.validation import load_cases
+    from nl2sql_pipeline.paths import data_dir
+
+    try:
+        from nl2sql_pipeline.gold.generator import write_builtin_gold
+    except ModuleNotFoundError as exc:
+        if exc.name != "nl2sql_pipeline.gold.generator":
+            raise
+        print("error: the built-in gold generator (nl2sql_pipeline.gold.generator) is not installed", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    out = Path(args.out) if args.out else data_dir() / "gold" / DEFAULT_GENERATED_FILE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written = write_builtin_gold(out)
+    path = Path(written) if isinstance(written, (str, Path)) else out
+    try:
+        cases = load_cases(path)
+    except CaseValidationError as exc:
+        _print_problems(exc.problems, f"generated {path}")
+        return EXIT_BAD_INPUT
+    print(path)
+    print(f"ok: {summarize(cases)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def register(subparsers: Any) -> None:
+    """Add ``gold`` and its actions (validate, import, list, generate) to the CLI."""
+    parser = subparsers.add_parser("gold", help="validate, import, list and generate gold sets")
+
+    def show_help(_args: argparse.Namespace) -> int:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+
+    parser.set_defaults(handler=show_help)
+    actions = parser.add_subparsers(dest="gold_command", metavar="ACTION")
+
+    validate = actions.add_parser("validate", help="check a gold-set file strictly (.jsonl, .yml, .csv)")
+    validate.add_argument("file", metavar="FILE", help="the gold-set file")
+    validate.add_argument("--database", metavar="DB", help="also check tables against a DuckDB file or database name")
+    validate.set_defaults(handler=_validate)
+
+    imports = actions.add_parser("import", help="convert a YAML or CSV gold set to JSONL")
+    imports.add_argument("file", metavar="FILE", help="the YAML or CSV file to import")
+    imports.add_argument("--out", metavar="OUT.jsonl", required=True, help="the JSONL file to write")
+    imports.add_argument("--domain", help="domain of cases that name none (default: imported)")
+    imports.add_argument("--category", help="category of cases that name none (default: inferred from the SQL)")
+    imports.add_argument("--database", help="database of cases that name none (required if a case names none)")
+    imports.set_defaults(handler=_import)
+
+    lister = actions.add_parser("list", help="the registered gold sets with their case counts")
+    lister.add_argument("--data-dir", metavar="DIR", help="the data folder (default: data/ or $NL2SQL_DATA)")
+    lister.set_defaults(handler=_list)
+
+    generate = actions.add_parser("generate", help="write the built-in gold set")
+    generate.add_argument(
+        "--out", metavar="PATH", help=f"where to write it (default: data/gold/{DEFAULT_GENERATED_FILE})"
+    )
+    generate.set_defaults(handler=_generate)

@@ -1,0 +1,160 @@
+"""The ``nl2sql-offline`` litellm provider: built-in models that need no network and no key.
+
+Offline models go through ``litellm.completion`` like any remote model, so the generate loop has one
+code path. They answer from the case itself, which reaches the provider through litellm's
+``metadata`` keyword (litellm forwards it in ``litellm_params["metadata"]`` and never sends it to a
+remote provider): see ``offline_request_metadata``.
+
+- ``nl2sql-offline/gold-echo`` answers with the case's canonical expected SQL, verbatim.
+- ``nl2sql-offline/sql-mutant`` answers with the expected SQL after one seeded mutation with
+  probability ``mutation_rate`` (else verbatim). The draw depends only on (seed, case id, sample index,
+  candidate index), never on call order.
+
+Replies are a ```sql fenced block. ``usage`` is estimated at chars/4 (there is no tokenizer behind an
+offline model) and flagged as such, with the applied mutation, in the reply message's
+``provider_specific_fields`` (keys ``nl2sql_token_source`` and ``nl2sql_mutation``).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import litellm
+from litellm import CustomLLM, ModelResponse
+from litellm.llms.custom_llm import CustomLLMError
+
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.errors import GenerationError
+from nl2sql_pipeline.generation.mutations import mutate
+from nl2sql_pipeline.generation.prompts import fenced_sql, messages_text
+from nl2sql_pipeline.generation.registry import OFFLINE_MODEL_NAMES, OFFLINE_PROVIDER
+from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, estimate_tokens
+
+METADATA_KEY = "nl2sql_case"
+FIELD_MUTATION = "nl2sql_mutation"
+FIELD_TOKEN_SOURCE = "nl2sql_token_source"
+DEFAULT_MUTATION_RATE = 0.5
+DEFAULT_SEED = 0
+
+_register_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class OfflineRequest:
+    """What an offline model needs to know about the case it answers."""
+
+    case_id: str
+    expected_sql: str
+    sample_index: int
+    candidate_index: int
+
+
+def offline_request_metadata(case: Case, sample_index: int, candidate_index: int) -> dict[str, Any]:
+    """The ``metadata`` to pass to ``litellm.completion`` for an offline model answering ``case``."""
+    if case.canonical_sql is None:
+        raise GenerationError(f"case {case.id}: no expected SQL for an offline model to answer with (add expected_sql)")
+    return {
+        METADATA_KEY: {
+            "case_id": case.id,
+            "expected_sql": case.canonical_sql,
+            "sample_index": sample_index,
+            "candidate_index": candidate_index,
+        }
+    }
+
+
+def _request_from(litellm_params: dict | None) -> OfflineRequest:
+    metadata = (litellm_params or {}).get("metadata") or {}
+    raw = metadata.get(METADATA_KEY)
+    if not isinstance(raw, dict) or not isinstance(raw.get("expected_sql"), str):
+        raise CustomLLMError(
+            status_code=400,
+            message=(
+                f"offline models answer from the case: pass metadata={{'{METADATA_KEY}': ...}} "
+                "(see nl2sql_pipeline.generation.offline_provider.offline_request_metadata)"
+            ),
+        )
+    return OfflineRequest(
+        case_id=str(raw.get("case_id", "")),
+        expected_sql=raw["expected_sql"],
+        sample_index=int(raw.get("sample_index", 0)),
+        candidate_index=int(raw.get("candidate_index", 0)),
+    )
+
+
+def mutant_rng(seed: int, request: OfflineRequest) -> random.Random:
+    """The rng of one mutant answer: a function of (seed, case id, sample, candidate) only."""
+    return random.Random(f"sql-mutant|{seed}|{request.case_id}|{request.sample_index}|{request.candidate_index}")
+
+
+def answer(model_name: str, request: OfflineRequest, optional_params: dict[str, Any]) -> tuple[str, str | None]:
+    """(SQL, mutation name or None) that offline model ``model_name`` answers ``request`` with."""
+    if model_name == "gold-echo":
+        return request.expected_sql, None
+    if model_name == "sql-mutant":
+        rate = float(optional_params.get("mutation_rate", DEFAULT_MUTATION_RATE))
+        rng = mutant_rng(int(optional_params.get("seed", DEFAULT_SEED)), request)
+        if rng.random() >= rate:
+            return request.expected_sql, None
+        return mutate(request.expected_sql, rng)
+    known = ", ".join(f"{OFFLINE_PROVIDER}/{name}" for name in OFFLINE_MODEL_NAMES)
+    raise CustomLLMError(status_code=404, message=f"unknown offline model {model_name!r} (known: {known})")
+
+
+class OfflineProvider(CustomLLM):
+    """Serves the built-in offline models to ``litellm.completion`` (stateless, thread-safe)."""
+
+    def completion(  # type: ignore[override]
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        acompletion: Any = None,
+        litellm_params: dict | None = None,
+        logger_fn: Any = None,
+        headers: dict | None = None,
+        timeout: Any = None,
+        client: Any = None,
+    ) -> ModelResponse:
+        model_name = model.split("/", 1)[1] if model.startswith(f"{OFFLINE_PROVIDER}/") else model
+        request = _request_from(litellm_params)
+        sql, mutation = answer(model_name, request, optional_params or {})
+        reply = fenced_sql(sql)
+        message = model_response.choices[0].message  # type: ignore[union-attr]
+        message.content = reply
+        message.provider_specific_fields = {FIELD_MUTATION: mutation, FIELD_TOKEN_SOURCE: TOKEN_SOURCE_ESTIMATED}
+        model_response.choices[0].finish_reason = "stop"  # type: ignore[union-attr]
+        prompt_tokens = estimate_tokens(messages_text(messages))
+        completion_tokens = estimate_tokens(reply)
+        model_response.model = f"{OFFLINE_PROVIDER}/{model_name}"
+        model_response.usage = litellm.Usage(  # type: ignore[attr-defined]
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+        return model_response
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        """Same as ``completion`` (nothing to wait for offline)."""
+        return self.completion(*args, **kwargs)
+
+
+def register_offline_provider() -> None:
+    """Register the ``nl2sql-offline`` provider with litellm (idempotent, thread-safe)."""
+    with _register_lock:
+        litellm.suppress_debug_info = True  # litellm prints hints to stdout for unmapped models otherwise
+        current = list(litellm.custom_provider_map or [])
+        if any(entry.get("provider") == OFFLINE_PROVIDER for entry in current):
+            return
+        current.append({"provider": OFFLINE_PROVIDER, "custom_handler": OfflineProvider()})
+        litellm.custom_provider_map = current

@@ -1,0 +1,158 @@
+"""Prompts: versioned templates in ``data/prompts/<name>.txt`` rendered into chat messages.
+
+A template file has a ``=== system ===`` and a ``=== user ===`` section (``#`` lines before the first
+section are comments) with ``${name}`` placeholders: ``schema_text``, ``semantic_text`` and
+``reference_date`` in the system part, ``question`` in the user part. A follow-up case replays its
+earlier turns as user/assistant pairs (the assistant answering with the earlier SQL in a fenced block),
+then asks its own question last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Mapping
+
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.errors import ConfigError, GenerationError
+from nl2sql_pipeline.generation.registry import ModelSpec, prompts_dir
+
+SYSTEM_PLACEHOLDERS: frozenset[str] = frozenset({"schema_text", "semantic_text", "reference_date"})
+USER_PLACEHOLDERS: frozenset[str] = frozenset({"question"})
+_SECTION_RE = re.compile(r"^=== (system|user) ===[ \t]*$", re.MULTILINE)
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A parsed template file: the system and user parts."""
+
+    name: str
+    system: Template
+    user: Template
+
+
+@dataclass(frozen=True)
+class DatabasePromptText:
+    """What the prompt says about one database."""
+
+    schema_text: str
+    semantic_text: str
+    reference_date: str
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """The prompt texts of every database a gold set uses, by database name."""
+
+    databases: Mapping[str, DatabasePromptText]
+
+    def for_case(self, case: Case) -> DatabasePromptText:
+        """The texts of ``case.database``; GenerationError when the context does not cover it."""
+        try:
+            return self.databases[case.database]
+        except KeyError:
+            known = ", ".join(sorted(self.databases)) or "(none)"
+            raise GenerationError(
+                f"case {case.id}: no prompt context for database {case.database!r} (context covers: {known}); "
+                "build the PromptContext over every database of the gold set"
+            ) from None
+
+
+def _placeholders(template: Template) -> set[str]:
+    if not template.is_valid():
+        raise ValueError("a '$' that starts no ${name} placeholder")
+    return set(template.get_identifiers())
+
+
+def parse_template(name: str, text: str, source: str = "<template>") -> PromptTemplate:
+    """Parse template text; ConfigError naming ``source`` for a missing section or unknown placeholder."""
+    sections = _SECTION_RE.split(text)
+    # split gives [preamble, "system", body, "user", body] for a well-formed file
+    preamble, pairs = sections[0], sections[1:]
+    if any(line.strip() and not line.lstrip().startswith("#") for line in preamble.splitlines()):
+        raise ConfigError(f"{source}: text before the first '=== system ===' line (comment it out with '#')")
+    parts = dict(zip(pairs[0::2], pairs[1::2]))
+    if [p for p in pairs[0::2]] != ["system", "user"]:
+        raise ConfigError(
+            f"{source}: expected exactly one '=== system ===' then one '=== user ===' section, "
+            f"found {pairs[0::2] or 'none'}"
+        )
+    system, user = Template(parts["system"].strip("\n")), Template(parts["user"].strip("\n"))
+    for label, template, allowed in (("system", system, SYSTEM_PLACEHOLDERS), ("user", user, USER_PLACEHOLDERS)):
+        try:
+            unknown = _placeholders(template) - allowed
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {label} section: {exc} (write $$ for a literal dollar sign)") from exc
+        if unknown:
+            raise ConfigError(
+                f"{source}: {label} section uses unknown placeholder(s) {sorted(unknown)} "
+                f"(allowed: {sorted(allowed)})"
+            )
+    if "question" not in _placeholders(user):
+        raise ConfigError(f"{source}: the user section must contain ${{question}}")
+    return PromptTemplate(name=name, system=system, user=user)
+
+
+_TEMPLATE_CACHE: dict[tuple[Path, int], PromptTemplate] = {}
+
+
+def load_template(name: str, directory: Path | None = None) -> PromptTemplate:
+    """Load ``<directory>/<name>.txt`` (default ``data/prompts``); re-read when the file changes."""
+    path = (directory or prompts_dir()) / f"{name}.txt"
+    try:
+        mtime = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: prompt template {name!r} not found (add the file or fix prompt_template)") from None
+    cached = _TEMPLATE_CACHE.get((path, mtime))
+    if cached is None:
+        cached = parse_template(name, path.read_text(encoding="utf-8"), source=str(path))
+        _TEMPLATE_CACHE[(path, mtime)] = cached
+    return cached
+
+
+def fenced_sql(sql: str) -> str:
+    """``sql`` in a ```sql fenced block (how earlier answers are replayed)."""
+    return f"```sql\n{sql.strip()}\n```"
+
+
+def build_messages(
+    case: Case,
+    spec: ModelSpec,
+    *,
+    schema_text: str,
+    semantic_text: str,
+    reference_date: str,
+    template: PromptTemplate | None = None,
+) -> list[Message]:
+    """The chat messages asking ``spec`` for ``case``'s SQL (system, earlier turns, then the question)."""
+    tpl = template or load_template(spec.prompt_template)
+    system = tpl.system.substitute(
+        schema_text=schema_text.strip() or "(no schema given)",
+        semantic_text=semantic_text.strip() or "(none)",
+        reference_date=reference_date,
+    )
+    messages: list[Message] = [{"role": "system", "content": system}]
+    for turn in case.follow_up_context:
+        messages.append({"role": "user", "content": tpl.user.substitute(question=turn.question)})
+        messages.append({"role": "assistant", "content": fenced_sql(turn.sql)})
+    messages.append({"role": "user", "content": tpl.user.substitute(question=case.question)})
+    return messages
+
+
+def prompt_hash(messages: list[Message]) -> str:
+    """16 hex chars over the exact messages (roles and contents, in order)."""
+    blob = json.dumps(
+        [{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def messages_text(messages: list[Message]) -> str:
+    """All message contents joined (for token estimates)."""
+    return "\n".join(str(m.get("content") or "") for m in messages)

@@ -1,0 +1,64 @@
+"""Token counts and cost of one model call.
+
+Tokens reported by the provider are ``measured``. When a provider reports none (litellm then returns
+a Usage of zeros) or an offline model stands in for one, tokens are ``estimated`` at one token per
+four characters, the usual rule of thumb for English and SQL with BPE tokenizers.
+
+Cost comes from the registry's prices when present, else from litellm's bundled price map, else it is
+unknown (None, never a silent zero). Offline models cost exactly 0.0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+from nl2sql_pipeline.generation.registry import ModelSpec
+
+logger = logging.getLogger(__name__)
+
+TOKEN_SOURCE_MEASURED = "measured"
+TOKEN_SOURCE_ESTIMATED = "estimated"
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated token count of ``text``: ceil(chars / 4), at least 1 for non-empty text."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Input and output tokens of one call, and whether they were measured or estimated."""
+
+    input_tokens: int
+    output_tokens: int
+    source: str
+
+
+def usage_from_response(usage: object, prompt_text: str, reply_text: str, *, estimated: bool = False) -> TokenUsage:
+    """Tokens from a litellm ``Usage`` (or None); zeros or ``estimated=True`` fall back to chars/4."""
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    if estimated or (prompt_tokens == 0 and completion_tokens == 0):
+        return TokenUsage(estimate_tokens(prompt_text), estimate_tokens(reply_text), TOKEN_SOURCE_ESTIMATED)
+    return TokenUsage(prompt_tokens, completion_tokens, TOKEN_SOURCE_MEASURED)
+
+
+def call_cost(spec: ModelSpec, tokens: TokenUsage) -> float | None:
+    """USD cost of one call, or None when no price is known for ``spec``."""
+    if spec.is_offline:
+        return 0.0
+    if spec.prices is not None:
+        return spec.prices.cost(tokens.input_tokens, tokens.output_tokens)
+    import litellm
+
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=spec.model, prompt_tokens=tokens.input_tokens, completion_tokens=tokens.output_tokens
+        )
+    except Exception as exc:  # litellm raises several unrelated types for an unmapped model
+        logger.info("no price for %s (%s): cost unknown; add prices to models.yml", spec.slug, type(exc).__name__)
+        return None
+    return float(prompt_cost) + float(completion_cost)

@@ -1,0 +1,527 @@
+"""The built-in gold set ``multidomain-v1``: 120 cases generated deterministically from templates.
+
+Templates are data (``templates/multidomain_v1/<domain>.yml``): a question, SQL with named literal
+slots written ``{slot}``, and metadata. A template may offer ``choices`` (alternative slot bindings);
+a :class:`random.Random` seeded with ``"<seed>:<case id>"`` picks one, so the output depends on the seed
+and the templates only. In SQL a slot renders as a SQL literal (``'TV'``, ``42``, ``TRUE``); in questions
+as plain text.
+
+Generation also checks the set: exact composition per domain and category, tags from the fixed
+vocabulary that match the expected SQL's syntax tree, no two query cases of a domain sharing a SQL
+skeleton, and no clock-dependent functions. Any problem raises :class:`GoldTemplateError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import sqlglot
+import yaml
+from sqlglot import exp
+
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.cases import CATEGORIES, DIFFICULTIES, OUTCOME_POLICY_REJECTION, Case, Turn
+from nl2sql_pipeline.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+GOLD_SET_NAME = "multidomain-v1"
+BUILTIN_GOLD_FILE = "nl2sql_multidomain.jsonl"
+DATABASE = "anime_platform"
+SEMANTIC_MODEL = "anime_platform"
+DEFAULT_SEED = 20260630
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates" / "multidomain_v1"
+SQL_DIALECT = "duckdb"
+
+# domain -> id prefix; every domain has one template file named after it.
+DOMAIN_PREFIXES: dict[str, str] = {
+    "anime_content": "content",
+    "viewer_engagement": "engagement",
+    "platform_monetization": "monetization",
+}
+# category -> (id infix, cases per domain)
+CATEGORY_PLAN: dict[str, tuple[str, int]] = {
+    "single_table": ("single", 10),
+    "multi_table": ("multi", 8),
+    "time": ("time", 6),
+    "metric": ("metric", 4),
+    "follow_up": ("followup", 4),
+    "policy_rejection": ("probe", 8),
+}
+
+# Tags of query cases. Each is derived from the expected SQL's syntax tree (see ``structural_tags``),
+# and a template's declared tags must equal the derived ones.
+QUERY_TAGS: tuple[str, ...] = (
+    "aggregate",  # an aggregate function outside a window
+    "bridge",  # joins through the anime_genres bridge table
+    "case_when",  # a CASE expression
+    "correlated_subquery",  # a subquery referencing an alias of an enclosing query
+    "cte",  # WITH ...
+    "date_range",  # a comparison against a literal DATE/TIMESTAMP
+    "date_trunc",  # date_trunc(...)
+    "distinct",  # SELECT DISTINCT or an aggregate over DISTINCT values
+    "filter",  # a WHERE clause
+    "group_by",  # GROUP BY
+    "having",  # HAVING
+    "join",  # any JOIN
+    "left_join",  # a LEFT JOIN
+    "multi_hop",  # one FROM clause joining three or more tables
+    "null_handling",  # IS [NOT] NULL, COALESCE or NULLIF
+    "order_by",  # ORDER BY (outside window specifications)
+    "ratio",  # a division by a computed value, or AVG over a 0/1 indicator (CASE / cast)
+    "set_op",  # UNION / INTERSECT / EXCEPT
+    "string_match",  # LIKE / ILIKE
+    "subquery",  # a subquery (scalar, IN, EXISTS or derived table)
+    "top_n",  # ORDER BY ... LIMIT n
+    "window",  # a window function
+)
+# Tags of policy-rejection cases: which rule of the policy the probe exercises.
+PROBE_TAGS: tuple[str, ...] = (
+    "write",  # INSERT / UPDATE / DELETE
+    "ddl",  # CREATE / DROP / ALTER
+    "out_of_scope",  # catalog tables or system table functions
+    "sensitive_column",  # users.email, directly, through SELECT * or an alias
+    "row_limit",  # a LIMIT above the policy's max_limit
+    "file_access",  # read_csv / read_parquet / a bare file path
+    "external_access",  # ATTACH / COPY / INSTALL
+    "multi_statement",  # a second statement smuggled after a comment
+    "data_modifying_cte",  # WITH x AS (DELETE/UPDATE ... RETURNING) SELECT ...
+)
+TAG_VOCABULARY: tuple[str, ...] = QUERY_TAGS + PROBE_TAGS
+
+_SLOT_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_CLOCK_FUNCTIONS = re.compile(r"\b(current_date|current_timestamp|now|today|get_current_timestamp)\b", re.I)
+_TEMPLATE_KEYS = frozenset(
+    {
+        "id",
+        "category",
+        "difficulty",
+        "tags",
+        "question",
+        "sql",
+        "probe_sql",
+        "context",
+        "slots",
+        "choices",
+        "candidate_selection",
+    }
+)
+
+
+class GoldTemplateError(ConfigError):
+    """The multidomain templates are invalid; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class CaseTemplate:
+    """One template: everything a case needs, with ``{slot}`` placeholders still in the text."""
+
+    id: str
+    domain: str
+    category: str
+    difficulty: str
+    tags: tuple[str, ...]
+    question: str
+    sql: tuple[str, ...]  # acceptable expected SQL (first = canonical); empty for probes
+    probe_sql: str | None
+    context: tuple[tuple[str, str], ...]  # earlier turns (question, sql)
+    slots: Mapping[str, Any]
+    choices: tuple[Mapping[str, Any], ...]
+    candidate_selection: int | None
+    source: str  # "<file>[<index>] (<id>)", for messages
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_templates(template_dir: Path | None = None) -> list[CaseTemplate]:
+    """Read every domain's template file, in domain order; raise GoldTemplateError on bad structure."""
+    directory = template_dir or TEMPLATE_DIR
+    templates: list[CaseTemplate] = []
+    problems: list[str] = []
+    for domain in DOMAIN_PREFIXES:
+        path = directory / f"{domain}.yml"
+        if not path.is_file():
+            problems.append(f"{path}: template file missing (one file per domain: {', '.join(DOMAIN_PREFIXES)})")
+            continue
+        try:
+            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            problems.append(f"{path}: not valid YAML ({exc})")
+            continue
+        if not isinstance(document, dict) or document.get("domain") != domain or not isinstance(
+            document.get("cases"), list
+        ):
+            problems.append(f"{path}: expected a mapping with 'domain: {domain}' and a 'cases' list")
+            continue
+        for index, raw in enumerate(document["cases"]):
+            template, errors = _template_from_mapping(raw, domain, f"{path.name}[{index}]")
+            problems.extend(errors)
+            if template is not None:
+                templates.append(template)
+    if problems:
+        raise GoldTemplateError(problems)
+    return templates
+
+
+def _template_from_mapping(raw: Any, domain: str, where: str) -> tuple[CaseTemplate | None, list[str]]:
+    if not isinstance(raw, dict):
+        return None, [f"{where}: a template must be a mapping"]
+    where = f"{where} ({raw.get('id', '?')})"
+    problems = [f"{where}: unknown key {key!r} (allowed: {', '.join(sorted(_TEMPLATE_KEYS))})" for key in raw
+                if key not in _TEMPLATE_KEYS]
+    for key in ("id", "category", "difficulty", "question"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            problems.append(f"{where}: '{key}' must be a non-empty string")
+    if problems:
+        return None, problems
+    sql = raw.get("sql")
+    sql_list = [sql] if isinstance(sql, str) else list(sql or [])
+    if not all(isinstance(s, str) and s.strip() for s in sql_list):
+        problems.append(f"{where}: 'sql' must be a string or a list of strings")
+    context = []
+    for turn in raw.get("context") or []:
+        if not isinstance(turn, dict) or not isinstance(turn.get("question"), str) or not isinstance(
+            turn.get("sql"), str
+        ):
+            problems.append(f"{where}: each context turn needs 'question' and 'sql' strings")
+            continue
+        context.append((turn["question"], turn["sql"]))
+    slots = raw.get("slots") or {}
+    choices = raw.get("choices") or []
+    if not isinstance(slots, dict) or not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        problems.append(f"{where}: 'slots' must be a mapping and 'choices' a list of mappings")
+    tags = raw.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        problems.append(f"{where}: 'tags' must be a list of strings")
+    candidate_selection = raw.get("candidate_selection")
+    if candidate_selection is not None and (
+        not isinstance(candidate_selection, int) or isinstance(candidate_selection, bool) or candidate_selection < 2
+    ):
+        problems.append(f"{where}: 'candidate_selection' must be an integer >= 2")
+    probe_sql = raw.get("probe_sql")
+    if probe_sql is not None and not isinstance(probe_sql, str):
+        problems.append(f"{where}: 'probe_sql' must be a string")
+    if problems:
+        return None, problems
+    template = CaseTemplate(
+        id=raw["id"],
+        domain=domain,
+        category=raw["category"],
+        difficulty=raw["difficulty"],
+        tags=tuple(tags),
+        question=raw["question"],
+        sql=tuple(sql_list),
+        probe_sql=probe_sql,
+        context=tuple(context),
+        slots=dict(slots),
+        choices=tuple(dict(c) for c in choices),
+        candidate_selection=candidate_selection,
+        source=where,
+    )
+    return template, []
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def sql_literal(value: Any) -> str:
+    """Render a slot value as a DuckDB literal: strings quoted, numbers and booleans bare."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if hasattr(value, "isoformat"):  # YAML turns 2026-01-01 into a date
+        value = value.isoformat()
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise GoldTemplateError([f"slot value {value!r} has unsupported type {type(value).__name__}"])
+
+
+def _text_value(value: Any) -> str:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def _fill(text: str, binding: Mapping[str, Any], *, as_sql: bool, where: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in binding:
+            raise GoldTemplateError([f"{where}: slot {{{name}}} has no value (define it in 'slots' or every 'choices' entry)"])
+        value = binding[name]
+        return sql_literal(value) if as_sql else _text_value(value)
+
+    return _SLOT_RE.sub(replace, text)
+
+
+def _clean_sql(sql: str) -> str:
+    """Strip trailing blanks per line and the trailing newline YAML block scalars leave."""
+    return "\n".join(line.rstrip() for line in sql.strip().splitlines())
+
+
+def render_case(template: CaseTemplate, seed: int = DEFAULT_SEED) -> Case:
+    """Fill a template's slots (choosing among ``choices`` with a per-case seeded RNG) into a Case."""
+    binding: dict[str, Any] = dict(template.slots)
+    if template.choices:
+        rng = random.Random(f"{seed}:{template.id}")
+        binding.update(rng.choice(template.choices))
+    where = template.source
+
+    def sql(text: str) -> str:
+        return _clean_sql(_fill(text, binding, as_sql=True, where=where))
+
+    def question(text: str) -> str:
+        return " ".join(_fill(text, binding, as_sql=False, where=where).split())
+
+    is_probe = template.category == "policy_rejection"
+    return Case(
+        id=template.id,
+        domain=template.domain,
+        category=template.category,
+        question=question(template.question),
+        database=DATABASE,
+        expected_sql=tuple(sql(s) for s in template.sql),
+        tags=template.tags,
+        difficulty=template.difficulty,
+        semantic_model=SEMANTIC_MODEL,
+        follow_up_context=tuple(Turn(question=question(q), sql=sql(s)) for q, s in template.context),
+        candidate_selection=template.candidate_selection,
+        expected_outcome=OUTCOME_POLICY_REJECTION if is_probe else "result",
+        policy_probe_sql=sql(template.probe_sql) if template.probe_sql is not None else None,
+    )
+
+
+# ---------------------------------------------------------------- SQL analysis
+
+
+def parse_sql(sql: str) -> exp.Expression:
+    """Parse one DuckDB statement with sqlglot; raise GoldTemplateError when it does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect=SQL_DIALECT)
+    except sqlglot.errors.ParseError as exc:
+        raise GoldTemplateError([f"SQL does not parse as DuckDB: {exc}\n{sql}"]) from exc
+    if tree is None:
+        raise GoldTemplateError([f"SQL is empty: {sql!r}"])
+    return tree
+
+
+def sql_skeleton(sql: str | exp.Expression) -> str:
+    """The query with every literal replaced by ``?``, normalized by sqlglot: equal skeletons = same shape."""
+    tree = parse_sql(sql) if isinstance(sql, str) else sql
+    stripped = tree.copy().transform(lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node)
+    return stripped.sql(dialect=SQL_DIALECT, normalize=True, comments=False)
+
+
+def _is_date_literal(node: exp.Expression) -> bool:
+    return (
+        isinstance(node, exp.Cast)
+        and isinstance(node.this, exp.Literal)
+        and node.this.is_string
+        and node.to.is_type(*exp.DataType.TEMPORAL_TYPES)
+    )
+
+
+def _is_ratio(div: exp.Div) -> bool:
+    """A division by a computed value (a unit conversion such as ``x / 3600.0`` is not a ratio)."""
+    divisor = div.expression.unnest() if isinstance(div.expression, exp.Paren) else div.expression
+    return not isinstance(divisor, exp.Literal)
+
+
+def _defined_aliases(query: exp.Expression) -> set[str]:
+    names: set[str] = set()
+    for table in query.find_all(exp.Table):
+        names.add(table.alias_or_name.lower())
+    for sub in query.find_all(exp.Subquery):
+        if sub.alias:
+            names.add(sub.alias.lower())
+    for cte in query.find_all(exp.CTE):
+        names.add(cte.alias.lower())
+    return names
+
+
+def _subquery_bodies(tree: exp.Expression) -> list[exp.Expression]:
+    bodies: list[exp.Expression] = [node.this for node in tree.find_all(exp.Subquery)]
+    bodies += [node.this for node in tree.find_all(exp.Exists)]
+    return bodies
+
+
+def structural_tags(sql: str | exp.Expression) -> frozenset[str]:
+    """The query tags (see QUERY_TAGS) that the SQL's syntax tree exhibits."""
+    tree = parse_sql(sql) if isinstance(sql, str) else sql
+    tags: set[str] = set()
+    joins = list(tree.find_all(exp.Join))
+    if joins:
+        tags.add("join")
+    if any(join.side == "LEFT" for join in joins):
+        tags.add("left_join")
+    if any(len(select.args.get("joins") or []) >= 2 for select in tree.find_all(exp.Select)):
+        tags.add("multi_hop")
+    if joins and any(t.name.lower() == "anime_genres" for t in tree.find_all(exp.Table)):
+        tags.add("bridge")
+    if any(not isinstance(agg.parent, exp.Window) for agg in tree.find_all(exp.AggFunc)):
+        tags.add("aggregate")
+    if tree.find(exp.Window):
+        tags.add("window")
+    if tree.find(exp.Group):
+        tags.add("group_by")
+    if tree.find(exp.Having):
+        tags.add("having")
+    if any(isinstance(where.parent, (exp.Select, exp.Update, exp.Delete)) for where in tree.find_all(exp.Where)):
+        tags.add("filter")
+    orders = [order for order in tree.find_all(exp.Order) if not isinstance(order.parent, exp.Window)]
+    if orders:
+        tags.add("order_by")
+    if any(order.parent is not None and order.parent.args.get("limit") for order in orders):
+        tags.add("top_n")
+    if tree.find(exp.Distinct):
+        tags.add("distinct")
+    if tree.find(exp.Case):
+        tags.add("case_when")
+    if tree.find(exp.With):
+        tags.add("cte")
+    if tree.find(exp.SetOperation):
+        tags.add("set_op")
+    if any(_is_ratio(div) for div in tree.find_all(exp.Div)) or any(
+        isinstance(avg.this, (exp.Case, exp.Cast)) for avg in tree.find_all(exp.Avg)
+    ):
+        tags.add("ratio")
+    if tree.find(exp.Like, exp.ILike):
+        tags.add("string_match")
+    if tree.find(exp.DateTrunc, exp.TimestampTrunc):
+        tags.add("date_trunc")
+    if tree.find(exp.Coalesce, exp.Nullif) or any(isinstance(node.expression, exp.Null) for node in tree.find_all(exp.Is)):
+        tags.add("null_handling")
+    comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
+    if any(any(_is_date_literal(arg) for arg in node.iter_expressions()) for node in tree.find_all(*comparisons)):
+        tags.add("date_range")
+    bodies = _subquery_bodies(tree)
+    if bodies:
+        tags.add("subquery")
+    for body in bodies:
+        inner = _defined_aliases(body)
+        if any(col.table and col.table.lower() not in inner for col in body.find_all(exp.Column)):
+            tags.add("correlated_subquery")
+    return frozenset(tags)
+
+
+# ---------------------------------------------------------------- checks and generation
+
+
+def check_gold_set(cases: list[Case]) -> list[str]:
+    """Problems with a generated set (composition, ids, tags, skeletons, clock functions); empty = valid."""
+    problems: list[str] = []
+    seen_ids: set[str] = set()
+    counts: dict[tuple[str, str], int] = {}
+    skeletons: dict[tuple[str, str], str] = {}
+    for case in cases:
+        counts[(case.domain, case.category)] = counts.get((case.domain, case.category), 0) + 1
+        if case.id in seen_ids:
+            problems.append(f"{case.id}: duplicate id")
+        seen_ids.add(case.id)
+        problems.extend(_check_case(case))
+        if case.is_probe or not case.expected_sql:
+            continue
+        for sql in case.expected_sql:
+            try:
+                key = (case.domain, sql_skeleton(sql))
+            except GoldTemplateError as exc:
+                problems.extend(f"{case.id}: {p}" for p in exc.problems)
+                continue
+            if key in skeletons and skeletons[key] != case.id:
+                problems.append(f"{case.id}: same SQL skeleton as {skeletons[key]} (vary the query's shape)")
+            skeletons.setdefault(key, case.id)
+    for domain in DOMAIN_PREFIXES:
+        for category, (_, wanted) in CATEGORY_PLAN.items():
+            got = counts.get((domain, category), 0)
+            if got != wanted:
+                problems.append(f"{domain}/{category}: {got} cases, expected {wanted}")
+    return problems
+
+
+def _check_case(case: Case) -> list[str]:
+    problems: list[str] = []
+    prefix = DOMAIN_PREFIXES.get(case.domain)
+    if prefix is None:
+        return [f"{case.id}: unknown domain {case.domain!r} (known: {', '.join(DOMAIN_PREFIXES)})"]
+    if case.category not in CATEGORIES:
+        return [f"{case.id}: unknown category {case.category!r} (known: {', '.join(CATEGORIES)})"]
+    infix = CATEGORY_PLAN[case.category][0]
+    if not re.fullmatch(rf"{prefix}-{infix}-\d\d", case.id):
+        problems.append(f"{case.id}: id must look like {prefix}-{infix}-NN for {case.domain}/{case.category}")
+    if case.difficulty not in DIFFICULTIES:
+        problems.append(f"{case.id}: difficulty {case.difficulty!r} not in {DIFFICULTIES}")
+    unknown = [t for t in case.tags if t not in TAG_VOCABULARY]
+    if unknown:
+        problems.append(f"{case.id}: tags {unknown} not in the vocabulary (see TAG_VOCABULARY)")
+    if len(set(case.tags)) != len(case.tags):
+        problems.append(f"{case.id}: duplicate tags")
+    if (case.category == "follow_up") != bool(case.follow_up_context):
+        problems.append(f"{case.id}: follow_up cases, and only they, carry follow_up_context")
+    if case.is_probe:
+        if case.category != "policy_rejection" or case.expected_sql or not case.policy_probe_sql:
+            problems.append(f"{case.id}: a probe needs category policy_rejection, policy_probe_sql and no expected_sql")
+        if not case.tags or any(t not in PROBE_TAGS for t in case.tags):
+            problems.append(f"{case.id}: probe tags must come from PROBE_TAGS")
+        return problems
+    if not case.expected_sql:
+        return problems + [f"{case.id}: a query case needs expected SQL"]
+    for sql in list(case.expected_sql) + [turn.sql for turn in case.follow_up_context]:
+        if _CLOCK_FUNCTIONS.search(sql):
+            problems.append(f"{case.id}: uses a clock function; write literal dates relative to 2026-06-30")
+    try:
+        derived = structural_tags(case.expected_sql[0])
+    except GoldTemplateError as exc:
+        return problems + [f"{case.id}: {p}" for p in exc.problems]
+    declared = set(case.tags)
+    if declared != derived:
+        missing = sorted(derived - declared)
+        extra = sorted(declared - derived)
+        problems.append(f"{case.id}: tags do not match the SQL (add {missing}, remove {extra})")
+    return problems
+
+
+def generate_multidomain_v1(seed: int = DEFAULT_SEED, template_dir: Path | None = None) -> list[Case]:
+    """The 120 cases of ``multidomain-v1``, in template order; raise GoldTemplateError if invalid."""
+    cases = [render_case(template, seed) for template in load_templates(template_dir)]
+    problems = check_gold_set(cases)
+    if problems:
+        raise GoldTemplateError(problems)
+    logger.info("generated %d cases of %s (seed %d)", len(cases), GOLD_SET_NAME, seed)
+    return cases
+
+
+def builtin_gold_path() -> Path:
+    """Where the checked-in built-in gold file lives: ``data_dir()/gold/nl2sql_multidomain.jsonl``."""
+    return paths.data_dir() / "gold" / BUILTIN_GOLD_FILE
+
+
+def render_jsonl(cases: Iterable[Case]) -> str:
+    """The JSONL text of a gold set: one ``Case.to_json()`` per line, ``\\n`` endings."""
+    return "".join(case.to_json() + "\n" for case in cases)
+
+
+def write_builtin_gold(path: Path | None = None) -> Path:
+    """Generate ``multidomain-v1`` and write it as UTF-8 JSONL (default: ``builtin_gold_path()``)."""
+    target = path or builtin_gold_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(render_jsonl(generate_multidomain_v1()))
+    logger.info("wrote %s", target)
+    return target
+
+
+if __name__ == "__main__":  # regenerate the checked-in file: python -m nl2sql_pipeline.gold.generator
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    write_builtin_gold()

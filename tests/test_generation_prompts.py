@@ -1,0 +1,136 @@
+"""Prompt templates, messages (follow-up turns), prompt hashes and the prompt context."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from nl2sql_pipeline.cases import case_from_dict
+from nl2sql_pipeline.errors import ConfigError, GenerationError
+from nl2sql_pipeline.generation.prompts import (
+    DatabasePromptText,
+    PromptContext,
+    build_messages,
+    load_template,
+    parse_template,
+    prompt_hash,
+)
+from nl2sql_pipeline.generation.registry import ModelSpec
+
+SPEC = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
+TEXTS = {"schema_text": "CREATE TABLE users (user_id INTEGER);", "semantic_text": "metric: users", "reference_date": "2026-06-30"}
+
+
+def make_case(**overrides):
+    data = {
+        "id": "c1",
+        "domain": "viewer_engagement",
+        "category": "single_table",
+        "question": "How many users are there?",
+        "database": "anime_platform",
+        "expected_sql": "SELECT COUNT(*) FROM users",
+    }
+    data.update(overrides)
+    return case_from_dict(data)
+
+
+def test_messages_carry_schema_semantics_reference_date_and_question():
+    messages = build_messages(make_case(), SPEC, **TEXTS)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    system = messages[0]["content"]
+    assert "CREATE TABLE users (user_id INTEGER);" in system
+    assert "metric: users" in system
+    assert "2026-06-30" in system
+    assert "${" not in system and "$schema_text" not in system
+    assert messages[1]["content"].strip() == "How many users are there?"
+
+
+def test_follow_up_cases_replay_earlier_turns_in_order():
+    case = make_case(
+        category="follow_up",
+        question="And how many of them are in Japan?",
+        follow_up_context=[
+            {"question": "How many users signed up in 2025?", "sql": "SELECT COUNT(*) FROM users WHERE year(signup_date) = 2025"},
+            {"question": "Only the 18-24 band?", "sql": "SELECT COUNT(*) FROM users WHERE age_band = '18-24';"},
+        ],
+    )
+    messages = build_messages(case, SPEC, **TEXTS)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "How many users signed up in 2025?" in messages[1]["content"]
+    assert messages[2]["content"] == "```sql\nSELECT COUNT(*) FROM users WHERE year(signup_date) = 2025\n```"
+    assert "Only the 18-24 band?" in messages[3]["content"]
+    assert "age_band = '18-24'" in messages[4]["content"] and messages[4]["content"].startswith("```sql\n")
+    assert "Japan" in messages[-1]["content"]
+    assert "Japan" not in "".join(m["content"] for m in messages[:-1])
+
+
+def test_prompt_hash_is_stable_and_sensitive():
+    first = build_messages(make_case(), SPEC, **TEXTS)
+    again = build_messages(make_case(), SPEC, **TEXTS)
+    assert re.fullmatch(r"[0-9a-f]{16}", prompt_hash(first))
+    assert prompt_hash(first) == prompt_hash(again)
+    changed_schema = build_messages(make_case(), SPEC, **{**TEXTS, "schema_text": "CREATE TABLE u (x INT);"})
+    changed_question = build_messages(make_case(question="How many studios?"), SPEC, **TEXTS)
+    changed_date = build_messages(make_case(), SPEC, **{**TEXTS, "reference_date": "2026-07-01"})
+    hashes = {prompt_hash(m) for m in (first, changed_schema, changed_question, changed_date)}
+    assert len(hashes) == 4
+    swapped_roles = [dict(first[0]), {"role": "assistant", "content": first[1]["content"]}]
+    assert prompt_hash(swapped_roles) != prompt_hash(first)
+
+
+def test_shipped_template_parses():
+    template = load_template("nl2sql-v1")
+    assert set(template.system.get_identifiers()) == {"schema_text", "semantic_text", "reference_date"}
+    assert template.user.get_identifiers() == ["question"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("=== user ===\n${question}\n", "expected exactly one '=== system ==='"),
+        ("=== system ===\nhi\n", "expected exactly one '=== system ==='"),
+        ("=== system ===\n${schema}\n=== user ===\n${question}\n", "unknown placeholder(s) ['schema']"),
+        ("=== system ===\nhi\n=== user ===\nno question here\n", "must contain ${question}"),
+        ("stray text\n=== system ===\nhi\n=== user ===\n${question}\n", "text before the first"),
+        ("=== system ===\ncosts $5\n=== user ===\n${question}\n", "write $$ for a literal dollar sign"),
+    ],
+)
+def test_bad_templates_are_config_errors(text, message):
+    with pytest.raises(ConfigError) as info:
+        parse_template("t", text, source="data/prompts/t.txt")
+    assert message in str(info.value) and "data/prompts/t.txt" in str(info.value)
+
+
+def test_comment_preamble_is_allowed_and_templates_load_from_a_folder(tmp_path):
+    (tmp_path / "mine.txt").write_text("# a comment\n=== system ===\nS ${reference_date}\n=== user ===\nQ: ${question}\n")
+    template = load_template("mine", tmp_path)
+    messages = build_messages(make_case(), SPEC, **TEXTS, template=template)
+    assert messages == [
+        {"role": "system", "content": "S 2026-06-30"},
+        {"role": "user", "content": "Q: How many users are there?"},
+    ]
+    with pytest.raises(ConfigError, match="prompt template 'other' not found"):
+        load_template("other", tmp_path)
+
+
+def test_prompt_context_names_a_missing_database():
+    context = PromptContext({"anime_platform": DatabasePromptText("ddl", "sem", "2026-06-30")})
+    assert context.for_case(make_case()).schema_text == "ddl"
+    with pytest.raises(GenerationError, match=r"no prompt context for database 'shop'.*anime_platform"):
+        context.for_case(make_case(database="shop"))
+
+
+def test_prompt_context_from_the_semantic_model_and_a_built_database(tmp_path):
+    from nl2sql_pipeline.generation.prompt_context import build_prompt_context, prompt_context_for_cases
+    from nl2sql_pipeline.sample_db import build_database
+
+    db = tmp_path / "anime_platform.duckdb"
+    build_database(db, scale=0.01)
+    context = prompt_context_for_cases([make_case()], resolve_database=lambda name: db)
+    texts = context.for_case(make_case())
+    assert "CREATE TABLE users" in texts.schema_text and "CREATE TABLE watch_sessions" in texts.schema_text
+    assert texts.reference_date == "2026-06-30"
+    assert texts.semantic_text.strip()
+    with pytest.raises(ConfigError, match="describes database 'anime_platform', not 'shop'"):
+        build_prompt_context(["shop"], resolve_database=lambda name: db)

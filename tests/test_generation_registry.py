@@ -1,0 +1,211 @@
+"""The model registry: strict validation of models.yml, config hashes, readiness."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.generation.registry import (
+    KIND_LITELLM,
+    KIND_OFFLINE,
+    Limits,
+    ModelSpec,
+    Prices,
+    get_model,
+    load_registry,
+    model_readiness,
+)
+
+VALID = """\
+models:
+  gold-echo:
+    kind: offline
+    model: nl2sql-offline/gold-echo
+    description: Calibration model.
+    prompt_template: nl2sql-v1
+    params: {temperature: 0}
+    version: "1"
+  remote.model_1:
+    kind: litellm
+    model: openai/gpt-4o-mini
+    api_key_env: NL2SQL_TEST_KEY
+    params: {temperature: 0, max_tokens: 256}
+    price_input_per_mtok: 0.15
+    price_output_per_mtok: 0.6
+    limits: {requests_per_minute: 60, tokens_per_minute: 10000, max_concurrency: 2}
+    candidates: 3
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "models.yml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def entry(tmp_path: Path, body: str, slug: str = "m1") -> Path:
+    """A registry with one entry whose body is ``body`` (YAML lines of the entry)."""
+    lines = "\n".join("    " + line for line in textwrap.dedent(body).strip().splitlines())
+    return write(tmp_path, f"models:\n  {slug}:\n{lines}\n")
+
+
+def test_valid_registry_loads_every_field(tmp_path):
+    specs = load_registry(write(tmp_path, VALID))
+    assert list(specs) == ["gold-echo", "remote.model_1"]
+    echo, remote = specs["gold-echo"], specs["remote.model_1"]
+    assert echo.kind == KIND_OFFLINE and echo.model == "nl2sql-offline/gold-echo" and echo.is_offline
+    assert dict(echo.params) == {"temperature": 0} and echo.candidates == 1 and echo.prices is None
+    assert remote.kind == KIND_LITELLM and remote.api_key_env == "NL2SQL_TEST_KEY"
+    assert remote.prices == Prices(0.15, 0.6)
+    assert remote.limits == Limits(requests_per_minute=60, tokens_per_minute=10000, max_concurrency=2)
+    assert remote.candidates == 3 and remote.version == "1" and remote.prompt_template == "nl2sql-v1"
+    with pytest.raises(TypeError):
+        remote.params["temperature"] = 1  # read-only
+
+
+def test_shipped_registry_is_valid_and_offline_models_are_ready():
+    specs = load_registry()
+    assert {"gold-echo", "sql-mutant", "gpt-4o-mini"} <= set(specs)
+    assert specs["sql-mutant"].params["mutation_rate"] == 0.5
+    assert any(s.api_base and "127.0.0.1" in s.api_base for s in specs.values())
+    for slug in ("gold-echo", "sql-mutant"):
+        assert model_readiness(specs[slug]).ready
+
+
+@pytest.mark.parametrize(
+    ("body", "slug", "expected"),
+    [
+        ("kind: offline\nmodel: nl2sql-offline/gold-echo", "Bad_Slug", "model slug 'Bad_Slug' is invalid"),
+        ("kind: offline\nmodel: nl2sql-offline/gold-echo", "-x", "model slug '-x' is invalid"),
+        ("kind: magic\nmodel: a/b", "m1", "key 'kind': unknown kind 'magic'"),
+        ("model: a/b", "m1", "key 'kind': missing"),
+        ("kind: litellm", "m1", "key 'model': missing"),
+        ("kind: offline\nmodel: nl2sql-offline/oracle", "m1", "not a built-in offline model"),
+        ("kind: litellm\nmodel: nl2sql-offline/gold-echo", "m1", "use kind: offline"),
+        ("kind: litellm\nmodel: a/b\ncolour: red", "m1", "key 'colour': unknown key"),
+        ("kind: litellm\nmodel: a/b\ncandidates: 0", "m1", "key 'candidates': must be > 0"),
+        ("kind: litellm\nmodel: a/b\ncandidates: 1.5", "m1", "key 'candidates': must be an integer"),
+        ("kind: litellm\nmodel: a/b\nprice_input_per_mtok: 1", "m1", "key 'price_output_per_mtok': missing"),
+        (
+            "kind: litellm\nmodel: a/b\nprice_input_per_mtok: -1\nprice_output_per_mtok: 1",
+            "m1",
+            "key 'price_input_per_mtok': must be >= 0",
+        ),
+        ("kind: litellm\nmodel: a/b\nlimits: {requests_per_minute: 0}", "m1", "limits.requests_per_minute"),
+        ("kind: litellm\nmodel: a/b\nlimits: {burst: 3}", "m1", "key 'limits.burst': unknown limit"),
+        ("kind: litellm\nmodel: a/b\nparams: {temperature: -1}", "m1", "params.temperature"),
+        ("kind: litellm\nmodel: a/b\nparams: [1, 2]", "m1", "key 'params': must be a mapping"),
+        ("kind: offline\nmodel: nl2sql-offline/sql-mutant\nparams: {mutation_rate: 1.5}", "m1", "mutation_rate"),
+        ("kind: offline\nmodel: nl2sql-offline/sql-mutant\nparams: {seed: x}", "m1", "params.seed"),
+        ("kind: litellm\nmodel: a/b\napi_base: ftp://host/v1", "m1", "key 'api_base'"),
+        ("kind: litellm\nmodel: a/b\napi_key_env: 'NOT A VAR'", "m1", "key 'api_key_env'"),
+        ("kind: litellm\nmodel: a/b\nprompt_template: no-such-template", "m1", "no template file"),
+        ("kind: offline\nmodel: nl2sql-offline/gold-echo\napi_key_env: KEY", "m1", "not used by offline models"),
+    ],
+)
+def test_invalid_entries_name_file_slug_and_key(tmp_path, body, slug, expected):
+    path = entry(tmp_path, body, slug=slug)
+    with pytest.raises(ConfigError) as info:
+        load_registry(path)
+    message = str(info.value)
+    assert expected in message
+    assert str(path) in message
+
+
+def test_duplicate_slug_is_rejected_with_line_numbers(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        models:
+          a:
+            kind: offline
+            model: nl2sql-offline/gold-echo
+          a:
+            kind: offline
+            model: nl2sql-offline/sql-mutant
+        """,
+    )
+    with pytest.raises(ConfigError, match=r"models.yml:5: duplicate key 'a' \(first defined on line 2\)"):
+        load_registry(path)
+
+
+def test_duplicate_key_inside_an_entry_is_rejected(tmp_path):
+    path = entry(tmp_path, "kind: offline\nmodel: nl2sql-offline/gold-echo\nkind: litellm")
+    with pytest.raises(ConfigError, match="duplicate key 'kind'"):
+        load_registry(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "models: {}\n", "models: [a]\n", "other: 1\n", "models:\n  a: 1\n", "models: {a: {kind: [}\n"],
+)
+def test_malformed_documents_are_config_errors(tmp_path, text):
+    with pytest.raises(ConfigError):
+        load_registry(write(tmp_path, text))
+
+
+def test_missing_registry_file_says_where(tmp_path):
+    with pytest.raises(ConfigError, match="model registry not found"):
+        load_registry(tmp_path / "nope.yml")
+
+
+def test_get_model_unknown_lists_known(tmp_path):
+    specs = load_registry(write(tmp_path, VALID))
+    assert get_model("gold-echo", specs).slug == "gold-echo"
+    with pytest.raises(ConfigError, match=r"unknown model 'gpt-9'.*gold-echo, remote.model_1"):
+        get_model("gpt-9", specs)
+
+
+def spec(**overrides) -> ModelSpec:
+    fields = {"slug": "m", "kind": KIND_LITELLM, "model": "openai/x", "params": {"temperature": 0}}
+    fields.update(overrides)
+    return ModelSpec(**fields)
+
+
+def test_config_hash_tracks_outputs_not_description():
+    base = spec()
+    assert len(base.config_hash) == 16 and int(base.config_hash, 16) >= 0
+    assert spec(description="something else").config_hash == base.config_hash
+    assert spec(prices=Prices(1, 2), limits=Limits(max_concurrency=1)).config_hash == base.config_hash
+    assert spec(params={"temperature": 0.7}).config_hash != base.config_hash
+    assert spec(params={"temperature": 0, "seed": 1}).config_hash != base.config_hash
+    assert spec(model="openai/y").config_hash != base.config_hash
+    assert spec(version="2").config_hash != base.config_hash
+    assert spec(prompt_template="nl2sql-v2").config_hash != base.config_hash
+    assert spec(api_base="http://127.0.0.1:1/v1").config_hash != base.config_hash
+
+
+def test_config_hash_is_stable_across_key_order(tmp_path):
+    one = entry(tmp_path, "kind: litellm\nmodel: a/b\nparams: {temperature: 0, seed: 3}")
+    first = load_registry(one)["m1"].config_hash
+    two = entry(tmp_path, "params: {seed: 3, temperature: 0}\nmodel: a/b\nkind: litellm\ndescription: x")
+    assert load_registry(two)["m1"].config_hash == first
+
+
+def test_readiness_needs_the_key_variable(monkeypatch):
+    keyed = spec(api_key_env="NL2SQL_TEST_KEY")
+    monkeypatch.delenv("NL2SQL_TEST_KEY", raising=False)
+    state = model_readiness(keyed)
+    assert not state.ready and "NL2SQL_TEST_KEY" in state.reason
+    monkeypatch.setenv("NL2SQL_TEST_KEY", "sk-test")
+    assert model_readiness(keyed).ready
+
+
+def test_readiness_probes_a_loopback_server():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        assert model_readiness(spec(api_base=f"http://127.0.0.1:{port}/v1")).ready
+    # the socket is closed: nothing listens on that port any more
+    state = model_readiness(spec(api_base=f"http://127.0.0.1:{port}/v1"), timeout_s=0.2)
+    assert not state.ready and f"127.0.0.1:{port}" in state.reason
+
+
+def test_readiness_never_contacts_a_remote_server():
+    state = model_readiness(spec(api_base="https://api.example.invalid/v1"))
+    assert state.ready and "not probed" in state.reason
