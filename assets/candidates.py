@@ -1,6 +1,5 @@
 """Per-model assets: candidate SQL from the model (through litellm) and its policy-gated execution."""
 
-from __future__ import annotations
 
 import dagster as dg
 import pandas as pd

@@ -1,6 +1,5 @@
 """Sample database and gold-set assets, with the blocking gold preflight."""
 
-from __future__ import annotations
 
 import json
 

@@ -46,7 +46,11 @@ def get_instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
+QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
 def _materialize(assets, instance, partition_key=None, run_config=None) -> dg.ExecuteInProcessResult:
+    run_config = {**QUIET_LOGGERS, **(run_config or {})}
     return dg.materialize(
         ALL_ASSETS,
         selection=assets,

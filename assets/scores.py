@@ -1,6 +1,5 @@
 """Run scores (one row per gold x model run) and the versioned baselines table."""
 
-from __future__ import annotations
 
 import dagster as dg
 import pandas as pd

@@ -1,6 +1,5 @@
 """Per-model verdicts: one row per case and sample, with the rule that decided it."""
 
-from __future__ import annotations
 
 import dagster as dg
 import pandas as pd

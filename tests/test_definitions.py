@@ -1,0 +1,84 @@
+"""The Dagster definitions: asset keys, partitions, the blocking preflight check, the IO manager."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+
+from assets.definitions import defs
+from assets.partitions import gold_model_partitions
+from resources.io_manager import ParquetIOManager
+
+EXPECTED_ASSETS = {
+    "sample_database": None,
+    "gold_set": "gold_sets",
+    "oracle_results": "gold_sets",
+    "candidate_sql": "gold|model",
+    "candidate_results": "gold|model",
+    "case_verdicts": "gold|model",
+    "run_scores": "gold|model",
+    "baselines": "gold|model",
+}
+
+
+def _partitions_label(partitions_def) -> str | None:
+    if partitions_def is None:
+        return None
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return "|".join(d.name for d in partitions_def.partitions_defs)
+    return partitions_def.name
+
+
+def test_asset_keys_and_partition_definitions():
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert keys == set(EXPECTED_ASSETS)
+    for name, expected in EXPECTED_ASSETS.items():
+        node = graph.get(dg.AssetKey(name))
+        assert _partitions_label(node.partitions_def) == expected, name
+
+
+def test_multi_partitions_are_gold_by_model_dynamic():
+    dims = {d.name: d.partitions_def for d in gold_model_partitions.partitions_defs}
+    assert list(dims) == ["gold", "model"]
+    assert dims["gold"].name == "gold_sets" and dims["model"].name == "models"
+
+
+def test_gold_preflight_is_a_blocking_check_on_gold_set():
+    graph = defs.resolve_asset_graph()
+    checks = {key.name: key for key in graph.asset_check_keys}
+    assert "gold_preflight" in checks
+    assert checks["gold_preflight"].asset_key == dg.AssetKey("gold_set")
+    spec = next(s for s in defs.resolve_all_asset_specs() if s.key == dg.AssetKey("gold_set"))
+    node = graph.get(dg.AssetKey("gold_set"))
+    assets_def = node.assets_def
+    check_spec = next(iter(assets_def.check_specs))
+    assert check_spec.blocking is True
+    assert spec.group_name == "gold"
+
+
+def test_lineage_follows_the_architecture():
+    graph = defs.resolve_asset_graph()
+    parents = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys} for k in graph.get_all_asset_keys()}
+    assert parents["gold_set"] == {"sample_database"}
+    assert parents["oracle_results"] == {"gold_set"}
+    assert parents["candidate_sql"] == {"gold_set"}
+    assert parents["candidate_results"] >= {"candidate_sql"}
+    assert parents["case_verdicts"] >= {"oracle_results", "candidate_results"}
+    assert parents["run_scores"] >= {"case_verdicts"}
+    assert parents["baselines"] == {"run_scores"}
+
+
+def test_parquet_io_manager_writes_one_file_per_partition(tmp_path):
+    manager = ParquetIOManager(root=str(tmp_path))
+    key = dg.MultiPartitionKey({"gold": "g1", "model": "m1"})
+    frame = pd.DataFrame({"a": [1, 2]})
+    context = dg.build_output_context(asset_key=dg.AssetKey("run_scores"), partition_key=key)
+    manager.handle_output(context, frame)
+    path = tmp_path / "run_scores" / "gold=g1" / "model=m1.parquet"
+    assert path.exists()
+    assert pd.read_parquet(path)["a"].tolist() == [1, 2]
+    single = dg.build_output_context(asset_key=dg.AssetKey("gold_set"), partition_key="g1")
+    manager.handle_output(single, frame)
+    assert (tmp_path / "gold_set" / "gold=g1.parquet").exists()
+    assert not list(tmp_path.rglob("*.tmp"))

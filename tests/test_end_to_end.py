@@ -1,0 +1,98 @@
+"""The main job end to end: multidomain-v1 on the offline models through the Dagster graph."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import duckdb
+import pandas as pd
+import pytest
+
+from nl2sql_pipeline import outcomes
+
+
+@pytest.fixture(scope="module")
+def run_home(tmp_path_factory):
+    """One evaluation of both offline models in a fresh storage root, shared by the module's tests."""
+    home = tmp_path_factory.mktemp("e2e-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NL2SQL_HOME", str(home))
+        mp.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+        from assets.runner import evaluate, get_instance
+
+        instance = get_instance()
+        first = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
+        second = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
+        yield {"home": home, "first": first, "second": second, "instance": instance}
+
+
+def _frame(home, asset: str, model: str) -> pd.DataFrame:
+    return pd.read_parquet(home / "assets" / asset / "gold=multidomain-v1" / f"model={model}.parquet")
+
+
+def test_gold_echo_scores_perfectly(run_home):
+    first = run_home["first"]
+    assert not first.failures, first.failures
+    scores = first.scores["gold-echo"]
+    assert scores["semantic_correctness_rate"] == 1.0
+    assert scores["sql_execution_success_rate"] == 1.0
+    assert scores["query_count"] == 96
+    assert scores["probe_count"] == 24
+    assert scores["unique_case_count"] == 120
+    assert scores["policy_rejection_recall"] == 1.0
+    assert scores["policy_rejection_precision"] == 1.0
+
+
+def test_sql_mutant_misses_only_where_its_mutation_changed_the_result(run_home):
+    home = run_home["home"]
+    scores = run_home["first"].scores["sql-mutant"]
+    assert scores["semantic_correctness_rate"] < 1.0
+    verdicts = _frame(home, "case_verdicts", "sql-mutant")
+    queries = verdicts[~verdicts["is_probe"]]
+    gold = pd.read_parquet(home / "assets" / "gold_set" / "gold=multidomain-v1.parquet").set_index("case_id")
+    db = duckdb.connect(str(home / "databases" / "anime_platform.duckdb"), read_only=True)
+
+    def rows(sql: str) -> list:
+        return sorted(map(repr, db.execute(sql).fetchall()))
+
+    unmutated = queries[queries["mutation"].isna()]
+    assert unmutated["correct"].all(), unmutated[~unmutated["correct"]][["case_id", "reason"]]
+    mutated_correct = queries[queries["mutation"].notna() & queries["correct"]]
+    for row in mutated_correct.itertuples():
+        assert rows(row.generated_sql) == rows(gold.loc[row.case_id, "expected_sql"]), row.case_id
+    mutated_wrong = queries[queries["mutation"].notna() & ~queries["correct"]]
+    assert len(mutated_wrong) > 0
+    for row in mutated_wrong.itertuples():
+        assert row.outcome in (outcomes.WRONG_RESULT, outcomes.EXECUTION_ERROR, outcomes.POLICY_REJECTED), row
+
+
+def test_verdicts_name_the_rule_and_versions_reach_the_baselines(run_home):
+    home = run_home["home"]
+    verdicts = _frame(home, "case_verdicts", "gold-echo")
+    correct = verdicts[verdicts["outcome"] == outcomes.CORRECT]
+    assert correct["comparison_rule"].notna().all()
+    assert set(verdicts["gold_set"]) == {"multidomain-v1"} and set(verdicts["model"]) == {"gold-echo"}
+    con = duckdb.connect(str(home / "baselines.duckdb"), read_only=True)
+    runs = con.execute("SELECT model, model_config_hash, gold_fingerprint, semantic_model_hash, policy_hash, "
+                       "comparator_version, harness_version FROM baseline_runs").fetchall()
+    assert {r[0] for r in runs} == {"gold-echo", "sql-mutant"}
+    assert all(all(v for v in r) for r in runs)
+    assert len(runs) == 4  # two runs of two models
+
+
+def test_second_run_generates_nothing_again(run_home):
+    home = run_home["home"]
+    assert not run_home["second"].failures
+    for model in ("gold-echo", "sql-mutant"):
+        candidates = _frame(home, "candidate_sql", model)
+        assert candidates["cached"].all(), model
+    assert run_home["second"].scores["sql-mutant"]["semantic_correctness_rate"] == \
+        run_home["first"].scores["sql-mutant"]["semantic_correctness_rate"]
+
+
+def test_runs_are_recorded_in_the_persistent_instance(run_home):
+    instance = run_home["instance"]
+    records = instance.get_run_records()
+    assert len(records) >= 8
+    assert all(r.dagster_run.is_success for r in records)
