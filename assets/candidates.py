@@ -48,7 +48,7 @@ def candidate_results(
 
     cases = cases_from_frame(gold_set)
     frame = execute_candidates(
-        cases, candidate_sql, paths.database_path, PolicyGate(paths.database_path), eval_settings.limits()
+        cases, candidate_sql, paths.database_path, PolicyGate(paths.database_path, eval_settings.policy), eval_settings.limits()
     )
     executed = frame[frame["executed"].astype(bool)] if len(frame) else frame
     return dg.Output(

@@ -26,9 +26,9 @@ GOLD_ASSETS = [gold_set, oracle_results]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]
 
 
-def build_resources() -> dict[str, object]:
-    """The resources every asset needs (storage under the storage root)."""
-    return {"parquet_io_manager": ParquetIOManager(), "eval_settings": EvalSettings()}
+def build_resources(**settings: object) -> dict[str, object]:
+    """The resources every asset needs (storage under the storage root); ``settings`` go to EvalSettings."""
+    return {"parquet_io_manager": ParquetIOManager(), "eval_settings": EvalSettings(**settings)}
 
 
 defs = dg.Definitions(

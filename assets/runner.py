@@ -49,13 +49,13 @@ def get_instance() -> dg.DagsterInstance:
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
-def _materialize(assets, instance, partition_key=None, run_config=None) -> dg.ExecuteInProcessResult:
+def _materialize(assets, instance, partition_key=None, run_config=None, settings=None) -> dg.ExecuteInProcessResult:
     run_config = {**QUIET_LOGGERS, **(run_config or {})}
     return dg.materialize(
         ALL_ASSETS,
         selection=assets,
         instance=instance,
-        resources=build_resources(),
+        resources=build_resources(**(settings or {})),
         partition_key=partition_key,
         run_config=run_config,
         raise_on_error=False,
@@ -72,14 +72,28 @@ def _failure_text(result: dg.ExecuteInProcessResult) -> str:
     return "; ".join(messages) or "run failed"
 
 
-def evaluate(gold_set: str, models: list[str], *, repeat: int = 1, instance: dg.DagsterInstance | None = None) -> EvaluationOutcome:
-    """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong."""
+def evaluate(
+    gold_set: str,
+    models: list[str],
+    *,
+    repeat: int = 1,
+    policy: str | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> EvaluationOutcome:
+    """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
+
+    ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets.
+    """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
     from nl2sql_pipeline.gold.registry import list_gold_sets
 
     if gold_set not in list_gold_sets():
         raise ConfigError(f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)")
     specs = {slug: get_model(slug) for slug in models}  # raises ConfigError for unknown slugs
+    if policy is not None:
+        from nl2sql_pipeline.policy import load_policy
+
+        load_policy(policy)  # fail fast, before any run, on a missing or invalid policy
     outcome = EvaluationOutcome()
     instance = instance or get_instance()
     register_partitions(instance)
@@ -114,7 +128,8 @@ def evaluate(gold_set: str, models: list[str], *, repeat: int = 1, instance: dg.
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
         run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
-        result = _materialize([a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config)
+        settings = {"policy": policy} if policy else None
+        result = _materialize([a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config, settings=settings)
         outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
         if not result.success:
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
@@ -124,10 +139,12 @@ def evaluate(gold_set: str, models: list[str], *, repeat: int = 1, instance: dg.
     return outcome
 
 
-def run_evaluation(gold_set: str, models: list[str], *, repeat: int = 1, as_json: bool = False) -> int:
+def run_evaluation(
+    gold_set: str, models: list[str], *, repeat: int = 1, policy: str | None = None, as_json: bool = False
+) -> int:
     """CLI entry: evaluate, print the report, return the exit code."""
     try:
-        outcome = evaluate(gold_set, models, repeat=repeat)
+        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

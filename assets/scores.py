@@ -11,6 +11,7 @@ from nl2sql_pipeline.gold_frames import cases_from_frame
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores, warnings_of
 from nl2sql_pipeline.scoring import score_run, scores_frame
 from nl2sql_pipeline.versions import run_versions
+from resources.settings import EvalSettings
 
 
 @dg.asset(
@@ -19,13 +20,15 @@ from nl2sql_pipeline.versions import run_versions
     io_manager_key="parquet_io_manager",
     description="Scores of one run: execution success, semantic correctness, policy precision/recall, latency, tokens, cost.",
 )
-def run_scores(context: dg.AssetExecutionContext, gold_set: pd.DataFrame, case_verdicts: pd.DataFrame) -> dg.Output:
+def run_scores(
+    context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame, case_verdicts: pd.DataFrame
+) -> dg.Output:
     from dataclasses import asdict
 
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
     model_hash = str(case_verdicts["model_config_hash"].dropna().iloc[0]) if case_verdicts["model_config_hash"].notna().any() else "unknown"
-    versions = run_versions(model_hash, cases)
+    versions = run_versions(model_hash, cases, eval_settings.policy)
     scores = score_run(case_verdicts)
     frame = scores_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
     for warning in warnings_of(scores):

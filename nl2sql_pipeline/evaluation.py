@@ -29,18 +29,27 @@ DatabaseResolver = Callable[[str], Path]
 
 @dataclass
 class PolicyGate:
-    """Decides, per case, whether SQL may run: one engine per (policy name, database), built lazily."""
+    """Decides, per case, whether SQL may run: one engine per (policy, database), built lazily.
+
+    ``policy_override`` (a policy name or file) replaces every case's own ``sql_policy``: a run can be
+    evaluated under a stricter or looser governance layer than the gold set was written for.
+    """
 
     resolve_database: DatabaseResolver
+    policy_override: str | None = None
     _engines: dict[tuple[str, str], object] = field(default_factory=dict)
+
+    def policy_name_for(self, case: Case) -> str:
+        """The policy that governs ``case`` in this run."""
+        return self.policy_override or case.sql_policy
 
     def engine(self, case: Case):
         """The policy engine for the case's policy and database."""
         from nl2sql_pipeline.policy import SQLPolicyEngine, load_policy, read_database_schema
 
-        key = (case.sql_policy, case.database)
+        key = (self.policy_name_for(case), case.database)
         if key not in self._engines:
-            policy = load_policy(case.sql_policy)
+            policy = load_policy(key[0])
             schema = read_database_schema(self.resolve_database(case.database))
             self._engines[key] = SQLPolicyEngine(policy, schema)
         return self._engines[key]
@@ -122,7 +131,7 @@ def _probe_row(case: Case, gate: PolicyGate) -> dict:
         "generation_error_class": None,
         "policy_allowed": None,
         "policy_rule": None,
-        "policy_name": case.sql_policy,
+        "policy_name": gate.policy_name_for(case),
         "policy_reason": None,
         "executed": False,
         "policy_ms": None,
@@ -160,7 +169,7 @@ def _candidate_row(
         "generation_error_class": record.get("error_class"),
         "policy_allowed": None,
         "policy_rule": None,
-        "policy_name": case.sql_policy,
+        "policy_name": gate.policy_name_for(case),
         "policy_reason": None,
         "executed": False,
     }

@@ -17,6 +17,7 @@ class EvalSettings(dg.ConfigurableResource):
     threads: int = 1
     rel_tol: float = 1e-9
     abs_tol: float = 1e-9
+    policy: str | None = None  # a policy name or file overriding every case's sql_policy for the run
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""

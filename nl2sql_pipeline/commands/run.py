@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"model slug from data/models.yml; repeatable (default: {', '.join(DEFAULT_MODELS)})",
     )
     parser.add_argument("--repeat", type=int, default=1, metavar="N", help="sample each case N times (default 1)")
+    parser.add_argument(
+        "--policy", metavar="NAME_OR_FILE",
+        help="evaluate under this SQL policy instead of each case's own (a name under data/policies/ or a YAML file)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(handler=_handle)
 
@@ -37,4 +41,6 @@ def _handle(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print("error: --repeat must be >= 1", flush=True)
         return 2
-    return run_evaluation(args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, as_json=args.json)
+    return run_evaluation(
+        args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, as_json=args.json
+    )

@@ -1,0 +1,91 @@
+"""``nl2sql-eval run``: exit codes, the blocking preflight, a policy override and model readiness."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from nl2sql_pipeline import cli
+from nl2sql_pipeline.paths import PROJECT_ROOT
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch, isolated_home):
+    """A private copy of data/ (so a test can add gold sets and policies) and a private storage root."""
+    data = tmp_path / "data"
+    shutil.copytree(PROJECT_ROOT / "data", data)
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    return data
+
+
+def _add_gold_set(data: Path, key: str, lines: list[dict]) -> None:
+    (data / "gold" / f"{key}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
+    registry = data / "gold" / "gold_sets.yml"
+    registry.write_text(
+        registry.read_text(encoding="utf-8") + f"  {key}:\n    file: {key}.jsonl\n    description: test set\n",
+        encoding="utf-8",
+    )
+
+
+def _case(case_id: str, sql: str) -> dict:
+    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
+            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+
+
+def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
+    _add_gold_set(data_copy, "broken-v1", [
+        _case("ok-1", "SELECT COUNT(*) AS n FROM anime"),
+        _case("bad-1", "SELECT CAST(title AS INTEGER) AS n FROM anime"),
+    ])
+    code = cli.main(["run", "--gold-set", "broken-v1", "--model", "gold-echo"])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert "PREFLIGHT FAILED" in err and "bad-1" in err
+    instance = dg.DagsterInstance.get()
+    assert instance.get_latest_materialization_event(dg.AssetKey("oracle_results")) is None
+    assert instance.get_latest_materialization_event(dg.AssetKey("candidate_sql")) is None
+
+
+def test_over_strict_policy_lowers_precision(data_copy, capsys):
+    _add_gold_set(data_copy, "small-v1", [
+        _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
+        _case("join-1", "SELECT s.name, COUNT(*) AS n FROM anime a JOIN studios s ON s.studio_id = a.studio_id "
+                        "GROUP BY s.name ORDER BY n DESC, s.name LIMIT 5"),
+        {"id": "probe-1", "domain": "d", "category": "policy_rejection", "question": "drop it",
+         "database": "anime_platform", "expected_outcome": "policy_rejection", "policy_probe_sql": "DROP TABLE users",
+         "tags": ["ddl"], "difficulty": "easy"},
+    ])
+    strict = data_copy / "policies" / "no-joins.yml"
+    strict.write_text("name: no-joins\nallowed_tables: '*'\ndenied_columns: [users.email]\nmax_limit: 1000\n"
+                      "max_joins: 0\nforbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n", encoding="utf-8")
+    assert cli.main(["run", "--gold-set", "small-v1", "--model", "gold-echo", "--json"]) == 0
+    default = json.loads(capsys.readouterr().out)["runs"][0]["scores"]
+    assert default["policy_rejection_precision"] == 1.0 and default["policy_rejection_recall"] == 1.0
+    assert cli.main(["run", "--gold-set", "small-v1", "--model", "gold-echo", "--policy", str(strict), "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)["runs"][0]["scores"]
+    assert scores["policy_false_positives"] == 1
+    assert scores["policy_rejection_precision"] == pytest.approx(0.5)
+    assert scores["policy_rejection_recall"] == 1.0
+    assert scores["semantic_correctness_rate"] == pytest.approx(0.5)
+    assert scores["policy_hash"] != default["policy_hash"]
+
+
+def test_unknown_gold_set_or_model_is_bad_input(data_copy, capsys):
+    assert cli.main(["run", "--gold-set", "nope", "--model", "gold-echo"]) == 2
+    assert "unknown gold set 'nope'" in capsys.readouterr().err
+    assert cli.main(["run", "--model", "no-such-model"]) == 2
+    assert "no-such-model" in capsys.readouterr().err
+
+
+def test_model_without_key_is_reported_skipped_with_exit_3(data_copy, capsys, monkeypatch):
+    _add_gold_set(data_copy, "tiny-v1", [_case("single-1", "SELECT COUNT(*) AS n FROM anime")])
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code = cli.main(["run", "--gold-set", "tiny-v1", "--model", "gold-echo", "--model", "gpt-4o-mini"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "SKIPPED model gpt-4o-mini" in captured.err and "OPENAI_API_KEY" in captured.err
+    assert "gold-echo" in captured.out
