@@ -1,0 +1,181 @@
+"""``run_query``: the one-call sandbox, backed by a per-process pool of open ``Sandbox`` databases.
+
+Opening a DuckDB database instance costs ~15-20 ms (catalog setup); a new connection on an open one
+costs microseconds. The pool keeps one locked-down instance per (file, limits) open while queries come,
+hands each query a fresh connection, and closes an instance after ``IDLE_CLOSE_S`` without queries so
+the file is not held open (a shared read lock) longer than a batch. A file replaced on disk (new inode,
+size or mtime) is reopened. Call ``release_sandboxes()`` before writing a database in this process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.errors import DatabaseNotFoundError
+from nl2sql_pipeline.execution.exceptions import SandboxConflictError
+from nl2sql_pipeline.execution.limits import SandboxLimits
+from nl2sql_pipeline.execution.query_result import QueryResult
+from nl2sql_pipeline.execution.sandbox import Sandbox, check_query
+from nl2sql_pipeline.execution.scheduler import SCHEDULER, Ticket
+
+logger = logging.getLogger(__name__)
+
+IDLE_CLOSE_S = 2.0
+"""Seconds without queries after which a pooled database is closed."""
+
+
+@dataclass
+class _Entry:
+    sandbox: Sandbox
+    identity: tuple[int, ...]
+    in_use: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+    retired: bool = False
+    reaper: Ticket | None = None
+
+
+class SandboxPool:
+    """Open sandboxes keyed by (database file, limits, storage root), closed when idle."""
+
+    def __init__(self, idle_close_s: float = IDLE_CLOSE_S):
+        self.idle_close_s = idle_close_s
+        self._lock = threading.Lock()
+        self._entries: dict[tuple, _Entry] = {}
+
+    def run(self, db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:
+        """Run ``sql`` on a fresh connection of the pooled sandbox for ``db_path`` and ``limits``.
+
+        SQL refused by the statement check never opens the database (but a missing file still raises).
+        """
+        checked = check_query(sql)
+        if isinstance(checked, QueryResult):
+            _require_file(Path(db_path))
+            return checked
+        entry = self._acquire(Path(db_path), limits)
+        try:
+            return entry.sandbox.run_statement(checked, sql)
+        finally:
+            self._release(entry)
+
+    def release(self, db_path: Path | str | None = None) -> None:
+        """Close the pooled sandboxes of ``db_path`` (all when None); busy ones close after their query."""
+        target = Path(db_path).resolve() if db_path is not None else None
+        with self._lock:
+            for key, entry in list(self._entries.items()):
+                if target is None or entry.sandbox.db_path == target:
+                    del self._entries[key]
+                    self._retire(entry)
+
+    def open_count(self) -> int:
+        """How many sandboxes the pool holds open."""
+        with self._lock:
+            return len(self._entries)
+
+    def forget_after_fork(self) -> None:
+        """Drop (without closing) what a forked child inherited: DuckDB instances do not survive fork."""
+        self._lock = threading.Lock()
+        self._entries = {}
+
+    def _acquire(self, db_path: Path, limits: SandboxLimits) -> _Entry:
+        resolved = db_path.resolve()
+        stat = _require_file(resolved)
+        identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        key = (resolved, limits, os.environ.get(paths.STORAGE_ENV_VAR))
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.identity != identity and entry.in_use == 0:
+                logger.info("database %s changed on disk: reopening its sandbox", resolved)
+                del self._entries[key]
+                self._retire(entry)
+                entry = None
+            if entry is None:
+                entry = _Entry(self._open(resolved, limits), identity)
+                self._entries[key] = entry
+            entry.in_use += 1
+            return entry
+
+    def _open(self, resolved: Path, limits: SandboxLimits) -> Sandbox:
+        """A new sandbox; idle pooled ones on the same file with other DuckDB settings are closed first."""
+        try:
+            return Sandbox(resolved, limits)
+        except SandboxConflictError:
+            idle = [
+                (key, entry)
+                for key, entry in self._entries.items()
+                if entry.sandbox.db_path == resolved and entry.in_use == 0
+            ]
+            if not idle:
+                raise
+            for key, entry in idle:
+                del self._entries[key]
+                self._retire(entry)
+            return Sandbox(resolved, limits)
+
+    def _release(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.in_use -= 1
+            entry.last_used = time.monotonic()
+            if entry.in_use:
+                return
+            if entry.retired:
+                entry.sandbox.close()
+            elif entry.reaper is None:
+                entry.reaper = SCHEDULER.schedule(self.idle_close_s, lambda: self._reap(entry))
+
+    def _retire(self, entry: _Entry) -> None:
+        entry.retired = True
+        if entry.in_use == 0:
+            entry.sandbox.close()
+
+    def _reap(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.reaper = None
+            if entry.retired or entry.in_use:
+                return
+            idle = time.monotonic() - entry.last_used
+            if idle < self.idle_close_s:
+                entry.reaper = SCHEDULER.schedule(self.idle_close_s - idle, lambda: self._reap(entry))
+                return
+            for key, candidate in list(self._entries.items()):
+                if candidate is entry:
+                    del self._entries[key]
+            logger.debug("closing idle sandbox on %s", entry.sandbox.db_path)
+            self._retire(entry)
+
+
+def _require_file(path: Path) -> os.stat_result:
+    """``path``'s stat; ``DatabaseNotFoundError`` when it does not exist."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        raise DatabaseNotFoundError(
+            f"database file {path.resolve()} does not exist; build the sample database with "
+            "`nl2sql-eval db build` or pass the path of an existing .duckdb file"
+        ) from None
+
+
+POOL = SandboxPool()
+os.register_at_fork(after_in_child=POOL.forget_after_fork)
+atexit.register(POOL.release)
+
+
+def run_query(db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:
+    """Run one untrusted query on a fresh read-only, locked-down connection to ``db_path``.
+
+    Refused statements, bad SQL, timeouts and resource limits come back as a ``QueryResult`` with
+    ``ok=False``; a missing database raises ``DatabaseNotFoundError``, one that cannot be opened
+    ``SandboxError``.
+    """
+    return POOL.run(db_path, sql, limits)
+
+
+def release_sandboxes(db_path: Path | str | None = None) -> None:
+    """Close the pooled sandboxes of ``db_path`` (every one when None), e.g. before rebuilding it."""
+    POOL.release(db_path)

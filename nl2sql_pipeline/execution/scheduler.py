@@ -1,0 +1,106 @@
+"""One daemon thread that runs callbacks at deadlines: the sandbox's timeout watchdog and idle reaper.
+
+Arming a timer costs a heap push under a lock (microseconds), not a thread per query. A callback runs
+holding its ticket's lock, and ``cancel`` takes that lock: once ``cancel`` returns, the callback is not
+running and will not run again, so a caller may close the connection a callback would interrupt.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
+
+
+class Ticket:
+    """A scheduled callback; ``fired`` counts how many times it ran."""
+
+    __slots__ = ("callback", "repeat_s", "lock", "cancelled", "fired")
+
+    def __init__(self, callback: Callable[[], None], repeat_s: float | None):
+        self.callback = callback
+        self.repeat_s = repeat_s
+        self.lock = threading.Lock()
+        self.cancelled = False
+        self.fired = 0
+
+
+class Scheduler:
+    """Runs each ticket's callback at its deadline, then every ``repeat_s`` until cancelled."""
+
+    def __init__(self, name: str = "nl2sql-sandbox-scheduler"):
+        self._name = name
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, Ticket]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def schedule(self, delay_s: float, callback: Callable[[], None], repeat_s: float | None = None) -> Ticket:
+        """Run ``callback`` after ``delay_s`` seconds (then every ``repeat_s`` if given) on the scheduler thread."""
+        if self._pid != os.getpid():  # a forked child has no scheduler thread
+            self._reset()
+        ticket = Ticket(callback, repeat_s)
+        deadline = time.monotonic() + delay_s
+        with self._cond:
+            self._push(deadline, ticket)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+        return ticket
+
+    @staticmethod
+    def cancel(ticket: Ticket) -> int:
+        """Stop ``ticket``; returns how many times its callback ran. Never returns while it is running."""
+        with ticket.lock:
+            ticket.cancelled = True
+            return ticket.fired
+
+    def _push(self, deadline: float, ticket: Ticket) -> None:
+        heapq.heappush(self._heap, (deadline, next(self._order), ticket))
+        if self._heap[0][2] is ticket:
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    while self._heap and self._heap[0][2].cancelled:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    deadline = self._heap[0][0]
+                    now = time.monotonic()
+                    if deadline <= now:
+                        _, _, ticket = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(deadline - now)
+            self._fire(ticket)
+
+    def _fire(self, ticket: Ticket) -> None:
+        with ticket.lock:
+            if ticket.cancelled:
+                return
+            try:
+                ticket.callback()
+            except Exception:  # a failing callback must not stop the thread every query relies on
+                logger.exception("sandbox scheduler callback failed")
+            ticket.fired += 1
+            if ticket.repeat_s is None:
+                ticket.cancelled = True
+                return
+        with self._cond:
+            self._push(time.monotonic() + ticket.repeat_s, ticket)
+
+
+SCHEDULER = Scheduler()
