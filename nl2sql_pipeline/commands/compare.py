@@ -1,0 +1,128 @@
+"""``nl2sql-eval compare``: run an expected and a candidate query in the sandbox and compare their results.
+
+    nl2sql-eval compare --database anime_platform \\
+        --expected-sql "SELECT genre, count(*) FROM anime GROUP BY 1" \\
+        --candidate-sql @candidate.sql [--json] [--rel-tol X] [--abs-tol X] [--column-order MODE]
+
+``--database`` is the name of a built sample database or the path of a ``.duckdb`` file; a SQL argument
+starting with ``@`` is read from that file. Prints ``match``, ``rule``, ``reason`` and ``score`` (or one
+JSON object with ``--json``). Exit codes: 0 the results match; 1 they do not (including a failing
+candidate); 2 bad input (bad arguments, or the expected SQL itself fails); 3 the database is missing or
+cannot be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` sub-command."""
+    from nl2sql_pipeline.compare.model import COLUMN_ORDERS
+
+    parser = subparsers.add_parser(
+        "compare",
+        help="run an expected and a candidate query in the sandbox and compare their results",
+        description=(
+            "Run both queries in the sandbox and compare the results as multisets of rows "
+            "(order ignored, duplicates counted, numbers by value, floats within tolerance)."
+        ),
+    )
+    parser.add_argument(
+        "--database", required=True, metavar="DB",
+        help="name of a built sample database (see `nl2sql-eval db build`) or path of a .duckdb file",
+    )
+    parser.add_argument("--expected-sql", required=True, metavar="SQL", help="the gold query, or @file.sql")
+    parser.add_argument("--candidate-sql", required=True, metavar="SQL", help="the query to judge, or @file.sql")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--rel-tol", type=float, default=1e-9, metavar="X", help="relative float tolerance (default 1e-9)")
+    parser.add_argument("--abs-tol", type=float, default=1e-9, metavar="X", help="absolute float tolerance (default 1e-9)")
+    parser.add_argument(
+        "--column-order", choices=COLUMN_ORDERS, default=COLUMN_ORDERS[0],
+        help="how candidate columns are aligned to expected ones (default %(default)s)",
+    )
+    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="per-query timeout in seconds (default 10)")
+    parser.add_argument("--row-cap", type=int, default=None, metavar="N", help="keep at most N rows per query (default 10000)")
+    parser.set_defaults(handler=_handle)
+
+
+def _read_sql(option: str, value: str) -> str:
+    """The SQL text of an option: the value itself, or the content of ``@file``."""
+    from nl2sql_pipeline.errors import Nl2SqlError
+
+    if not value.startswith("@"):
+        sql = value
+    else:
+        path = Path(value[1:]).expanduser()
+        try:
+            sql = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise Nl2SqlError(f"{option} {value}: cannot read {path} ({exc.strerror}); pass SQL text or @existing.sql") from None
+    if not sql.strip():
+        raise Nl2SqlError(f"{option} is empty: pass a SELECT query (or @file.sql)")
+    return sql
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from nl2sql_pipeline import paths
+    from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
+    from nl2sql_pipeline.commands.sql import resolve_database
+    from nl2sql_pipeline.compare import CompareConfig, compare_query_results
+    from nl2sql_pipeline.errors import DatabaseNotFoundError
+    from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
+
+    config = CompareConfig(rel_tol=args.rel_tol, abs_tol=args.abs_tol, column_order=args.column_order)
+    overrides: dict[str, Any] = {}
+    if args.timeout is not None:
+        overrides["timeout_s"] = args.timeout
+    if args.row_cap is not None:
+        overrides["row_cap"] = args.row_cap
+    limits = SandboxLimits(**overrides)  # ConfigError subclasses -> exit 2 via cli.main
+    expected_sql = _read_sql("--expected-sql", args.expected_sql)
+    candidate_sql = _read_sql("--candidate-sql", args.candidate_sql)
+
+    db_path = resolve_database(args.database)
+    if db_path.is_dir():
+        print(f"error: --database {args.database}: {db_path} is a directory, not a .duckdb file", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not db_path.exists():
+        if db_path == paths.database_path(args.database):
+            hint = f"sample database {args.database!r} is not built ({db_path} is missing); build it with: nl2sql-eval db build --name {args.database}"
+        else:
+            hint = f"the file {db_path} does not exist; pass an existing .duckdb file or a sample database name"
+        print(f"error: --database {args.database}: {hint}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    try:
+        expected = run_query(db_path, expected_sql, limits)
+        if not expected.ok:
+            print(
+                f"error: --expected-sql failed ({expected.error_class}): {expected.error_message}; "
+                "fix the expected query first",
+                file=sys.stderr,
+            )
+            return EXIT_BAD_INPUT
+        candidate = run_query(db_path, candidate_sql, limits)
+    except (DatabaseNotFoundError, SandboxError) as exc:
+        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+
+    comparison = compare_query_results(expected, candidate, config)
+    if args.json:
+        payload = comparison.to_dict()
+        payload.update(
+            expected_rows=len(expected.rows),
+            candidate_rows=len(candidate.rows) if candidate.ok else None,
+            expected_ms=round(expected.elapsed_ms, 3),
+            candidate_ms=round(candidate.elapsed_ms, 3),
+        )
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(f"match: {'true' if comparison.match else 'false'}")
+        print(f"rule: {comparison.rule}")
+        print(f"reason: {comparison.reason}")
+        print(f"score: {comparison.score:.3f}")
+    return EXIT_OK if comparison.match else EXIT_GATE_FAILED

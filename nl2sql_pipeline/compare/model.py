@@ -1,0 +1,106 @@
+"""The comparator's data: its version, configuration, verdict, rule record and typed errors."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
+
+COMPARATOR_VERSION = "1.0.0"
+"""Bump whenever a rule changes what matches: it goes into every verdict and baseline."""
+
+COLUMN_ORDERS: tuple[str, ...] = ("by_name_when_sets_match", "by_name", "positional")
+"""How candidate columns are aligned to expected ones (see ``CompareConfig.column_order``)."""
+
+MAX_PERMUTATION_COLUMNS = 6
+"""Beyond this many columns, no column permutation is searched (6! = 720 orders)."""
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Comparator settings.
+
+    ``rel_tol``/``abs_tol``: float tolerance (``math.isclose`` semantics), applied when either value is a
+    binary float. ``column_order``: ``by_name_when_sets_match`` (default: map by case-insensitive name
+    when the name sets match, else compare by position and, for at most 6 columns, try the best
+    permutation), ``by_name`` (names must match as sets, any order) or ``positional`` (names ignored).
+    """
+
+    rel_tol: float = 1e-9
+    abs_tol: float = 1e-9
+    column_order: str = "by_name_when_sets_match"
+
+    def __post_init__(self) -> None:
+        for field_name in ("rel_tol", "abs_tol"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ConfigError(
+                    f"CompareConfig.{field_name}={value!r} is invalid: use a finite number >= 0 (e.g. 1e-9)"
+                )
+        if self.column_order not in COLUMN_ORDERS:
+            raise ConfigError(
+                f"CompareConfig.column_order={self.column_order!r} is unknown: use one of {', '.join(COLUMN_ORDERS)}"
+            )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One verdict: does the candidate result match, which rule decided, why, and partial credit.
+
+    ``rule`` names the rule(s) that decided: for a match, the non-trivial rules that were needed joined
+    by ``+`` in ``RULES`` order (``multiset_exact`` when none was); for a mismatch, the check that failed.
+    ``score`` is the row-level F1 of the two multisets (1.0 on a match).
+    """
+
+    match: bool
+    rule: str
+    reason: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the verdict, with the comparator version."""
+        return {
+            "match": self.match,
+            "rule": self.rule,
+            "reason": self.reason,
+            "score": self.score,
+            "comparator_version": COMPARATOR_VERSION,
+        }
+
+
+RuleKind = Literal["query", "value", "step"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One named comparison rule; its name and documentation come from the function it wraps.
+
+    ``query`` rules look at whole query results (failed, truncated); ``value`` rules canonicalise one cell
+    of the Python ``types`` they handle (a rule with no types handles anything); ``step`` rules run in
+    order over the comparison state and either decide (return a ``Comparison``) or pass (return None).
+    """
+
+    kind: RuleKind
+    apply: Callable[..., Any]
+    types: tuple[type, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The rule's name, as it appears in verdicts."""
+        return self.apply.__name__
+
+    @property
+    def doc(self) -> str:
+        """The rule's documentation (its function's docstring)."""
+        return inspect.getdoc(self.apply) or ""
+
+
+class ComparisonInputError(Nl2SqlError):
+    """The rows handed to the comparator do not fit their columns (a caller bug, not a verdict)."""
+
+
+class ExpectedResultError(Nl2SqlError):
+    """The expected (gold) result cannot be compared against: its query failed."""
