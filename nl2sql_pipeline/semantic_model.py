@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError, Nl2SqlError
+from nl2sql_pipeline.yaml_strict import load_strict
 
 DEFAULT_FILE_NAME = "semantic_model.yml"
 SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
@@ -310,25 +311,6 @@ class SemanticModel:
 # ------------------------------------------------------------------------------------------ loading
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A safe YAML loader that rejects duplicate keys instead of silently keeping the last one."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _value in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (remove or rename one of them)", key_node.start_mark
-            )
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 _TOP_REQUIRED = ("version", "name", "database", "reference_date", "description", "tables", "metrics")
 _TOP_OPTIONAL = ("conventions", "relationships", "join_paths", "dimensions")
 _TABLE_REQUIRED = ("description", "columns")
@@ -421,7 +403,7 @@ def load_semantic_model(path: Path | None = None) -> SemanticModel:
     except OSError as exc:
         raise SemanticModelError(path, [f"{path}: cannot read the file: {exc}"]) from None
     try:
-        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = load_strict(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
