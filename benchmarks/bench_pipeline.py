@@ -13,7 +13,6 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pandas as pd
 

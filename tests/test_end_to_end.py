@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 
 import duckdb
 import pandas as pd

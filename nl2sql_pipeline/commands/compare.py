@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nl2sql_pipeline import paths
+
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` sub-command."""
@@ -68,9 +70,7 @@ def _read_sql(option: str, value: str) -> str:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline import paths
     from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
-    from nl2sql_pipeline.commands.sql import resolve_database
     from nl2sql_pipeline.compare import CompareConfig, compare_query_results
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
@@ -85,7 +85,7 @@ def _handle(args: argparse.Namespace) -> int:
     expected_sql = _read_sql("--expected-sql", args.expected_sql)
     candidate_sql = _read_sql("--candidate-sql", args.candidate_sql)
 
-    db_path = resolve_database(args.database)
+    db_path = paths.resolve_database_arg(args.database)
     if db_path.is_dir():
         print(f"error: --database {args.database}: {db_path} is a directory, not a .duckdb file", file=sys.stderr)
         return EXIT_BAD_INPUT

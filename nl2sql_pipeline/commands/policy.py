@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
+
+from nl2sql_pipeline import paths
 
 
 def register(subparsers: Any) -> None:
@@ -39,16 +40,6 @@ def register(subparsers: Any) -> None:
     check.set_defaults(handler=_check)
 
 
-def resolve_database(value: str) -> Path:
-    """The file of ``--database``: an existing path, a value that looks like a path, or a sample database name."""
-    from nl2sql_pipeline import paths
-
-    candidate = Path(value).expanduser()
-    if candidate.is_file() or "/" in value or "\\" in value or candidate.suffix in (".duckdb", ".db"):
-        return candidate
-    return paths.database_path(value)
-
-
 def _usage(parser: argparse.ArgumentParser) -> int:
     from nl2sql_pipeline.cli import EXIT_BAD_INPUT
 
@@ -67,7 +58,7 @@ def _check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: bad policy (--policy {args.policy}): {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    db_path = resolve_database(args.database)
+    db_path = paths.resolve_database_arg(args.database)
     try:
         schema = read_database_schema(db_path)
     except (DatabaseNotFoundError, DatabaseSchemaError) as exc:

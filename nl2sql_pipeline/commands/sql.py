@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from nl2sql_pipeline import paths
 
 MAX_TEXT_ROWS = 50
 """Rows printed by the text table; the rest are summarized as "... N more"."""
@@ -44,17 +45,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_handle)
 
 
-def resolve_database(value: str) -> Path:
-    """The file named by ``--database``: a path when it looks like one, else a sample database name."""
-    from nl2sql_pipeline import paths
-
-    candidate = Path(value).expanduser()
-    looks_like_path = candidate.suffix == ".duckdb" or os.sep in value
-    if looks_like_path or candidate.exists():
-        return candidate.resolve()
-    return paths.database_path(value)
-
-
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_pipeline.errors import DatabaseNotFoundError
@@ -73,7 +63,7 @@ def _handle(args: argparse.Namespace) -> int:
         overrides["row_cap"] = args.row_cap
     limits = SandboxLimits(**overrides)
     sql = sys.stdin.read() if args.sql == "-" else args.sql
-    db_path = resolve_database(args.database)
+    db_path = paths.resolve_database_arg(args.database)
     if db_path.is_dir():
         print(f"error: --database {args.database}: {db_path} is a directory, not a .duckdb file", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -98,8 +88,6 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _missing_database_message(value: str, db_path: Path) -> str:
-    from nl2sql_pipeline import paths
-
     if db_path != paths.database_path(value):
         return (
             f"error: --database {value}: the file {db_path} does not exist; pass the path of an existing "
