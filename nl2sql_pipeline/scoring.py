@@ -72,7 +72,7 @@ def score_run(verdicts: pd.DataFrame) -> dict[str, Any]:
     if len(env_errors):
         warnings.append(f"{len(env_errors)} query cases hit an environment error (oracle failure); excluded from rates")
     if len(scored) and estimated:
-        warnings.append(f"token counts of {int(estimated)} cases are estimated (provider reported no usage)")
+        warnings.append(f"token counts of {int(estimated)} cases are estimated (characters/4), not measured by the provider")
     if len(scored) and costs.isna().any():
         warnings.append(f"cost unknown for {int(costs.isna().sum())} cases (no price configured or mapped)")
 
