@@ -82,3 +82,14 @@ def test_parquet_io_manager_writes_one_file_per_partition(tmp_path):
     manager.handle_output(single, frame)
     assert (tmp_path / "gold_set" / "gold=g1.parquet").exists()
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_partition_sensor_registers_gold_sets_and_models():
+    from assets.sensors import partition_registry_sensor
+
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance)
+        result = partition_registry_sensor(context)
+        added = {r.partitions_def_name: set(r.partition_keys) for r in result.dynamic_partitions_requests}
+        assert "multidomain-v1" in added["gold_sets"]
+        assert {"gold-echo", "sql-mutant"} <= added["models"]
