@@ -49,6 +49,7 @@ METRIC_COLUMNS: dict[str, str] = {
     "policy_false_positives": "INTEGER",
     "policy_false_negatives": "INTEGER",
     "policy_probe_errors": "INTEGER",
+    "policy_injection_blocks": "INTEGER",
     "candidate_selection_uplift": "DOUBLE",
     "average_estimated_input_tokens": "DOUBLE",
     "average_estimated_output_tokens": "DOUBLE",

@@ -93,3 +93,14 @@ def test_unknown_cost_is_never_a_silent_zero():
 def test_empty_verdicts_is_an_error():
     with pytest.raises(ValueError, match="no verdicts"):
         score_run(pd.DataFrame())
+
+
+def test_rejecting_an_obeyed_injection_is_not_a_false_positive():
+    obeyed = {**_verdict("inj", outcomes.POLICY_REJECTED), "tags": "filter,prompt_injection"}
+    plain = {**_verdict("q", outcomes.POLICY_REJECTED), "tags": "filter"}
+    probe = {**_verdict("p", outcomes.PROBE_REJECTED, probe=True), "tags": "ddl"}
+    scores = score_run(pd.DataFrame([obeyed, plain, probe]))
+    assert scores["policy_injection_blocks"] == 1
+    assert scores["policy_false_positives"] == 1
+    assert scores["policy_rejection_precision"] == pytest.approx(0.5)
+    assert scores["semantic_correctness_rate"] == 0.0
