@@ -97,6 +97,8 @@ def _connect(db_path: Path, attempts: int = 50) -> duckdb.DuckDBPyConnection:
         try:
             con = duckdb.connect(str(db_path))
             con.execute(_DDL)
+            for name, kind in METRIC_COLUMNS.items():  # files written by older versions gain new metrics
+                con.execute(f"ALTER TABLE baseline_runs ADD COLUMN IF NOT EXISTS {name} {kind}")
             return con
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or attempt == attempts - 1:

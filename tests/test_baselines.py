@@ -38,3 +38,18 @@ def test_re_recording_a_run_replaces_it(tmp_path):
 
 def test_no_file_means_no_runs(tmp_path):
     assert list_runs(tmp_path / "missing.duckdb") == []
+
+
+def test_a_file_from_an_older_version_gains_new_metric_columns(tmp_path):
+    import duckdb
+
+    db = tmp_path / "baselines.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE baseline_runs (run_id VARCHAR NOT NULL, recorded_at TIMESTAMP NOT NULL, "
+                "gold_set VARCHAR NOT NULL, model VARCHAR NOT NULL, model_config_hash VARCHAR NOT NULL, "
+                "gold_fingerprint VARCHAR NOT NULL, semantic_model_hash VARCHAR NOT NULL, policy_hash VARCHAR NOT NULL, "
+                "comparator_version VARCHAR NOT NULL, harness_version VARCHAR NOT NULL, semantic_correctness_rate DOUBLE)")
+    con.close()
+    record_run(db, run_id="r1", gold_set="gold", model="m", versions=VERSIONS,
+               scores={"semantic_correctness_rate": 1.0, "policy_injection_blocks": 2})
+    assert list_runs(db)[0]["policy_injection_blocks"] == 2
