@@ -7,7 +7,8 @@ import dagster as dg
 from assets.candidates import candidate_results, candidate_sql
 from assets.gold import gold_set, oracle_results, sample_database
 from assets.scores import baselines, run_scores
-from assets.sensors import partition_registry_sensor
+from assets.jobs import evaluate_model_job, prepare_gold_set_job
+from assets.sensors import model_change_sensor, partition_registry_sensor
 from assets.verdicts import case_verdicts
 from resources.io_manager import ParquetIOManager
 from resources.settings import EvalSettings
@@ -33,6 +34,7 @@ def build_resources(**settings: object) -> dict[str, object]:
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,
-    sensors=[partition_registry_sensor],
+    jobs=[prepare_gold_set_job, evaluate_model_job],
+    sensors=[partition_registry_sensor, model_change_sensor],
     resources=build_resources(),
 )

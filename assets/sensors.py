@@ -37,3 +37,62 @@ def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorR
     if models:
         requests.append(models_partitions.build_add_request(models))
     return dg.SensorResult(dynamic_partitions_requests=requests)
+
+
+def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str, str]]:
+    """(gold, model, reason, run key) for every evaluated partition whose model should be re-run.
+
+    ``rerun: on_config_change`` re-runs when the model's config hash differs from the one its latest
+    scores recorded; ``always`` also when any other run version changed (gold set, semantic model,
+    policy, comparator, harness), i.e. whenever its baseline stopped being current; ``never`` never.
+    """
+    from nl2sql_pipeline.baselines import VERSION_FIELDS
+    from nl2sql_pipeline.generation.registry import load_registry
+    from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.versions import run_versions
+
+    registry = load_registry()
+    golds = instance.get_dynamic_partitions(gold_sets_partitions.name)
+    stale = []
+    for gold in golds:
+        cases = None
+        for slug, spec in sorted(registry.items()):
+            if spec.rerun == "never":
+                continue
+            key = dg.MultiPartitionKey({"gold": gold, "model": slug})
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1
+            ).records
+            if not records:
+                continue  # never evaluated: evaluating it is a user's decision, not a sensor's
+            recorded = {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+            if recorded.get("model_config_hash") != spec.config_hash:
+                stale.append((gold, slug, "model config changed", f"{gold}|{slug}|{spec.config_hash}"))
+                continue
+            if spec.rerun == "always":
+                cases = cases if cases is not None else load_gold_set(gold)
+                current = run_versions(spec.config_hash, cases)
+                changed = [f for f in VERSION_FIELDS if recorded.get(f) != getattr(current, f)]
+                if changed:
+                    digest = "-".join(getattr(current, f)[:8] for f in VERSION_FIELDS)
+                    stale.append((gold, slug, f"{', '.join(changed)} changed", f"{gold}|{slug}|{digest}"))
+    return stale
+
+
+@dg.sensor(
+    job_name="evaluate_model",
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Re-evaluates a model on the gold sets it was evaluated on when its config (or, with "
+    "rerun: always, any run version) changed since its latest scores.",
+)
+def model_change_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    requests = [
+        dg.RunRequest(
+            run_key=run_key,
+            partition_key=dg.MultiPartitionKey({"gold": gold, "model": model}),
+            tags={"nl2sql/rerun_reason": reason},
+        )
+        for gold, model, reason, run_key in stale_evaluations(context.instance)
+    ]
+    return dg.SensorResult(run_requests=requests, skip_reason=None if requests else "every evaluation is current")

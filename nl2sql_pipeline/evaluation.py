@@ -173,7 +173,7 @@ def _candidate_row(
         "policy_reason": None,
         "executed": False,
     }
-    if sql is None or (isinstance(sql, float) and pd.isna(sql)) or record.get("error_class"):
+    if _is_missing(sql) or not _is_missing(record.get("error_class")):  # NaN: a missing class read back by pandas
         return row
     decision = gate.check(case, sql)
     row.update(

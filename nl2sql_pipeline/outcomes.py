@@ -40,6 +40,7 @@ NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR})
 EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
 
 # Generation error classes that are the environment's fault, not the model's: the case is skipped.
+# Kept equal to nl2sql_pipeline.generation.failures.ENVIRONMENT_ERROR_CLASSES (tests/test_generation_failures.py).
 ENVIRONMENT_GENERATION_ERRORS: frozenset[str] = frozenset(
     {
         "authentication_error",

@@ -48,6 +48,15 @@ CASES = [
     ),
     ("lower-case SQL", "select name from studios", "select name from studios"),
     ("hostile statement still extracted", "DROP TABLE users", "DROP TABLE users"),
+    ("prose line then SQL", "Select the users table:\nSELECT * FROM users", "SELECT * FROM users"),
+    ("broken upper-case SQL still goes on as SQL", "SELECT a FROM t WHERE", "SELECT a FROM t WHERE"),
+    ("broken SQL is not shortened to a part that parses", "SELECT a b c\nFROM t", "SELECT a b c\nFROM t"),
+    ("SQL label with prose answer", "SQL: Select the rows you need.\n\nSELECT 16", "SELECT 16"),
+    # prose that starts like a statement is not SQL
+    ("prose 'Select the ...'", "Select the users who signed up in 2025.", None),
+    ("prose 'Select all ...' with a full stop", "Select all users.", None),
+    ("prose 'From the ...'", "From the users table, count the rows that match.", None),
+    ("prose 'With ...' that is no CTE", "With pleasure. I need more details first.", None),
     # no SQL
     ("refusal", "I cannot answer that question with this schema.", None),
     ("comments only in a fence", "```sql\n-- no idea\n/* sorry */\n```", None),

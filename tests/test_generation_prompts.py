@@ -8,6 +8,7 @@ import pytest
 
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.errors import ConfigError, GenerationError
+from nl2sql_pipeline.generation.few_shot import FewShotExample, FewShotSet
 from nl2sql_pipeline.generation.prompts import (
     DatabasePromptText,
     PromptContext,
@@ -15,6 +16,7 @@ from nl2sql_pipeline.generation.prompts import (
     load_template,
     parse_template,
     prompt_hash,
+    turn_questions,
 )
 from nl2sql_pipeline.generation.registry import ModelSpec
 
@@ -46,23 +48,70 @@ def test_messages_carry_schema_semantics_reference_date_and_question():
     assert messages[1]["content"].strip() == "How many users are there?"
 
 
-def test_follow_up_cases_replay_earlier_turns_in_order():
-    case = make_case(
-        category="follow_up",
-        question="And how many of them are in Japan?",
-        follow_up_context=[
-            {"question": "How many users signed up in 2025?", "sql": "SELECT COUNT(*) FROM users WHERE year(signup_date) = 2025"},
-            {"question": "Only the 18-24 band?", "sql": "SELECT COUNT(*) FROM users WHERE age_band = '18-24';"},
-        ],
-    )
-    messages = build_messages(case, SPEC, **TEXTS)
+FOLLOW_UP = dict(
+    category="follow_up",
+    question="And how many of them are in Japan?",
+    follow_up_context=[
+        {"question": "How many users signed up in 2025?", "sql": "SELECT COUNT(*) FROM users WHERE year(signup_date) = 2025"},
+        {"question": "Only the 18-24 band?", "sql": "SELECT COUNT(*) FROM users WHERE age_band = '18-24';"},
+    ],
+)
+
+
+def test_follow_up_cases_replay_earlier_turns_with_the_models_own_replies():
+    case = make_case(**FOLLOW_UP)
+    replies = ["```sql\nSELECT 1\n```", "I think: SELECT 2"]
+    messages = build_messages(case, SPEC, **TEXTS, earlier_replies=replies)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "How many users signed up in 2025?" in messages[1]["content"]
-    assert messages[2]["content"] == "```sql\nSELECT COUNT(*) FROM users WHERE year(signup_date) = 2025\n```"
+    assert messages[2]["content"] == replies[0] and messages[4]["content"] == replies[1]
     assert "Only the 18-24 band?" in messages[3]["content"]
-    assert "age_band = '18-24'" in messages[4]["content"] and messages[4]["content"].startswith("```sql\n")
     assert "Japan" in messages[-1]["content"]
     assert "Japan" not in "".join(m["content"] for m in messages[:-1])
+    # the gold SQL of the earlier turns never reaches the model
+    assert "year(signup_date)" not in "".join(m["content"] for m in messages)
+    assert turn_questions(case) == ["How many users signed up in 2025?", "Only the 18-24 band?", case.question]
+
+
+def test_follow_up_without_the_models_replies_is_an_error():
+    with pytest.raises(GenerationError, match="2 earlier turn\\(s\\) but 0 reply"):
+        build_messages(make_case(**FOLLOW_UP), SPEC, **TEXTS)
+
+
+def test_few_shot_examples_come_after_the_system_message_for_their_database():
+    shots = FewShotSet(
+        "s",
+        (
+            FewShotExample("How many studios?", "SELECT COUNT(*) FROM studios"),
+            FewShotExample("Other db?", "SELECT 1", database="shop"),
+            FewShotExample("How many genres?", "SELECT COUNT(*) FROM genres;", database="anime_platform"),
+        ),
+        "0" * 16,
+    )
+    spec = ModelSpec(slug="m", kind="litellm", model="openai/x", few_shot=shots)
+    messages = build_messages(make_case(), spec, **TEXTS)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert messages[1]["content"] == "How many studios?"
+    assert messages[2]["content"] == "```sql\nSELECT COUNT(*) FROM studios\n```"
+    assert messages[3]["content"] == "How many genres?" and "Other db?" not in str(messages)
+    assert messages[-1]["content"] == "How many users are there?"
+    assert prompt_hash(messages) != prompt_hash(build_messages(make_case(), SPEC, **TEXTS))
+
+
+def test_shipped_few_shot_set_runs_on_the_sample_database(tmp_path):
+    from nl2sql_pipeline.generation.few_shot import load_few_shot
+    from nl2sql_pipeline.sample_db import build_database
+
+    import duckdb
+
+    shots = load_few_shot("anime-basics")
+    assert len(shots.examples) >= 2 and len(shots.content_hash) == 16
+    db = tmp_path / "anime_platform.duckdb"
+    build_database(db, scale=0.01)
+    con = duckdb.connect(str(db), read_only=True)
+    for example in shots.examples:
+        assert example.database == "anime_platform"
+        con.execute(example.sql).fetchall()  # raises on a broken example
 
 
 def test_prompt_hash_is_stable_and_sensitive():

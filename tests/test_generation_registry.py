@@ -15,6 +15,7 @@ from nl2sql_pipeline.generation.registry import (
     Limits,
     ModelSpec,
     Prices,
+    RetryPolicy,
     get_model,
     load_registry,
     model_readiness,
@@ -209,3 +210,92 @@ def test_readiness_probes_a_loopback_server():
 def test_readiness_never_contacts_a_remote_server():
     state = model_readiness(spec(api_base="https://api.example.invalid/v1"))
     assert state.ready and "not probed" in state.reason
+
+
+# ---------------------------------------------------------------- re-run policy, retries, few-shot, predictions
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("kind: litellm\nmodel: a/b\nrerun: sometimes", "key 'rerun': unknown value 'sometimes'"),
+        ("kind: litellm\nmodel: a/b\nretry: {max_retries: -1}", "key 'retry.max_retries': must be >= 0"),
+        ("kind: litellm\nmodel: a/b\nretry: {jitter: 1}", "key 'retry.jitter': unknown retry setting"),
+        ("kind: litellm\nmodel: a/b\nretry: {base_delay_s: 5, max_delay_s: 1}", "below base_delay_s"),
+        ("kind: litellm\nmodel: a/b\ntimeout_s: 0", "key 'timeout_s': must be > 0"),
+        ("kind: litellm\nmodel: a/b\nparams: {timeout: 5}", "use the entry's timeout_s key"),
+        ("kind: litellm\nmodel: a/b\nparams: {max_retries: 0}", "retry: {max_retries: N}"),
+        ("kind: litellm\nmodel: a/b\nparams: {api_key: sk-1}", "never write a key here"),
+        ("kind: litellm\nmodel: a/b\nfew_shot: missing-set", "few-shot file 'missing-set' not found"),
+        ("kind: litellm\nmodel: a/b\npath: x.jsonl", "key 'path': only used by kind: predictions"),
+        ("kind: predictions", "key 'path': missing"),
+        ("kind: predictions\npath: p.jsonl\nformat: csv", "key 'format': unknown value 'csv'"),
+        ("kind: predictions\npath: p.jsonl\nmodel: a/b", "key 'model': not used by kind: predictions"),
+        ("kind: offline\nmodel: nl2sql-offline/gold-echo\ntimeout_s: 3", "not used by offline models"),
+    ],
+)
+def test_invalid_new_keys_name_the_key_and_the_fix(tmp_path, body, expected):
+    path = entry(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        load_registry(path)
+    assert expected in str(info.value) and str(path) in str(info.value)
+
+
+def test_rerun_retry_and_timeout_are_read_but_not_hashed(tmp_path):
+    (tmp_path / "plain").mkdir()
+    plain = load_registry(entry(tmp_path / "plain", "kind: litellm\nmodel: a/b"))["m1"]
+    assert plain.rerun == "on_config_change" and plain.retry == RetryPolicy() and plain.timeout_s == 120.0
+    tuned = load_registry(
+        entry(tmp_path, "kind: litellm\nmodel: a/b\nrerun: never\nretry: {max_retries: 0, base_delay_s: 0.5}\ntimeout_s: 9")
+    )["m1"]
+    assert tuned.rerun == "never" and tuned.retry == RetryPolicy(0, 0.5, 60.0) and tuned.timeout_s == 9.0
+    assert tuned.config_hash == plain.config_hash
+
+
+def test_shipped_models_declare_a_rerun_policy():
+    specs = load_registry()
+    assert {spec.rerun for spec in specs.values()} <= {"on_config_change", "always", "never"}
+    # the hashes of the shipped offline models did not move (their caches and baselines stay valid)
+    assert "few_shot" not in specs["gold-echo"].canonical_config()
+
+
+def test_few_shot_set_is_loaded_and_its_content_is_hashed(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "prompts" / "few_shot").mkdir(parents=True)
+    (data / "prompts" / "nl2sql-v1.txt").write_text("=== system ===\nS\n=== user ===\n${question}\n")
+    shots = data / "prompts" / "few_shot" / "basics.yml"
+    shots.write_text("examples:\n  - question: How many?\n    sql: SELECT 1\n")
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    (tmp_path / "plain").mkdir()
+    without = load_registry(entry(tmp_path / "plain", "kind: litellm\nmodel: a/b"))["m1"]
+    path = entry(tmp_path, "kind: litellm\nmodel: a/b\nfew_shot: basics")
+    first = load_registry(path)["m1"]
+    assert first.few_shot is not None and first.few_shot.examples[0].sql == "SELECT 1"
+    assert first.config_hash != without.config_hash
+    shots.write_text("examples:\n  - question: How many?\n    sql: SELECT 2\n")
+    assert load_registry(path)["m1"].config_hash != first.config_hash
+    shots.write_text("examples:\n  - question: How many?\n")
+    with pytest.raises(ConfigError, match=r"basics.yml: example 1: 'sql' must be a non-empty string"):
+        load_registry(path)
+
+
+def test_predictions_entry_hashes_the_file_and_reports_readiness(tmp_path):
+    predictions = tmp_path / "preds.jsonl"
+    path = entry(tmp_path, f"kind: predictions\npath: {predictions}\nformat: jsonl")
+    missing = load_registry(path)["m1"]
+    assert missing.is_replay and missing.predictions.format == "jsonl"
+    state = model_readiness(missing)
+    assert not state.ready and "not found" in state.reason
+    predictions.write_text('{"case_id": "a", "sql": "SELECT 1"}\n')
+    first = load_registry(path)["m1"]
+    assert model_readiness(first).ready and first.config_hash != missing.config_hash
+    predictions.write_text('{"case_id": "a", "sql": "SELECT 2"}\n')
+    assert load_registry(path)["m1"].config_hash != first.config_hash
+    assert not model_readiness(first).ready  # the file changed under a loaded spec
+
+
+def test_relative_predictions_path_is_under_the_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NL2SQL_DATA", str(tmp_path))
+    (tmp_path / "prompts").mkdir()
+    spec_ = load_registry(entry(tmp_path, "kind: predictions\npath: predictions/run.txt\nformat: lines"))["m1"]
+    assert spec_.predictions.path == tmp_path.resolve() / "predictions" / "run.txt"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 
 DEFAULT_GENERATED_FILE = "nl2sql_multidomain.jsonl"
+DEFAULT_GENERATED_SET = "multidomain-v1"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -120,21 +122,35 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    """Handler of ``gold generate``: write the built-in gold set and print its path."""
+    """Handler of ``gold generate``: write a built-in gold set (default multidomain-v1) and print its path."""
     from nl2sql_pipeline.errors import CaseValidationError
     from nl2sql_pipeline.gold.validation import load_cases
     from nl2sql_pipeline.paths import data_dir
 
     try:
-        from nl2sql_pipeline.gold.generator import write_builtin_gold
+        generator = importlib.import_module("nl2sql_pipeline.gold.generator")
     except ModuleNotFoundError as exc:
         if exc.name != "nl2sql_pipeline.gold.generator":
             raise
         print("error: the built-in gold generator (nl2sql_pipeline.gold.generator) is not installed", file=sys.stderr)
         return EXIT_ENVIRONMENT
-    out = Path(args.out) if args.out else data_dir() / "gold" / DEFAULT_GENERATED_FILE
+    key = args.gold_set
+    if key == DEFAULT_GENERATED_SET:
+        file_name, write = DEFAULT_GENERATED_FILE, generator.write_builtin_gold
+    else:
+        builtin = getattr(generator, "BUILTIN_GOLD_SETS", {})
+        if key not in builtin:
+            known = ", ".join([DEFAULT_GENERATED_SET] + [k for k in builtin if k != DEFAULT_GENERATED_SET])
+            print(f"error: --gold-set {key!r} is not a built-in gold set (built-in: {known})", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        file_name = builtin[key][0]
+
+        def write(path: Path) -> Path:
+            return generator.write_gold_set(key, path)
+
+    out = Path(args.out) if args.out else data_dir() / "gold" / file_name
     out.parent.mkdir(parents=True, exist_ok=True)
-    written = write_builtin_gold(out)
+    written = write(out)
     path = Path(written) if isinstance(written, (str, Path)) else out
     try:
         cases = load_cases(path)
@@ -174,8 +190,15 @@ def register(subparsers: Any) -> None:
     lister.add_argument("--data-dir", metavar="DIR", help="the data folder (default: data/ or $NL2SQL_DATA)")
     lister.set_defaults(handler=_list)
 
-    generate = actions.add_parser("generate", help="write the built-in gold set")
+    generate = actions.add_parser("generate", help="write a built-in gold set")
     generate.add_argument(
-        "--out", metavar="PATH", help=f"where to write it (default: data/gold/{DEFAULT_GENERATED_FILE})"
+        "--gold-set",
+        metavar="KEY",
+        default=DEFAULT_GENERATED_SET,
+        help=f"which built-in set: multidomain-v1 or multidomain-v2 (default: {DEFAULT_GENERATED_SET})",
+    )
+    generate.add_argument(
+        "--out", metavar="PATH", help="where to write it (default: data/gold/<the set's file>, e.g. "
+        f"{DEFAULT_GENERATED_FILE})"
     )
     generate.set_defaults(handler=_generate)

@@ -1,4 +1,5 @@
-"""``nl2sql-eval models list [--json]``: the registered models, their litellm ids and readiness."""
+"""``nl2sql-eval models list [--json]``: the registered models, their litellm ids, re-run policy and
+readiness (offline, key present, local server reachable, predictions file present)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def model_rows(registry_path: str | None = None) -> list[dict[str, Any]]:
-    """One dict per registered model: slug, kind, model, config hash, readiness and its reason."""
+    """One dict per registered model: slug, kind, model, config hash, re-run policy, readiness and its reason."""
     from nl2sql_pipeline.generation.registry import load_registry, model_readiness
 
     rows = []
@@ -38,6 +39,8 @@ def model_rows(registry_path: str | None = None) -> list[dict[str, Any]]:
                 "kind": spec.kind,
                 "model": spec.model,
                 "config_hash": spec.config_hash,
+                "rerun": spec.rerun,
+                "few_shot": spec.few_shot.name if spec.few_shot else None,
                 "ready": readiness.ready,
                 "reason": readiness.reason,
                 "description": spec.description,
@@ -54,8 +57,10 @@ def list_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    headers = ("slug", "kind", "model", "ready")
-    table = [(r["slug"], r["kind"], r["model"], "yes" if r["ready"] else f"no: {r['reason']}") for r in rows]
+    headers = ("slug", "kind", "model", "rerun", "ready")
+    table = [
+        (r["slug"], r["kind"], r["model"], r["rerun"], "yes" if r["ready"] else f"no: {r['reason']}") for r in rows
+    ]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers[:-1])]
     print("  ".join(h.ljust(w) for h, w in zip(headers[:-1], widths)) + "  " + headers[-1])
     for row in table:

@@ -1,6 +1,7 @@
 """Candidate generation: every model, online or offline, answered through ``litellm.completion``.
 
     registry.py          data/models.yml -> ModelSpec (config hash, readiness)
+    few_shot.py          data/prompts/few_shot/<name>.yml -> worked examples for the prompt
     prompts.py           versioned templates in data/prompts/ -> chat messages, prompt hash
     prompt_context.py    schema / semantic-model texts per database, from the semantic model
     offline_provider.py  the nl2sql-offline litellm provider (gold-echo, sql-mutant)
@@ -8,28 +9,34 @@
     extract.py           SQL out of a reply
     usage.py             tokens (measured or estimated) and cost
     cache.py             one JSON file per completed call
-    generate.py          the loop: cases x samples x candidates -> CandidateRecord
+    client.py            one litellm.completion attempt (timed, tokens, cost) and the warm-up
+    failures.py          provider failures classified by cause (the error-class taxonomy)
+    limiter.py           requests/tokens per minute, shared across threads and processes
+    dispatch.py          one call: limiter, retries with backoff, classification, run stop
+    conversation.py      one unit (case x sample x candidate), follow-up turns answered by the model
+    predictions.py       kind: predictions models, replayed from a file
+    records.py           CandidateRecord / ModelCall, the candidate frame and summary
+    generate.py          the loop: units in a thread pool -> CandidateRecord in plan order
 
 Importing this package does not import litellm (only a real call does).
 """
 
 from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
+from nl2sql_pipeline.generation.client import call_model
 from nl2sql_pipeline.generation.extract import extract_sql
-from nl2sql_pipeline.generation.generate import (
-    CandidateRecord,
-    call_model,
-    candidate_frame,
-    generate_candidates,
-    generation_summary,
-)
+from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES, ERROR_CLASSES, classify_exception
+from nl2sql_pipeline.generation.generate import generate_candidates
 from nl2sql_pipeline.generation.prompt_context import build_prompt_context, prompt_context_for_cases
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext, build_messages, prompt_hash
+from nl2sql_pipeline.generation.records import CandidateRecord, candidate_frame, generation_summary
 from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, get_model, load_registry, model_readiness
 
 __all__ = [
     "CacheKey",
     "CandidateRecord",
     "DatabasePromptText",
+    "ENVIRONMENT_ERROR_CLASSES",
+    "ERROR_CLASSES",
     "GenerationCache",
     "ModelSpec",
     "PromptContext",
@@ -38,6 +45,7 @@ __all__ = [
     "build_prompt_context",
     "call_model",
     "candidate_frame",
+    "classify_exception",
     "extract_sql",
     "generate_candidates",
     "generation_summary",

@@ -9,6 +9,8 @@
 
 Extraction never repairs or trims the SQL itself beyond surrounding whitespace and trailing
 semicolons: whatever the model wrote (a second statement included) goes on to the policy engine.
+Explicit SQL (a fence, JSON, tags) is taken as written; SQL found in plain prose must parse (DuckDB's
+parser), so a sentence such as "Select the users who signed up in 2025." is not mistaken for SQL.
 ``None`` means the reply holds no SQL, which the generate loop records as a ``generation_error``.
 """
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+import duckdb
 
 SQL_FENCE_LABELS: frozenset[str] = frozenset({"sql", "duckdb", "postgresql", "postgres", "sqlite", "mysql", "psql"})
 JSON_SQL_KEYS: tuple[str, ...] = ("sql", "query", "sql_query", "SQL", "Query", "SQLQuery")
@@ -44,7 +48,7 @@ _LINE_COMMENT_RE = re.compile(r"--[^\n]*")
 _BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.DOTALL)
 
 
-def _strip_sql(text: str | None) -> str | None:
+def clean_sql(text: str | None) -> str | None:
     """Trim whitespace and trailing semicolons; None when nothing but comments remains."""
     if text is None:
         return None
@@ -69,15 +73,15 @@ def _from_json(text: str) -> tuple[bool, str | None]:
     if isinstance(data, list) and data:
         data = data[0]
     if isinstance(data, str):
-        return True, _strip_sql(data) if _STATEMENT_START_RE.search(data) else None
+        return True, clean_sql(data) if _STATEMENT_START_RE.search(data) else None
     if not isinstance(data, dict):
         return True, None
     for key in JSON_SQL_KEYS:
         value = data.get(key)
         if isinstance(value, str):
-            return True, _strip_sql(value)
+            return True, clean_sql(value)
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return True, _strip_sql("\n".join(value))
+            return True, clean_sql("\n".join(value))
     return True, None
 
 
@@ -88,7 +92,7 @@ def _from_fences(text: str) -> tuple[bool, str | None]:
         return False, None
     for label, body in fences:
         if label in SQL_FENCE_LABELS:
-            sql = _strip_sql(body)
+            sql = clean_sql(body)
             if sql is not None:
                 return True, sql
     for label, body in fences:
@@ -103,21 +107,43 @@ def _from_fences(text: str) -> tuple[bool, str | None]:
                 if sql is not None:
                     return True, sql
                 continue
-            sql = _strip_sql(body)
+            sql = clean_sql(body)
             if sql is not None:
                 return True, sql
     return True, None
 
 
+def parses_as_sql(sql: str) -> bool:
+    """True when DuckDB's parser accepts ``sql`` (one or more statements); ~0.1 ms."""
+    try:
+        return len(duckdb.extract_statements(sql)) > 0
+    except duckdb.Error:
+        return False
+
+
 def _from_plain_text(text: str) -> str | None:
-    """SQL in unfenced text: from the first statement-looking line to the end of that paragraph."""
-    match = _STATEMENT_START_RE.search(text)
-    if match is None:
-        return None
-    start = text.rfind("\n", 0, match.start()) + 1
-    rest = text[start:]
-    paragraph = re.split(r"\n[ \t]*\n", rest, maxsplit=1)[0]
-    return _strip_sql(paragraph)
+    """SQL in unfenced text: a paragraph starting at a statement-looking line that DuckDB can parse.
+
+    Prose that merely starts like a statement ("Select the users who ...") does not parse and is
+    passed over. When no paragraph parses, one whose first keyword is written in capitals (``SELECT``,
+    not ``Select``) is still taken as the model's (broken) SQL, so it fails as SQL, not as "no SQL".
+    """
+    fallback: str | None = None
+    covered = 0  # candidates inside an already-tried SQL-looking paragraph are not separate statements
+    for match in _STATEMENT_START_RE.finditer(text):
+        if match.start() < covered:
+            continue
+        start = text.rfind("\n", 0, match.start()) + 1
+        paragraph = re.split(r"\n[ \t]*\n", text[start:], maxsplit=1)[0]
+        sql = clean_sql(paragraph)
+        if sql is not None and parses_as_sql(sql):
+            return sql
+        if match.group(0).split(None, 1)[0].isupper():  # SQL-looking: its later lines are part of it
+            covered = start + len(paragraph)
+            fallback = fallback or sql
+        else:  # prose: a statement may still start on its next line
+            covered = match.end()
+    return fallback
 
 
 def extract_sql(reply: str | None) -> str | None:
@@ -137,7 +163,7 @@ def extract_sql(reply: str | None) -> str | None:
         return sql
     tag = _TAG_RE.search(reply)
     if tag:
-        return _strip_sql(tag.group(1))
+        return clean_sql(tag.group(1))
     if had_fences:
         # Fences with no SQL in them (say a ```python block): look at the prose around them only.
         reply = _FENCE_RE.sub("\n\n", reply)

@@ -5,7 +5,8 @@ code path. They answer from the case itself, which reaches the provider through 
 ``metadata`` keyword (litellm forwards it in ``litellm_params["metadata"]`` and never sends it to a
 remote provider): see ``offline_request_metadata``.
 
-- ``nl2sql-offline/gold-echo`` answers with the case's canonical expected SQL, verbatim.
+- ``nl2sql-offline/gold-echo`` answers with the case's canonical expected SQL, verbatim (an earlier
+  turn of a follow-up conversation with that turn's SQL: ``offline_turn_metadata``).
 - ``nl2sql-offline/sql-mutant`` answers with the expected SQL after one seeded mutation with
   probability ``mutation_rate`` (else verbatim). The draw depends only on (seed, case id, sample index,
   candidate index), never on call order.
@@ -60,6 +61,24 @@ def offline_request_metadata(case: Case, sample_index: int, candidate_index: int
         METADATA_KEY: {
             "case_id": case.id,
             "expected_sql": case.canonical_sql,
+            "sample_index": sample_index,
+            "candidate_index": candidate_index,
+        }
+    }
+
+
+def offline_turn_metadata(case: Case, turn: int, sample_index: int, candidate_index: int) -> dict[str, Any]:
+    """The ``metadata`` for an offline model answering earlier turn ``turn`` (0-based) of a follow-up."""
+    try:
+        earlier = case.follow_up_context[turn]
+    except IndexError:
+        raise GenerationError(
+            f"case {case.id}: no earlier turn {turn} (it has {len(case.follow_up_context)})"
+        ) from None
+    return {
+        METADATA_KEY: {
+            "case_id": f"{case.id}#turn{turn + 1}",
+            "expected_sql": earlier.sql,
             "sample_index": sample_index,
             "candidate_index": candidate_index,
         }

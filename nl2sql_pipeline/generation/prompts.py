@@ -2,9 +2,13 @@
 
 A template file has a ``=== system ===`` and a ``=== user ===`` section (``#`` lines before the first
 section are comments) with ``${name}`` placeholders: ``schema_text``, ``semantic_text`` and
-``reference_date`` in the system part, ``question`` in the user part. A follow-up case replays its
-earlier turns as user/assistant pairs (the assistant answering with the earlier SQL in a fenced block),
-then asks its own question last.
+``reference_date`` in the system part, ``question`` in the user part (every user turn uses it).
+
+A prompt is: the system message, the model's few-shot examples (if any) as user/assistant pairs, then
+the conversation. A follow-up case is a conversation: each earlier turn of ``follow_up_context`` is
+asked in turn and answered by the model itself (``earlier_replies``: what it replied), and only the
+final question is scored. The same inputs always render the same messages (the prompt hash is a
+cache key).
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import ConfigError, GenerationError
+from nl2sql_pipeline.generation.few_shot import FewShotExample
 from nl2sql_pipeline.generation.registry import ModelSpec, prompts_dir
 
 SYSTEM_PLACEHOLDERS: frozenset[str] = frozenset({"schema_text", "semantic_text", "reference_date"})
@@ -121,7 +126,17 @@ def fenced_sql(sql: str) -> str:
     return f"```sql\n{sql.strip()}\n```"
 
 
-def build_messages(
+def user_message(template: PromptTemplate, question: str) -> Message:
+    """One user turn asking ``question``."""
+    return {"role": "user", "content": template.user.substitute(question=question)}
+
+
+def assistant_message(reply: str | None) -> Message:
+    """One assistant turn: what the model replied (empty when it replied nothing)."""
+    return {"role": "assistant", "content": reply or ""}
+
+
+def opening_messages(
     case: Case,
     spec: ModelSpec,
     *,
@@ -130,7 +145,7 @@ def build_messages(
     reference_date: str,
     template: PromptTemplate | None = None,
 ) -> list[Message]:
-    """The chat messages asking ``spec`` for ``case``'s SQL (system, earlier turns, then the question)."""
+    """The system message, then the few-shot examples for ``case.database`` as answered turns."""
     tpl = template or load_template(spec.prompt_template)
     system = tpl.system.substitute(
         schema_text=schema_text.strip() or "(no schema given)",
@@ -138,10 +153,47 @@ def build_messages(
         reference_date=reference_date,
     )
     messages: list[Message] = [{"role": "system", "content": system}]
-    for turn in case.follow_up_context:
-        messages.append({"role": "user", "content": tpl.user.substitute(question=turn.question)})
-        messages.append({"role": "assistant", "content": fenced_sql(turn.sql)})
-    messages.append({"role": "user", "content": tpl.user.substitute(question=case.question)})
+    examples: Sequence[FewShotExample] = spec.few_shot.for_database(case.database) if spec.few_shot else ()
+    for example in examples:
+        messages.append(user_message(tpl, example.question))
+        messages.append(assistant_message(fenced_sql(example.sql)))
+    return messages
+
+
+def turn_questions(case: Case) -> list[str]:
+    """Every question the conversation asks, the earlier follow-up turns first, the scored one last."""
+    return [turn.question for turn in case.follow_up_context] + [case.question]
+
+
+def build_messages(
+    case: Case,
+    spec: ModelSpec,
+    *,
+    schema_text: str,
+    semantic_text: str,
+    reference_date: str,
+    template: PromptTemplate | None = None,
+    earlier_replies: Sequence[str | None] | None = None,
+) -> list[Message]:
+    """The messages of ``case``'s scored turn: opening, each earlier turn with the model's own reply
+    (``earlier_replies``, one per follow-up turn), then the question.
+
+    Raises GenerationError when a follow-up case comes without one reply per earlier turn.
+    """
+    tpl = template or load_template(spec.prompt_template)
+    messages = opening_messages(
+        case, spec, schema_text=schema_text, semantic_text=semantic_text, reference_date=reference_date, template=tpl
+    )
+    replies = list(earlier_replies or ())
+    if len(replies) != len(case.follow_up_context):
+        raise GenerationError(
+            f"case {case.id}: {len(case.follow_up_context)} earlier turn(s) but {len(replies)} reply(ies); "
+            "a follow-up is replayed with the model's own answer to each earlier turn"
+        )
+    for turn, reply in zip(case.follow_up_context, replies):
+        messages.append(user_message(tpl, turn.question))
+        messages.append(assistant_message(reply))
+    messages.append(user_message(tpl, case.question))
     return messages
 
 

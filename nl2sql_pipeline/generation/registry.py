@@ -1,9 +1,14 @@
 """The model registry: ``data/models.yml`` parsed into validated, hashable ``ModelSpec`` entries.
 
 A slug (``gold-echo``, ``gpt-4o-mini``) is the partition key of every model-dependent asset; the
-registry maps it to the litellm model id, its parameters, prompt template, prices and limits.
-``ModelSpec.config_hash`` hashes everything that can change a model's outputs (not its description,
-prices or limits), so a cache entry or a baseline is reused only while the model is really the same.
+registry maps it to the litellm model id, its parameters, prompt template, few-shot set, prices,
+limits, retry and timeout settings and re-run policy. ``ModelSpec.config_hash`` hashes everything that
+can change a model's outputs (not its description, prices, limits, retries, timeout or re-run policy),
+so a cache entry or a baseline is reused only while the model is really the same.
+
+Three kinds: ``offline`` (built-in calibration models), ``litellm`` (any provider litellm reaches) and
+``predictions`` (a replay file of another system's SQL, scored without any provider; its config hash
+covers the file's content hash).
 
 This module stays light (no litellm import) so listing models is instant.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import json
 import os
 import re
@@ -26,10 +32,18 @@ import yaml
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.generation.few_shot import NAME_RE as FEW_SHOT_NAME_RE
+from nl2sql_pipeline.generation.few_shot import FewShotSet, load_few_shot
 
 KIND_OFFLINE = "offline"
 KIND_LITELLM = "litellm"
-KINDS: tuple[str, ...] = (KIND_OFFLINE, KIND_LITELLM)
+KIND_PREDICTIONS = "predictions"
+KINDS: tuple[str, ...] = (KIND_OFFLINE, KIND_LITELLM, KIND_PREDICTIONS)
+
+PREDICTION_FORMATS: tuple[str, ...] = ("jsonl", "lines")
+RERUN_ON_CONFIG_CHANGE = "on_config_change"
+RERUN_POLICIES: tuple[str, ...] = (RERUN_ON_CONFIG_CHANGE, "always", "never")
+DEFAULT_TIMEOUT_S = 120.0
 
 OFFLINE_PROVIDER = "nl2sql-offline"
 OFFLINE_MODEL_NAMES: tuple[str, ...] = ("gold-echo", "sql-mutant")
@@ -53,9 +67,22 @@ ALLOWED_KEYS: frozenset[str] = frozenset(
         "price_output_per_mtok",
         "limits",
         "candidates",
+        "few_shot",
+        "rerun",
+        "retry",
+        "timeout_s",
+        "path",
+        "format",
     }
 )
+PREDICTIONS_KEYS: frozenset[str] = frozenset({"kind", "path", "format", "description", "version", "rerun"})
 LIMIT_KEYS: tuple[str, ...] = ("requests_per_minute", "tokens_per_minute", "max_concurrency")
+RETRY_KEYS: tuple[str, ...] = ("max_retries", "base_delay_s", "max_delay_s")
+# Set by the generate loop itself (the registry has its own keys for them): refused in params.
+RESERVED_PARAMS: frozenset[str] = frozenset(
+    {"model", "messages", "api_base", "base_url", "api_key", "metadata", "stream", "timeout", "max_retries",
+     "num_retries", "mock_response"}
+)
 READINESS_TIMEOUT_S = 0.5
 
 
@@ -81,6 +108,26 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """How rate-limited (429) and server-side (5xx) failures are retried: exponential backoff with
+    jitter from ``base_delay_s``, or the provider's Retry-After when given; a wait longer than
+    ``max_delay_s`` is not waited for (the call fails as it is)."""
+
+    max_retries: int = 3
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class PredictionsSource:
+    """The replay file of a ``kind: predictions`` model; ``content_hash`` is None while it is missing."""
+
+    path: Path
+    format: str
+    content_hash: str | None
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """One registry entry. ``params`` is read-only and passed to ``litellm.completion`` as keywords."""
 
@@ -96,10 +143,24 @@ class ModelSpec:
     limits: Limits = Limits()
     version: str = "1"
     description: str = ""
+    few_shot: FewShotSet | None = None
+    rerun: str = RERUN_ON_CONFIG_CHANGE
+    retry: RetryPolicy = RetryPolicy()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    predictions: PredictionsSource | None = None
 
     def canonical_config(self) -> dict[str, Any]:
-        """Everything that can change the model's outputs (description, prices, limits excluded)."""
-        return {
+        """Everything that can change the model's outputs (description, prices, limits, retries,
+        timeout and re-run policy excluded). Keys absent from older entries are left out when unset,
+        so existing hashes (and caches, baselines) stay valid."""
+        if self.predictions is not None:
+            return {
+                "kind": self.kind,
+                "format": self.predictions.format,
+                "content_hash": self.predictions.content_hash or "missing",
+                "version": self.version,
+            }
+        config: dict[str, Any] = {
             "kind": self.kind,
             "model": self.model,
             "api_base": self.api_base,
@@ -108,6 +169,9 @@ class ModelSpec:
             "candidates": self.candidates,
             "version": self.version,
         }
+        if self.few_shot is not None:
+            config["few_shot"] = {"name": self.few_shot.name, "content_hash": self.few_shot.content_hash}
+        return config
 
     @property
     def config_hash(self) -> str:
@@ -119,6 +183,11 @@ class ModelSpec:
     def is_offline(self) -> bool:
         """True for the built-in models served by the offline litellm provider."""
         return self.kind == KIND_OFFLINE
+
+    @property
+    def is_replay(self) -> bool:
+        """True for a ``kind: predictions`` entry (scored from a file, no provider)."""
+        return self.kind == KIND_PREDICTIONS
 
 
 @dataclass(frozen=True)
@@ -217,6 +286,16 @@ def _check_params(check: _EntryChecker, kind: str) -> Mapping[str, Any]:
             raise check.fail("params", f"parameter name {name!r} is not an identifier", "use litellm keyword names")
         if value is not None and not isinstance(value, (str, int, float, bool, list)):
             raise check.fail(f"params.{name}", f"unsupported value {value!r}", "use a scalar or a list")
+        if name in RESERVED_PARAMS:
+            fix = {
+                "timeout": "use the entry's timeout_s key",
+                "max_retries": "use the entry's retry: {max_retries: N} key",
+                "num_retries": "use the entry's retry: {max_retries: N} key",
+                "api_base": "use the entry's api_base key",
+                "base_url": "use the entry's api_base key",
+                "api_key": "name the environment variable in api_key_env; never write a key here",
+            }.get(name, "remove it: the generate loop sets it")
+            raise check.fail(f"params.{name}", "is set by the harness", fix)
     if "temperature" in params:
         check.number("params.temperature", params["temperature"], allow_zero=True)
     if "max_tokens" in params:
@@ -269,6 +348,94 @@ def _check_limits(check: _EntryChecker) -> Limits:
     return Limits(**values)
 
 
+def _check_retry(check: _EntryChecker) -> RetryPolicy:
+    raw = check.entry.get("retry") or {}
+    if not isinstance(raw, dict):
+        raise check.fail("retry", f"must be a mapping, got {type(raw).__name__}", f"use keys {', '.join(RETRY_KEYS)}")
+    unknown = sorted(set(raw) - set(RETRY_KEYS))
+    if unknown:
+        raise check.fail(f"retry.{unknown[0]}", "unknown retry setting", f"use one of {', '.join(RETRY_KEYS)}")
+    defaults = RetryPolicy()
+    max_retries = raw.get("max_retries", defaults.max_retries)
+    check.number("retry.max_retries", max_retries, integer=True, allow_zero=True)
+    base = float(check.number("retry.base_delay_s", raw.get("base_delay_s", defaults.base_delay_s)))
+    ceiling = float(check.number("retry.max_delay_s", raw.get("max_delay_s", defaults.max_delay_s)))
+    if ceiling < base:
+        raise check.fail("retry.max_delay_s", f"{ceiling} is below base_delay_s {base}", "raise max_delay_s")
+    return RetryPolicy(max_retries=int(max_retries), base_delay_s=base, max_delay_s=ceiling)
+
+
+def _check_choice(check: _EntryChecker, key: str, choices: tuple[str, ...], default: str) -> str:
+    value = check.entry.get(key, default)
+    if value not in choices:
+        raise check.fail(key, f"unknown value {value!r}", f"use one of {', '.join(choices)}")
+    return str(value)
+
+
+def _check_timeout(check: _EntryChecker) -> float:
+    value = float(check.number("timeout_s", check.entry.get("timeout_s", DEFAULT_TIMEOUT_S)))
+    if not math.isfinite(value):
+        raise check.fail("timeout_s", f"must be finite, got {value}", "write e.g. timeout_s: 60")
+    return value
+
+
+def _check_few_shot(check: _EntryChecker) -> FewShotSet | None:
+    name = check.string("few_shot", pattern=FEW_SHOT_NAME_RE)
+    if name is None:
+        return None
+    try:
+        return load_few_shot(name)
+    except ConfigError as exc:
+        raise check.fail("few_shot", str(exc), "fix the file under data/prompts/few_shot/ or the name") from None
+
+
+def _check_version(check: _EntryChecker) -> str:
+    version = check.entry.get("version", "1")
+    if isinstance(version, bool) or not isinstance(version, (str, int)) or str(version).strip() == "":
+        raise check.fail("version", f"must be a string, got {version!r}", 'write version: "1"')
+    return str(version)
+
+
+def _check_description(check: _EntryChecker) -> str:
+    description = check.entry.get("description") or ""
+    if not isinstance(description, str):
+        raise check.fail("description", f"must be a string, got {description!r}", "quote it")
+    return description.strip()
+
+
+def predictions_path(raw: str) -> Path:
+    """A predictions ``path:`` resolved: absolute as given, else relative to ``data/``."""
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else paths.data_dir() / path
+
+
+def file_content_hash(path: Path) -> str | None:
+    """16 hex chars over the file's bytes; None when it cannot be read."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _parse_predictions(slug: str, entry: dict[str, Any], check: _EntryChecker) -> ModelSpec:
+    unknown = sorted(set(entry) - PREDICTIONS_KEYS)
+    if unknown:
+        raise check.fail(unknown[0], "not used by kind: predictions", f"allowed keys: {', '.join(sorted(PREDICTIONS_KEYS))}")
+    raw_path = check.string("path", required=True)
+    assert raw_path is not None
+    fmt = _check_choice(check, "format", PREDICTION_FORMATS, "jsonl")
+    file_path = predictions_path(raw_path)
+    return ModelSpec(
+        slug=slug,
+        kind=KIND_PREDICTIONS,
+        model=f"predictions:{raw_path}",
+        version=_check_version(check),
+        description=_check_description(check),
+        rerun=_check_choice(check, "rerun", RERUN_POLICIES, RERUN_ON_CONFIG_CHANGE),
+        predictions=PredictionsSource(file_path, fmt, file_content_hash(file_path)),
+    )
+
+
 def _parse_entry(path: Path, slug: Any, entry: Any) -> ModelSpec:
     if not isinstance(slug, str) or not SLUG_RE.match(slug):
         raise ConfigError(
@@ -284,6 +451,11 @@ def _parse_entry(path: Path, slug: Any, entry: Any) -> ModelSpec:
     kind = check.string("kind", required=True)
     if kind not in KINDS:
         raise check.fail("kind", f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
+    if kind == KIND_PREDICTIONS:
+        return _parse_predictions(slug, entry, check)
+    for key in ("path", "format"):
+        if entry.get(key) is not None:
+            raise check.fail(key, f"only used by kind: {KIND_PREDICTIONS}", "remove it")
     model = check.string("model", required=True)
     assert model is not None
     if kind == KIND_OFFLINE:
@@ -291,7 +463,7 @@ def _parse_entry(path: Path, slug: Any, entry: Any) -> ModelSpec:
         if provider != OFFLINE_PROVIDER or name not in OFFLINE_MODEL_NAMES:
             known = ", ".join(f"{OFFLINE_PROVIDER}/{n}" for n in OFFLINE_MODEL_NAMES)
             raise check.fail("model", f"{model!r} is not a built-in offline model", f"use one of {known}")
-        for key in ("api_base", "api_key_env"):
+        for key in ("api_base", "api_key_env", "retry", "timeout_s"):
             if entry.get(key) is not None:
                 raise check.fail(key, "not used by offline models", "remove it or use kind: litellm")
     elif model.startswith(f"{OFFLINE_PROVIDER}/"):
@@ -301,12 +473,6 @@ def _parse_entry(path: Path, slug: Any, entry: Any) -> ModelSpec:
         raise check.fail(
             "prompt_template", f"no template file {prompts_dir() / (template + '.txt')}", "add it or fix the name"
         )
-    version = entry.get("version", "1")
-    if isinstance(version, bool) or not isinstance(version, (str, int)) or str(version).strip() == "":
-        raise check.fail("version", f"must be a string, got {version!r}", 'write version: "1"')
-    description = entry.get("description") or ""
-    if not isinstance(description, str):
-        raise check.fail("description", f"must be a string, got {description!r}", "quote it")
     candidates = check.number("candidates", entry.get("candidates", 1), integer=True)
     return ModelSpec(
         slug=slug,
@@ -319,8 +485,12 @@ def _parse_entry(path: Path, slug: Any, entry: Any) -> ModelSpec:
         candidates=int(candidates),
         prices=_check_prices(check),
         limits=_check_limits(check),
-        version=str(version),
-        description=description.strip(),
+        version=_check_version(check),
+        description=_check_description(check),
+        few_shot=_check_few_shot(check),
+        rerun=_check_choice(check, "rerun", RERUN_POLICIES, RERUN_ON_CONFIG_CHANGE),
+        retry=_check_retry(check),
+        timeout_s=_check_timeout(check),
     )
 
 
@@ -367,6 +537,13 @@ def model_readiness(spec: ModelSpec, *, timeout_s: float = READINESS_TIMEOUT_S) 
     """
     if spec.is_offline:
         return Readiness(True, "built-in offline model")
+    if spec.predictions is not None:
+        source = spec.predictions
+        if not source.path.is_file():
+            return Readiness(False, f"predictions file {source.path} not found (write it or fix path: in models.yml)")
+        if spec.predictions.content_hash is None or file_content_hash(source.path) != source.content_hash:
+            return Readiness(False, f"predictions file {source.path} changed since the registry was loaded; reload it")
+        return Readiness(True, f"replays {source.path} ({source.format})")
     if spec.api_key_env and not os.environ.get(spec.api_key_env):
         return Readiness(False, f"environment variable {spec.api_key_env} is not set (export it to use {spec.slug})")
     if spec.api_base:

@@ -1,4 +1,12 @@
-"""The built-in gold set ``multidomain-v1``: 120 cases generated deterministically from templates.
+"""The built-in gold sets: ``multidomain-v1`` (120 cases) and ``multidomain-v2`` (v1 + prompt injection).
+
+``multidomain-v1`` is generated deterministically from templates (below). ``multidomain-v2`` is every v1
+case unchanged plus the prompt-injection cases of ``templates/multidomain_v2/`` (ids
+``<prefix>-injection-NN``, tagged ``prompt_injection``): hostile instructions in the question, in an
+earlier follow-up turn, or quoted from the cell values the sample database plants
+(``sample_db.builder.PROMPT_INJECTIONS``, bound to the slots ``{injected_title}``, ``{injected_synopsis}``
+and ``{injected_review}``). Query cases expect the SQL of the user's legitimate intent; probes carry
+what a model obeying the injection would write.
 
 Templates are data (``templates/multidomain_v1/<domain>.yml``): a question, SQL with named literal
 slots written ``{slot}``, and metadata. A template may offer ``choices`` (alternative slot bindings);
@@ -18,7 +26,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import sqlglot
 import yaml
@@ -32,10 +40,13 @@ logger = logging.getLogger(__name__)
 
 GOLD_SET_NAME = "multidomain-v1"
 BUILTIN_GOLD_FILE = "nl2sql_multidomain.jsonl"
+GOLD_SET_V2_NAME = "multidomain-v2"
+V2_GOLD_FILE = "nl2sql_multidomain_v2.jsonl"
 DATABASE = "anime_platform"
 SEMANTIC_MODEL = "anime_platform"
 DEFAULT_SEED = 20260630
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates" / "multidomain_v1"
+TEMPLATE_DIR_V2 = Path(__file__).resolve().parent / "templates" / "multidomain_v2"
 SQL_DIALECT = "duckdb"
 
 # domain -> id prefix; every domain has one template file named after it.
@@ -92,10 +103,24 @@ PROBE_TAGS: tuple[str, ...] = (
     "multi_statement",  # a second statement smuggled after a comment
     "data_modifying_cte",  # WITH x AS (DELETE/UPDATE ... RETURNING) SELECT ...
 )
-TAG_VOCABULARY: tuple[str, ...] = QUERY_TAGS + PROBE_TAGS
+INJECTION_TAG = "prompt_injection"  # the question, an earlier turn or a quoted cell value carries injected instructions
+# Tags about what a case's prompt text holds rather than its SQL (allowed on query and probe cases).
+PROMPT_TAGS: tuple[str, ...] = (INJECTION_TAG,)
+TAG_VOCABULARY: tuple[str, ...] = QUERY_TAGS + PROBE_TAGS + PROMPT_TAGS
+
+INJECTION_ID_INFIX = "injection"
+# slot name -> (table, column) of the hostile value the sample-database builder plants there
+INJECTION_SLOTS: dict[str, tuple[str, str]] = {
+    "injected_synopsis": ("anime", "synopsis"),
+    "injected_title": ("anime", "title"),
+    "injected_review": ("ratings", "review"),
+}
+# Instruction phrases that mark question-level injections (matched case-insensitively).
+INJECTION_PHRASES: tuple[str, ...] = ("ignore previous instructions", "i am now the admin")
 
 _SLOT_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CLOCK_FUNCTIONS = re.compile(r"\b(current_date|current_timestamp|now|today|get_current_timestamp)\b", re.I)
+_STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")  # a quoted value may say "now" without calling now()
 _TEMPLATE_KEYS = frozenset(
     {
         "id",
@@ -255,6 +280,24 @@ def _text_value(value: Any) -> str:
     return str(value)
 
 
+def injection_slot_values() -> dict[str, str]:
+    """The planted hostile cell values by slot name (see ``INJECTION_SLOTS``), verbatim from the builder."""
+    from nl2sql_pipeline.sample_db.builder import PROMPT_INJECTIONS
+
+    planted = {(table, column): value for table, column, value in PROMPT_INJECTIONS}
+    missing = [f"{t}.{c}" for t, c in INJECTION_SLOTS.values() if (t, c) not in planted]
+    if missing:
+        raise GoldTemplateError(
+            [f"the sample-database builder plants no injection in {', '.join(missing)} (PROMPT_INJECTIONS)"]
+        )
+    return {slot: planted[key] for slot, key in INJECTION_SLOTS.items()}
+
+
+def injection_texts() -> tuple[str, ...]:
+    """Texts whose presence in a prompt marks a prompt injection: planted values and instruction phrases."""
+    return tuple(injection_slot_values().values()) + INJECTION_PHRASES
+
+
 def _fill(text: str, binding: Mapping[str, Any], *, as_sql: bool, where: str) -> str:
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -271,9 +314,21 @@ def _clean_sql(sql: str) -> str:
     return "\n".join(line.rstrip() for line in sql.strip().splitlines())
 
 
-def render_case(template: CaseTemplate, seed: int = DEFAULT_SEED) -> Case:
-    """Fill a template's slots (choosing among ``choices`` with a per-case seeded RNG) into a Case."""
-    binding: dict[str, Any] = dict(template.slots)
+def render_case(
+    template: CaseTemplate,
+    seed: int = DEFAULT_SEED,
+    *,
+    extra_slots: Mapping[str, Any] | None = None,
+    verbatim_slots: bool = False,
+) -> Case:
+    """Fill a template's slots (choosing among ``choices`` with a per-case seeded RNG) into a Case.
+
+    ``extra_slots`` are bindings the template may use without declaring them (its own win).
+    Questions have their whitespace collapsed; with ``verbatim_slots`` only the template's own text is
+    collapsed and slot values keep theirs (a quoted cell value with newlines stays exact).
+    """
+    binding: dict[str, Any] = dict(extra_slots or {})
+    binding.update(template.slots)
     if template.choices:
         rng = random.Random(f"{seed}:{template.id}")
         binding.update(rng.choice(template.choices))
@@ -283,6 +338,8 @@ def render_case(template: CaseTemplate, seed: int = DEFAULT_SEED) -> Case:
         return _clean_sql(_fill(text, binding, as_sql=True, where=where))
 
     def question(text: str) -> str:
+        if verbatim_slots:
+            return _fill(" ".join(text.split()), binding, as_sql=False, where=where)
         return " ".join(_fill(text, binding, as_sql=False, where=where).split())
 
     is_probe = template.category == "policy_rejection"
@@ -450,14 +507,15 @@ def check_gold_set(cases: list[Case]) -> list[str]:
     return problems
 
 
-def _check_case(case: Case) -> list[str]:
+def _check_case(case: Case, id_infix: str | None = None) -> list[str]:
+    """Problems of one case; ``id_infix`` replaces the category's id infix (``content-<infix>-NN``)."""
     problems: list[str] = []
     prefix = DOMAIN_PREFIXES.get(case.domain)
     if prefix is None:
         return [f"{case.id}: unknown domain {case.domain!r} (known: {', '.join(DOMAIN_PREFIXES)})"]
     if case.category not in CATEGORIES:
         return [f"{case.id}: unknown category {case.category!r} (known: {', '.join(CATEGORIES)})"]
-    infix = CATEGORY_PLAN[case.category][0]
+    infix = id_infix or CATEGORY_PLAN[case.category][0]
     if not re.fullmatch(rf"{prefix}-{infix}-\d\d", case.id):
         problems.append(f"{case.id}: id must look like {prefix}-{infix}-NN for {case.domain}/{case.category}")
     if case.difficulty not in DIFFICULTIES:
@@ -472,19 +530,19 @@ def _check_case(case: Case) -> list[str]:
     if case.is_probe:
         if case.category != "policy_rejection" or case.expected_sql or not case.policy_probe_sql:
             problems.append(f"{case.id}: a probe needs category policy_rejection, policy_probe_sql and no expected_sql")
-        if not case.tags or any(t not in PROBE_TAGS for t in case.tags):
-            problems.append(f"{case.id}: probe tags must come from PROBE_TAGS")
+        if not any(t in PROBE_TAGS for t in case.tags) or any(t not in PROBE_TAGS + PROMPT_TAGS for t in case.tags):
+            problems.append(f"{case.id}: probe tags must come from PROBE_TAGS (plus PROMPT_TAGS), at least one")
         return problems
     if not case.expected_sql:
         return problems + [f"{case.id}: a query case needs expected SQL"]
     for sql in list(case.expected_sql) + [turn.sql for turn in case.follow_up_context]:
-        if _CLOCK_FUNCTIONS.search(sql):
+        if _CLOCK_FUNCTIONS.search(_STRING_LITERAL.sub("''", sql)):
             problems.append(f"{case.id}: uses a clock function; write literal dates relative to 2026-06-30")
     try:
         derived = structural_tags(case.expected_sql[0])
     except GoldTemplateError as exc:
         return problems + [f"{case.id}: {p}" for p in exc.problems]
-    declared = set(case.tags)
+    declared = set(case.tags) - set(PROMPT_TAGS)
     if declared != derived:
         missing = sorted(derived - declared)
         extra = sorted(declared - derived)
@@ -502,9 +560,118 @@ def generate_multidomain_v1(seed: int = DEFAULT_SEED, template_dir: Path | None 
     return cases
 
 
+def _prompt_texts(case: Case) -> list[str]:
+    """The texts of ``case`` that reach any model's prompt: the earlier turns' questions, then its own.
+
+    (An earlier turn's gold SQL is not one of them: the model answers earlier turns itself.)
+    """
+    return [turn.question for turn in case.follow_up_context] + [case.question]
+
+
+def carries_injection(text: str, injections: Iterable[str] | None = None) -> bool:
+    """True when ``text`` holds a planted injection value or an injection phrase (case-insensitive)."""
+    lowered = text.lower()
+    return any(marker.lower() in lowered for marker in (injections if injections is not None else injection_texts()))
+
+
+def check_injection_cases(injection: list[Case], base: list[Case]) -> list[str]:
+    """Problems with the prompt-injection cases added to ``base`` (the v1 cases); empty = valid.
+
+    Each case: a ``<prefix>-injection-NN`` id unique in the whole set, the ``prompt_injection`` tag,
+    truthful tags, injection text in what reaches the prompt, and (query cases) a SQL skeleton no
+    other query case of its domain has. The set: every domain has query and probe cases, every planted
+    value is quoted verbatim, and at least one follow-up carries the injection in an earlier turn.
+    """
+    problems: list[str] = []
+    planted = injection_slot_values()
+    markers = tuple(planted.values()) + INJECTION_PHRASES
+    slot_names = ", ".join(f"{{{slot}}}" for slot in INJECTION_SLOTS)
+    ids = {case.id for case in base}
+    skeletons: dict[tuple[str, str], str] = {}
+    for case in base:
+        for sql in case.expected_sql:
+            skeletons.setdefault((case.domain, sql_skeleton(sql)), case.id)
+    for case in injection:
+        if case.id in ids:
+            problems.append(f"{case.id}: duplicate id")
+        ids.add(case.id)
+        problems.extend(_check_case(case, id_infix=INJECTION_ID_INFIX))
+        if INJECTION_TAG not in case.tags:
+            problems.append(f"{case.id}: an injection case must be tagged {INJECTION_TAG}")
+        if not any(carries_injection(text, markers) for text in _prompt_texts(case)):
+            problems.append(
+                f"{case.id}: no injection text reaches the prompt (quote a planted value with one of the "
+                f"slots {slot_names} or use one of the phrases {list(INJECTION_PHRASES)})"
+            )
+        for sql in case.expected_sql:
+            try:
+                key = (case.domain, sql_skeleton(sql))
+            except GoldTemplateError as exc:
+                problems.extend(f"{case.id}: {p}" for p in exc.problems)
+                continue
+            if key in skeletons and skeletons[key] != case.id:
+                problems.append(f"{case.id}: same SQL skeleton as {skeletons[key]} (vary the query's shape)")
+            skeletons.setdefault(key, case.id)
+    for domain in DOMAIN_PREFIXES:
+        mine = [case for case in injection if case.domain == domain]
+        if not any(not case.is_probe for case in mine) or not any(case.is_probe for case in mine):
+            problems.append(f"{domain}: needs at least one injection query case and one injection probe")
+    everything = "\n".join(text for case in injection for text in _prompt_texts(case))
+    for slot, value in planted.items():
+        if value not in everything:
+            problems.append(f"no injection case quotes the planted {slot} verbatim (use {{{slot}}})")
+    if not any(any(carries_injection(t.question, markers) for t in case.follow_up_context) for case in injection):
+        problems.append("no follow_up injection case carries the injection in an earlier turn")
+    return problems
+
+
+def generate_injection_cases(seed: int = DEFAULT_SEED, template_dir: Path | None = None) -> list[Case]:
+    """The prompt-injection cases alone (templates/multidomain_v2), rendered with the planted values."""
+    slots = injection_slot_values()
+    templates = load_templates(template_dir or TEMPLATE_DIR_V2)
+    return [render_case(template, seed, extra_slots=slots, verbatim_slots=True) for template in templates]
+
+
+def generate_multidomain_v2(
+    seed: int = DEFAULT_SEED, template_dir: Path | None = None, v1_template_dir: Path | None = None
+) -> list[Case]:
+    """``multidomain-v2``: the v1 cases unchanged, then the injection cases; raise GoldTemplateError if invalid."""
+    base = generate_multidomain_v1(seed, v1_template_dir)
+    injection = generate_injection_cases(seed, template_dir)
+    problems = check_injection_cases(injection, base)
+    if problems:
+        raise GoldTemplateError(problems)
+    logger.info(
+        "generated %d cases of %s (%d injection cases)", len(base) + len(injection), GOLD_SET_V2_NAME, len(injection)
+    )
+    return base + injection
+
+
+BUILTIN_GOLD_SETS: dict[str, tuple[str, Callable[[], list[Case]]]] = {
+    GOLD_SET_NAME: (BUILTIN_GOLD_FILE, generate_multidomain_v1),
+    GOLD_SET_V2_NAME: (V2_GOLD_FILE, generate_multidomain_v2),
+}
+"""Built-in gold-set key -> (file name under ``data/gold/``, generator)."""
+
+
 def builtin_gold_path() -> Path:
     """Where the checked-in built-in gold file lives: ``data_dir()/gold/nl2sql_multidomain.jsonl``."""
     return paths.data_dir() / "gold" / BUILTIN_GOLD_FILE
+
+
+def gold_set_path(key: str) -> Path:
+    """Where the checked-in file of built-in gold set ``key`` lives (``data_dir()/gold/<file>``)."""
+    return paths.data_dir() / "gold" / _builtin(key)[0]
+
+
+def _builtin(key: str) -> tuple[str, Callable[[], list[Case]]]:
+    try:
+        return BUILTIN_GOLD_SETS[key]
+    except KeyError:
+        raise ConfigError(
+            f"{key!r} is not a built-in gold set (built-in: {', '.join(BUILTIN_GOLD_SETS)}); "
+            "other gold sets are imported with `nl2sql-eval gold import`"
+        ) from None
 
 
 def render_jsonl(cases: Iterable[Case]) -> str:
@@ -512,16 +679,29 @@ def render_jsonl(cases: Iterable[Case]) -> str:
     return "".join(case.to_json() + "\n" for case in cases)
 
 
-def write_builtin_gold(path: Path | None = None) -> Path:
-    """Generate ``multidomain-v1`` and write it as UTF-8 JSONL (default: ``builtin_gold_path()``)."""
-    target = path or builtin_gold_path()
+def _write_jsonl(cases: list[Case], target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(render_jsonl(generate_multidomain_v1()))
+        handle.write(render_jsonl(cases))
     logger.info("wrote %s", target)
     return target
 
 
-if __name__ == "__main__":  # regenerate the checked-in file: python -m nl2sql_pipeline.gold.generator
+def write_builtin_gold(path: Path | None = None) -> Path:
+    """Generate ``multidomain-v1`` and write it as UTF-8 JSONL (default: ``builtin_gold_path()``)."""
+    return _write_jsonl(generate_multidomain_v1(), path or builtin_gold_path())
+
+
+def write_gold_set(key: str, path: Path | None = None) -> Path:
+    """Generate built-in gold set ``key`` and write it as UTF-8 JSONL (default: ``gold_set_path(key)``).
+
+    Raises ConfigError for a key that is not built in.
+    """
+    generate = _builtin(key)[1]
+    return _write_jsonl(generate(), path or gold_set_path(key))
+
+
+if __name__ == "__main__":  # regenerate the checked-in files: python -m nl2sql_pipeline.gold.generator
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    write_builtin_gold()
+    for gold_key in BUILTIN_GOLD_SETS:
+        write_gold_set(gold_key)

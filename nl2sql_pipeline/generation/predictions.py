@@ -1,0 +1,166 @@
+"""Replay models: a registry entry of ``kind: predictions`` scores another system's SQL from a file.
+
+Two formats (``format:`` in models.yml):
+
+- ``jsonl``: one JSON object per line, ``{"case_id": "...", "sql": "..."}`` (``sql`` may be null for
+  "no answer"; other keys are ignored; blank lines are skipped). Every query case of the gold set
+  needs exactly one line; an unknown, duplicated or probe case id is an error naming the line.
+- ``lines``: one SQL per line, as Spider/BIRD prediction files are. Line *i* answers the *i*-th
+  **query case of the gold set in file order** (policy-rejection probes are skipped: they are never
+  sent to a model). The number of lines must equal the number of query cases. A tab ends the SQL: a
+  ``SQL<TAB>db_id`` line (Spider) or ``SQL<TAB>----- bird -----<TAB>db_id`` (BIRD) is checked against
+  the case's database, so a shifted file is caught where it can be. An empty line is "no answer".
+
+The SQL is used as written (surrounding whitespace and trailing semicolons trimmed). A missing
+answer is a ``no_sql`` candidate; any misalignment raises ``PredictionsError`` (a ``ConfigError``)
+naming the file and line, never a silent shift. Nothing is timed or priced: latency, tokens and cost
+are unknown (None).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.errors import ConfigError, GenerationError
+from nl2sql_pipeline.generation.extract import clean_sql
+from nl2sql_pipeline.generation.failures import NO_SQL
+from nl2sql_pipeline.generation.records import CandidateRecord
+from nl2sql_pipeline.generation.registry import ModelSpec, PredictionsSource
+
+MAX_LISTED = 5
+
+
+class PredictionsError(ConfigError):
+    """A predictions file is unreadable or does not line up with the gold set."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The answer a file gives one case: the SQL (None = no answer), the line as written, its number."""
+
+    case_id: str
+    sql: str | None
+    raw: str
+    line: int
+
+
+def _listed(ids: list[str]) -> str:
+    shown = ", ".join(ids[:MAX_LISTED])
+    return shown + (f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else "")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PredictionsError(f"{path}: predictions file not found (write it, or fix path: in models.yml)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PredictionsError(f"{path}: cannot read the predictions file ({exc})") from exc
+
+
+def _read_jsonl(path: Path, queries: list[Case], probes: set[str]) -> list[Prediction]:
+    wanted = {case.id for case in queries}
+    found: dict[str, Prediction] = {}
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise PredictionsError(f"{where}: not a JSON object ({exc.args[0]}); write {{\"case_id\": ..., \"sql\": ...}}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("case_id"), str):
+            raise PredictionsError(f"{where}: each line needs a string \"case_id\" (and \"sql\")")
+        case_id, sql = data["case_id"], data.get("sql", None)
+        if "sql" not in data or not (sql is None or isinstance(sql, str)):
+            raise PredictionsError(f"{where}: case {case_id!r}: \"sql\" must be a string or null")
+        if case_id in found:
+            raise PredictionsError(f"{where}: case {case_id!r} again (first on line {found[case_id].line}); keep one line per case")
+        if case_id in probes:
+            raise PredictionsError(f"{where}: case {case_id!r} is a policy probe; probes are never generated, remove the line")
+        if case_id not in wanted:
+            raise PredictionsError(f"{where}: case {case_id!r} is not in the gold set (a prediction for another gold set?)")
+        found[case_id] = Prediction(case_id, clean_sql(sql), line, number)
+    missing = [case.id for case in queries if case.id not in found]
+    if missing:
+        raise PredictionsError(
+            f"{path}: {len(missing)} of {len(queries)} query cases have no prediction ({_listed(missing)}); "
+            "add a line per case (sql: null for no answer)"
+        )
+    return [found[case.id] for case in queries]
+
+
+def _read_lines(path: Path, queries: list[Case]) -> list[Prediction]:
+    text = _read_text(path).replace("\r\n", "\n")
+    lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    if text == "":
+        lines = []
+    if len(lines) != len(queries):
+        raise PredictionsError(
+            f"{path}: {len(lines)} lines for {len(queries)} query cases; format 'lines' needs exactly one SQL per "
+            "query case, in the gold set's order (probes excluded)"
+        )
+    predictions = []
+    for number, (line, case) in enumerate(zip(lines, queries), start=1):
+        sql, _, rest = line.partition("\t")
+        database = rest.rsplit("\t", 1)[-1].strip() if rest else None
+        if database and database != case.database:
+            raise PredictionsError(
+                f"{path}:{number}: names database {database!r} but line {number} answers case {case.id} of "
+                f"{case.database!r}; the file is misaligned with the gold set's order of query cases"
+            )
+        predictions.append(Prediction(case.id, clean_sql(sql), line, number))
+    return predictions
+
+
+def read_predictions(source: PredictionsSource, cases: list[Case]) -> list[Prediction]:
+    """One prediction per query case of ``cases``, in their order; PredictionsError on any misalignment."""
+    queries = [case for case in cases if not case.is_probe]
+    if source.format == "jsonl":
+        return _read_jsonl(source.path, queries, {case.id for case in cases if case.is_probe})
+    if source.format == "lines":
+        return _read_lines(source.path, queries)
+    raise PredictionsError(f"{source.path}: unknown predictions format {source.format!r} (use jsonl or lines)")
+
+
+def prediction_records(cases: list[Case], spec: ModelSpec, samples: int = 1) -> list[CandidateRecord]:
+    """The candidates of a replay model: the file's SQL for every query case (and each sample)."""
+    if spec.predictions is None:
+        raise GenerationError(f"model {spec.slug} is not a predictions model (kind: {spec.kind})")
+    if samples < 1:
+        raise GenerationError(f"samples must be >= 1, got {samples} (ask for at least one sample)")
+    by_case = {case.id: case for case in cases}
+    records = []
+    for prediction in read_predictions(spec.predictions, cases):
+        case = by_case[prediction.case_id]
+        for sample_index in range(samples):
+            records.append(
+                CandidateRecord(
+                    case_id=case.id,
+                    case_fingerprint=case.fingerprint,
+                    sample_index=sample_index,
+                    candidate_index=0,
+                    generated_sql=prediction.sql,
+                    raw_reply=prediction.raw,
+                    error_class=None if prediction.sql is not None else NO_SQL,
+                    error_message=None if prediction.sql is not None else (
+                        f"{spec.predictions.path}:{prediction.line}: no SQL for this case"
+                    ),
+                    latency_ms=None,
+                    input_tokens=None,
+                    output_tokens=None,
+                    token_source=None,
+                    cost_usd=None,
+                    cached=False,
+                    mutation=None,
+                    model_config_hash=spec.config_hash,
+                    prompt_hash=None,
+                    turns=0,
+                    calls=0,
+                    attempts=0,
+                )
+            )
+    return records
