@@ -16,11 +16,17 @@ class GenerationRunConfig(dg.Config):
     samples: int = 1
 
 
+GENERATION_POOL = "llm_generation"
+
+
 @dg.asset(
     group_name="candidates",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",
-    description="Candidate SQL per case, sample and candidate, generated through litellm (cached).",
+    pool=GENERATION_POOL,
+    description="Candidate SQL per case, sample and candidate, generated through litellm (cached). Requests and "
+    "tokens per minute are held under each provider's limits by a limiter shared by every run on the machine; "
+    "the llm_generation pool bounds how many generation steps run at once.",
 )
 def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig, gold_set: pd.DataFrame) -> dg.Output:
     from nl2sql_pipeline.candidates import generate_for_gold_set

@@ -93,3 +93,11 @@ def test_partition_sensor_registers_gold_sets_and_models():
         added = {r.partitions_def_name: set(r.partition_keys) for r in result.dynamic_partitions_requests}
         assert "multidomain-v1" in added["gold_sets"]
         assert {"gold-echo", "sql-mutant"} <= added["models"]
+
+
+def test_generation_runs_in_a_pool_and_jobs_exist():
+    graph = defs.resolve_asset_graph()
+    assert graph.get(dg.AssetKey("candidate_sql")).pools == {"llm_generation"}
+    assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
+    assert defs.resolve_job_def("prepare_gold_set") is not None
+    assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor"}
