@@ -1,4 +1,9 @@
-"""Jobs over the asset graph: prepare a gold version, and evaluate one model on it."""
+"""Jobs over the asset graph: prepare a gold version, and evaluate one model on it.
+
+Every ``evaluate_model`` run is tagged ``nl2sql/provider=<provider>``; the local instance's
+``dagster.yaml`` (``resources/instance.py``) limits the runs in progress per unique provider, so that
+sensor-, schedule- and UI-launched runs of models behind one provider queue instead of competing.
+"""
 
 import dagster as dg
 
@@ -12,9 +17,34 @@ prepare_gold_set_job = dg.define_asset_job(
     description="Validate a gold version (blocking preflight) and compute its oracle results.",
 )
 
+PROVIDER_TAG = "nl2sql/provider"
+
+
+def provider_of(model_slug: str) -> str:
+    """The provider a model's calls go to (the litellm provider prefix; ``predictions`` for a replay)."""
+    from nl2sql_pipeline.generation.registry import get_model
+
+    spec = get_model(model_slug)
+    if spec.is_replay:
+        return "predictions"
+    return spec.model.split("/", 1)[0] if spec.model and "/" in spec.model else (spec.model or spec.kind)
+
+
+def run_tags_for_partition(partition_key: str) -> dict[str, str]:
+    """Run tags of a gold x model partition: its provider (for per-provider run concurrency) and model."""
+    key = partition_key if isinstance(partition_key, dg.MultiPartitionKey) else None
+    model = key.keys_by_dimension["model"] if key is not None else str(partition_key).split("|")[-1]
+    return {PROVIDER_TAG: provider_of(model), "nl2sql/model": model}
+
+
 evaluate_model_job = dg.define_asset_job(
     "evaluate_model",
     selection=dg.AssetSelection.keys("candidate_sql", "candidate_results", "case_verdicts", "run_scores", "baselines"),
     partitions_def=gold_model_partitions,
+    config=dg.PartitionedConfig(
+        partitions_def=gold_model_partitions,
+        run_config_for_partition_key_fn=lambda _key: {},
+        tags_for_partition_key_fn=run_tags_for_partition,
+    ),
     description="Generate, execute, judge and score one model on one gold version (gold x model partition).",
 )

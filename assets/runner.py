@@ -18,6 +18,7 @@ import pandas as pd
 
 from assets.definitions import ALL_ASSETS, GOLD_ASSETS, MODEL_ASSETS, build_resources
 from assets.gold import PREFLIGHT_CHECK
+from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.report import console_report
@@ -49,7 +50,7 @@ def get_instance() -> dg.DagsterInstance:
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
-def _materialize(assets, instance, partition_key=None, run_config=None, settings=None) -> dg.ExecuteInProcessResult:
+def _materialize(assets, instance, partition_key=None, run_config=None, settings=None, tags=None) -> dg.ExecuteInProcessResult:
     run_config = {**QUIET_LOGGERS, **(run_config or {})}
     return dg.materialize(
         ALL_ASSETS,
@@ -59,7 +60,7 @@ def _materialize(assets, instance, partition_key=None, run_config=None, settings
         partition_key=partition_key,
         run_config=run_config,
         raise_on_error=False,
-        tags={"nl2sql/source": "cli"},
+        tags={"nl2sql/source": "cli", **(tags or {})},
     )
 
 
@@ -129,7 +130,10 @@ def evaluate(
         started = time.perf_counter()
         run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
         settings = {"policy": policy} if policy else None
-        result = _materialize([a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config, settings=settings)
+        result = _materialize(
+            [a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config, settings=settings,
+            tags=run_tags_for_partition(key),
+        )
         outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
         if not result.success:
             outcome.failures.append(f"{slug}: {_failure_text(result)}")

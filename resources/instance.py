@@ -14,6 +14,14 @@ DAGSTER_YAML = """\
 # Written by nl2sql-eval (resources/instance.py). Local instance under the storage root.
 telemetry:
   enabled: false
+concurrency:
+  runs:
+    # evaluate_model runs are tagged with their model's provider: at most 2 in progress per provider
+    tag_concurrency_limits:
+      - key: nl2sql/provider
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 2
 """
 
 

@@ -101,3 +101,21 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
     assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
     assert defs.resolve_job_def("prepare_gold_set") is not None
     assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor"}
+
+
+def test_evaluate_model_runs_are_tagged_with_their_provider_and_limited_per_provider(tmp_path, monkeypatch):
+    job = defs.resolve_job_def("evaluate_model")
+    tags = job.partitioned_config.get_tags_for_partition_key(
+        dg.MultiPartitionKey({"gold": "multidomain-v1", "model": "gold-echo"})
+    )
+    assert tags["nl2sql/provider"] == "nl2sql-offline" and tags["nl2sql/model"] == "gold-echo"
+    openai = job.partitioned_config.get_tags_for_partition_key("multidomain-v1|gpt-4o-mini")
+    assert openai["nl2sql/provider"] == "openai"
+
+    from resources.instance import ensure_instance_home
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    ensure_instance_home()
+    with dg.DagsterInstance.get() as instance:
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert {"key": "nl2sql/provider", "value": {"applyLimitPerUniqueValue": True}, "limit": 2} in limits
