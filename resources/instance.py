@@ -10,6 +10,7 @@ from pathlib import Path
 
 from nl2sql_pipeline import paths
 
+MARKER = "# Written by nl2sql-eval"
 DAGSTER_YAML = """\
 # Written by nl2sql-eval (resources/instance.py). Local instance under the storage root.
 telemetry:
@@ -26,12 +27,14 @@ concurrency:
 
 
 def ensure_instance_home() -> Path:
-    """Point DAGSTER_HOME at the storage root's instance (unless set) and write dagster.yaml if missing."""
+    """Point DAGSTER_HOME at the storage root's instance (unless set) and write its dagster.yaml."""
     home = Path(os.environ.get("DAGSTER_HOME") or paths.dagster_home())
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     config = home / "dagster.yaml"
-    if not config.exists():
+    current = config.read_text(encoding="utf-8") if config.exists() else None
+    # write it when missing, and keep our own file current; a file the user wrote is left alone
+    if current is None or (current.startswith(MARKER) and current != DAGSTER_YAML):
         config.write_text(DAGSTER_YAML, encoding="utf-8")
     return home
 
