@@ -163,7 +163,15 @@ def _require_file(path: Path) -> os.stat_result:
 
 POOL = SandboxPool()
 os.register_at_fork(after_in_child=POOL.forget_after_fork)
-atexit.register(POOL.release)
+
+
+def _shutdown() -> None:
+    """At exit: stop the scheduler thread first (no reaper or watchdog inside DuckDB), then close every sandbox."""
+    SCHEDULER.shutdown()
+    POOL.release()
+
+
+atexit.register(_shutdown)
 
 
 def run_query(db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:

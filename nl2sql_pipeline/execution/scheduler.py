@@ -44,6 +44,7 @@ class Scheduler:
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
+        self._stopping = False
 
     def schedule(self, delay_s: float, callback: Callable[[], None], repeat_s: float | None = None) -> Ticket:
         """Run ``callback`` after ``delay_s`` seconds (then every ``repeat_s`` if given) on the scheduler thread."""
@@ -70,10 +71,25 @@ class Scheduler:
         if self._heap[0][2] is ticket:
             self._cond.notify()
 
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop the thread (waiting for a running callback) so that no callback is inside DuckDB at exit.
+
+        A daemon thread still in DuckDB's C++ code when the interpreter finalizes aborts the process
+        ("FATAL: exception not rethrown"); the pool's atexit hook calls this first.
+        """
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+
     def _loop(self) -> None:
         while True:
             with self._cond:
                 while True:
+                    if self._stopping:
+                        return
                     while self._heap and self._heap[0][2].cancelled:
                         heapq.heappop(self._heap)
                     if not self._heap:
