@@ -301,6 +301,7 @@ def _judge_probe(rows: list[dict]) -> dict:
         "token_source": None,
         "cost_usd": None,
         "cached": None,
+        "cold_start": False,
         "mutation": None,
         "skip_reason": None,
     }
@@ -366,6 +367,7 @@ def _judge_query(
         "token_source": cand.get("token_source"),
         "cost_usd": _sum_field(group, cand_by_key, "cost_usd"),
         "cached": bool(cand.get("cached")) if cand else None,
+        "cold_start": bool(cand.get("cold_start")) if cand else False,
         "mutation": cand.get("mutation"),
         "skip_reason": reason if outcome in outcomes.NOT_SCORED else None,
     }

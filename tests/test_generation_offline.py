@@ -152,3 +152,20 @@ def test_case_without_expected_sql_cannot_be_sent_offline():
     )
     with pytest.raises(GenerationError, match="no expected SQL"):
         offline_request_metadata(probe, 0, 0)
+
+
+def test_only_the_first_call_to_a_provider_is_flagged_cold_start(monkeypatch):
+    from nl2sql_pipeline.generation import client
+    from nl2sql_pipeline.generation.offline_provider import offline_request_metadata
+    from nl2sql_pipeline.generation.registry import get_model
+
+    monkeypatch.setattr(client, "_called", set())
+    spec = get_model("gold-echo")
+    case = case_from_dict({"id": "c1", "domain": "d", "category": "single_table", "question": "q",
+                           "database": "anime_platform", "expected_sql": "SELECT 1 AS one"})
+    messages = [{"role": "user", "content": "q"}]
+    flags = [
+        client.call_model(spec, messages, metadata=offline_request_metadata(case, sample, 0)).cold_start
+        for sample in range(3)
+    ]
+    assert flags == [True, False, False]

@@ -104,3 +104,12 @@ def test_rejecting_an_obeyed_injection_is_not_a_false_positive():
     assert scores["policy_false_positives"] == 1
     assert scores["policy_rejection_precision"] == pytest.approx(0.5)
     assert scores["semantic_correctness_rate"] == 0.0
+
+
+def test_cold_start_latency_is_left_out_of_latency_figures():
+    cold = {**_verdict("a", outcomes.CORRECT, latency=900.0), "cold_start": True}
+    warm = [{**_verdict(c, outcomes.CORRECT, latency=10.0), "cold_start": False} for c in "bcd"]
+    scores = score_run(pd.DataFrame([cold, *warm]))
+    assert scores["p95_latency_ms"] == pytest.approx(10.0)
+    assert scores["average_service_latency_ms"] == pytest.approx(10.0)
+    assert scores["query_count"] == 4  # the case itself still counts

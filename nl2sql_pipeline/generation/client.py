@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 LOCAL_SERVER_API_KEY = "no-key"  # OpenAI clients refuse to send without a key; local servers ignore it
 _warm_lock = threading.Lock()
 _warmed: set[str] = set()
+# (model, api_base) pairs this process has sent a real call to: the first one opens the provider's
+# connection, so its latency is flagged ``cold_start`` and left out of the latency figures.
+_called: set[tuple[str, str | None]] = set()
 
 
 def completion_kwargs(spec: ModelSpec) -> dict[str, Any]:
@@ -129,6 +132,10 @@ def call_model(spec: ModelSpec, messages: list[Message], *, metadata: dict[str, 
     kwargs = completion_kwargs(spec)
     if metadata is not None:
         kwargs["metadata"] = metadata
+    provider = (spec.model, spec.api_base)
+    with _warm_lock:
+        cold_start = provider not in _called
+        _called.add(provider)
     started = time.perf_counter()
     response = litellm.completion(model=spec.model, messages=messages, **kwargs)
     latency_ms = (time.perf_counter() - started) * 1000.0
@@ -149,4 +156,5 @@ def call_model(spec: ModelSpec, messages: list[Message], *, metadata: dict[str, 
         cost_usd=call_cost(spec, tokens),
         mutation=annotations.get(FIELD_MUTATION),
         finish_reason=_finish_reason(response),
+        cold_start=cold_start,
     )

@@ -178,6 +178,7 @@ def _answered(
         turns=len(request.user_turns),
         calls=tally.calls,
         attempts=tally.attempts,
+        cold_start=call.cold_start,
     )
 
 

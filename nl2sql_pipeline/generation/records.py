@@ -25,6 +25,7 @@ class ModelCall:
     cost_usd: float | None
     mutation: str | None
     finish_reason: str | None = None
+    cold_start: bool = False  # the process's first call to this provider: its latency includes client set-up
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the cache record)."""
@@ -72,6 +73,7 @@ class CandidateRecord:
     turns: int = 1
     calls: int = 0
     attempts: int = 0
+    cold_start: bool = False  # latency includes the provider client's set-up: left out of latency figures
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a plain dict (one DataFrame row)."""
