@@ -82,9 +82,10 @@ def test_skipped_cases_stay_out_of_every_denominator(scored_run):
     assert json.loads(scores["outcome_counts"])[outcomes.SKIPPED] == 3
     warnings = json.loads(scores["warnings"])
     assert any("3 of 10 query cases were SKIPPED (daily_quota_exhausted: 3)" in w for w in warnings)
-    # latency percentiles come from the answered calls only
+    # latency percentiles come from the answered calls only, the cold-start call left out
     verdicts = scored_run["verdicts"]
-    answered = verdicts[verdicts["outcome"].isin([outcomes.CORRECT, outcomes.WRONG_RESULT, outcomes.GENERATION_ERROR])]
+    answered = verdicts[verdicts["outcome"].isin([outcomes.CORRECT, outcomes.WRONG_RESULT, outcomes.GENERATION_ERROR])
+                        & ~verdicts["cold_start"]]
     assert scores["p50_latency_ms"] == pytest.approx(answered["latency_ms"].dropna().median())
     assert scores["probe_count"] == 1 and scores["policy_rejection_recall"] == 1.0
 
