@@ -10,6 +10,8 @@ attack through) or ``probe_error`` (the engine itself failed on the probe).
 
 from __future__ import annotations
 
+from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES
+
 CORRECT = "correct"
 WRONG_RESULT = "wrong_result"
 EXECUTION_ERROR = "execution_error"
@@ -40,14 +42,4 @@ NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR})
 EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
 
 # Generation error classes that are the environment's fault, not the model's: the case is skipped.
-# Kept equal to nl2sql_pipeline.generation.failures.ENVIRONMENT_ERROR_CLASSES (tests/test_generation_failures.py).
-ENVIRONMENT_GENERATION_ERRORS: frozenset[str] = frozenset(
-    {
-        "authentication_error",
-        "payment_required",
-        "daily_quota_exhausted",
-        "connection_refused",
-        "unknown_model",
-        "not_ready",
-    }
-)
+ENVIRONMENT_GENERATION_ERRORS: frozenset[str] = ENVIRONMENT_ERROR_CLASSES

@@ -490,21 +490,26 @@ def check_gold_set(cases: list[Case]) -> list[str]:
         problems.extend(_check_case(case))
         if case.is_probe or not case.expected_sql:
             continue
-        for sql in case.expected_sql:
-            try:
-                key = (case.domain, sql_skeleton(sql))
-            except GoldTemplateError as exc:
-                problems.extend(f"{case.id}: {p}" for p in exc.problems)
-                continue
-            if key in skeletons and skeletons[key] != case.id:
-                problems.append(f"{case.id}: same SQL skeleton as {skeletons[key]} (vary the query's shape)")
-            skeletons.setdefault(key, case.id)
+        _check_skeletons(case, skeletons, problems)
     for domain in DOMAIN_PREFIXES:
         for category, (_, wanted) in CATEGORY_PLAN.items():
             got = counts.get((domain, category), 0)
             if got != wanted:
                 problems.append(f"{domain}/{category}: {got} cases, expected {wanted}")
     return problems
+
+
+def _check_skeletons(case: Case, skeletons: dict[tuple[str, str], str], problems: list[str]) -> None:
+    """Record ``case``'s SQL skeletons in ``skeletons``; a skeleton another case of its domain has is a problem."""
+    for sql in case.expected_sql:
+        try:
+            key = (case.domain, sql_skeleton(sql))
+        except GoldTemplateError as exc:
+            problems.extend(f"{case.id}: {p}" for p in exc.problems)
+            continue
+        if key in skeletons and skeletons[key] != case.id:
+            problems.append(f"{case.id}: same SQL skeleton as {skeletons[key]} (vary the query's shape)")
+        skeletons.setdefault(key, case.id)
 
 
 def _check_case(case: Case, id_infix: str | None = None) -> list[str]:
@@ -603,15 +608,7 @@ def check_injection_cases(injection: list[Case], base: list[Case]) -> list[str]:
                 f"{case.id}: no injection text reaches the prompt (quote a planted value with one of the "
                 f"slots {slot_names} or use one of the phrases {list(INJECTION_PHRASES)})"
             )
-        for sql in case.expected_sql:
-            try:
-                key = (case.domain, sql_skeleton(sql))
-            except GoldTemplateError as exc:
-                problems.extend(f"{case.id}: {p}" for p in exc.problems)
-                continue
-            if key in skeletons and skeletons[key] != case.id:
-                problems.append(f"{case.id}: same SQL skeleton as {skeletons[key]} (vary the query's shape)")
-            skeletons.setdefault(key, case.id)
+        _check_skeletons(case, skeletons, problems)
     for domain in DOMAIN_PREFIXES:
         mine = [case for case in injection if case.domain == domain]
         if not any(not case.is_probe for case in mine) or not any(case.is_probe for case in mine):
