@@ -18,14 +18,17 @@ class StrictLoader(_Base):  # type: ignore[misc, valid-type]
 
 
 def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
+    seen: dict[Any, int] = {}
     for key_node, _value in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (remove or rename one of them)", key_node.start_mark
+                None,
+                None,
+                f"duplicate key {key!r} (first defined on line {seen[key]}); keep one entry per key",
+                key_node.start_mark,
             )
-        seen.add(key)
+        seen[key] = key_node.start_mark.line + 1
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
 
@@ -35,3 +38,10 @@ StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _co
 def load_strict(text: str) -> Any:
     """Parse one YAML document with :class:`StrictLoader`; raises ``yaml.YAMLError`` with a mark."""
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def describe_yaml_error(source: object, exc: yaml.YAMLError) -> str:
+    """``<source>:<line>: <problem>`` for a YAML error (the line where the problem is, when known)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
+    return f"{where}: {getattr(exc, 'problem', None) or exc}"

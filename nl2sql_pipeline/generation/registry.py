@@ -34,6 +34,7 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.few_shot import NAME_RE as FEW_SHOT_NAME_RE
 from nl2sql_pipeline.generation.few_shot import FewShotSet, load_few_shot
+from nl2sql_pipeline.yaml_strict import describe_yaml_error, load_strict
 
 KIND_OFFLINE = "offline"
 KIND_LITELLM = "litellm"
@@ -208,42 +209,15 @@ def prompts_dir() -> Path:
     return paths.data_dir() / "prompts"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses duplicate mapping keys (plain YAML keeps the last one silently)."""
-
-    source_name = "<yaml>"
-
-
-def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ConfigError(
-                f"{loader.source_name}:{line}: duplicate key {key!r} (first defined on line {seen[key]}); "
-                "keep one entry per key"
-            )
-        seen[key] = line
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
-
-
 def _load_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: model registry not found (create it, or set $NL2SQL_DATA)") from exc
-    loader = _UniqueKeyLoader(text)
-    loader.source_name = str(path)
     try:
-        return loader.get_single_data()
+        return load_strict(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-    finally:
-        loader.dispose()
+        raise ConfigError(describe_yaml_error(path, exc)) from exc
 
 
 class _EntryChecker:
