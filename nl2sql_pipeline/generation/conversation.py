@@ -116,7 +116,7 @@ class _Tally:
 
 
 def _failed(
-    request: CallRequest, spec: ModelSpec, failure: ProviderFailure, messages: list[Message], tally: _Tally,
+    request: CallRequest, spec: ModelSpec, failure: ProviderFailure, digest: str, tally: _Tally,
     turn: int, latency_ms: float | None = None,
 ) -> CandidateRecord:
     n_turns = len(request.user_turns)
@@ -138,7 +138,7 @@ def _failed(
         cached=False,
         mutation=None,
         model_config_hash=spec.config_hash,
-        prompt_hash=prompt_hash(messages),
+        prompt_hash=digest,
         turns=n_turns,
         calls=tally.calls,
         attempts=tally.attempts,
@@ -146,7 +146,7 @@ def _failed(
 
 
 def _answered(
-    request: CallRequest, spec: ModelSpec, call: ModelCall, messages: list[Message], tally: _Tally, cached: bool
+    request: CallRequest, spec: ModelSpec, call: ModelCall, digest: str, tally: _Tally, cached: bool
 ) -> CandidateRecord:
     sql = extract_sql(call.raw_reply)
     error_class = error_message = None
@@ -174,7 +174,7 @@ def _answered(
         cached=cached,
         mutation=call.mutation,
         model_config_hash=spec.config_hash,
-        prompt_hash=prompt_hash(messages),
+        prompt_hash=digest,
         turns=len(request.user_turns),
         calls=tally.calls,
         attempts=tally.attempts,
@@ -222,19 +222,19 @@ def run_unit(
                 state = readiness()
                 if not state.ready:
                     failure = ProviderFailure(NOT_READY, f"not sent: model {spec.slug} is not ready: {state.reason}")
-                    return _failed(request, spec, failure, messages, tally, turn)
+                    return _failed(request, spec, failure, key.prompt_hash, tally, turn)
             metadata = _offline_metadata(request, turn) if spec.is_offline else None
             outcome = dispatch(spec, messages, control, case_id=request.case.id, metadata=metadata)
             tally.attempts += outcome.attempts
             tally.calls += 1 if outcome.attempts else 0
             if outcome.call is None:
                 assert outcome.failure is not None
-                return _failed(request, spec, outcome.failure, messages, tally, turn)
+                return _failed(request, spec, outcome.failure, key.prompt_hash, tally, turn)
             call = outcome.call
             if cache is not None:
                 cache.put(key, call.to_dict())
         tally.add(call)
         if turn == last:
-            return _answered(request, spec, call, messages, tally, cached=all_cached)
+            return _answered(request, spec, call, key.prompt_hash, tally, cached=all_cached)
         messages.append(assistant_message(call.raw_reply))
     raise AssertionError("a conversation has at least one turn")  # pragma: no cover

@@ -15,6 +15,7 @@ This module stays light (no litellm import) so listing models is instant.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import math
@@ -174,7 +175,7 @@ class ModelSpec:
             config["few_shot"] = {"name": self.few_shot.name, "content_hash": self.few_shot.content_hash}
         return config
 
-    @property
+    @functools.cached_property
     def config_hash(self) -> str:
         """16 hex chars over the canonical config (stable across runs and key order)."""
         blob = json.dumps(self.canonical_config(), sort_keys=True, ensure_ascii=False, default=str)
