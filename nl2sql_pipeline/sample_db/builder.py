@@ -44,7 +44,7 @@ DEFAULT_SEED = 42
 DEFAULT_SCALE = 1.0
 MAX_SCALE = 100.0
 DATABASE_NAME = "anime_platform"
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 """Bump whenever generation changes: :func:`ensure_database` rebuilds databases of another version."""
 
 SCHEMA_PATH = Path(__file__).with_name("schema.sql")
@@ -305,12 +305,12 @@ _ADVERTISERS = (
 _SEASON_CAMPAIGNS = ("Winter Deals", "Spring Push", "Summer Blast", "Fall Launch")  # by quarter of the start
 _CAMPAIGN_WORDS = ("Brand Awareness", "New Release", "Anime Expo", "Retargeting", "Launch", "Loyalty")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MERCH_ITEMS: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {
-    "figure": (("Scale Figure", "Chibi Figure", "Nendo Figure", "Statue"), (29.99, 49.99, 79.99, 129.99)),
-    "apparel": (("T-Shirt", "Hoodie", "Cap", "Socks"), (19.99, 24.99, 39.99, 49.99)),
+_MERCH_ITEMS: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {  # each item with its list price
+    "figure": (("Scale Figure", "Chibi Figure", "Nendo Figure", "Statue"), (129.99, 29.99, 49.99, 79.99)),
+    "apparel": (("T-Shirt", "Hoodie", "Cap", "Socks"), (24.99, 49.99, 19.99, 9.99)),
     "poster": (("Poster", "Art Print", "Wall Scroll"), (9.99, 14.99, 19.99)),
-    "bluray": (("Blu-ray Box", "Blu-ray Vol. 1", "Collector's Blu-ray"), (29.99, 49.99, 89.99)),
-    "accessory": (("Keychain", "Acrylic Stand", "Tote Bag", "Mug", "Phone Case"), (7.99, 9.99, 14.99, 19.99)),
+    "bluray": (("Blu-ray Box", "Blu-ray Vol. 1", "Collector's Blu-ray"), (89.99, 29.99, 129.99)),
+    "accessory": (("Keychain", "Acrylic Stand", "Tote Bag", "Mug", "Phone Case"), (7.99, 14.99, 19.99, 14.99, 19.99)),
 }
 _MERCH_CATEGORY_WEIGHTS = np.array([0.25, 0.25, 0.15, 0.1, 0.25])
 _REVIEW_POSITIVE = (
@@ -943,7 +943,7 @@ def _merch_products(seed: int, catalog: _Catalog) -> _Products:
         name = f"{owner} {items[j]}"
         seen[name] = seen.get(name, 0) + 1
         names.append(name if seen[name] == 1 else f"{name} (Edition {seen[name]})")
-        prices[i] = price_points[min(j, len(price_points) - 1)]
+        prices[i] = price_points[j]
     popularity = np.where(branded, 0.5 / n, catalog.popularity[anime]) * rng.lognormal(0, 0.5, size=n)
     table = pa.table(
         {
