@@ -95,6 +95,7 @@ def evaluate(
         from nl2sql_pipeline.policy import load_policy
 
         load_policy(policy)  # fail fast, before any run, on a missing or invalid policy
+    _check_prediction_files(gold_set, specs.values())
     outcome = EvaluationOutcome()
     instance = instance or get_instance()
     register_partitions(instance)
@@ -141,6 +142,22 @@ def evaluate(
         scores = pd.read_parquet(io.partition_path(dg.AssetKey("run_scores"), key)).iloc[0].to_dict()
         outcome.scores[slug] = {k: (None if isinstance(v, float) and v != v else v) for k, v in scores.items()}
     return outcome
+
+
+def _check_prediction_files(gold_set: str, specs) -> None:
+    """Fail fast (a ConfigError naming file and line) on a replay file that does not line up with the gold set.
+
+    A replay whose file is missing is left to the readiness check (reported as skipped).
+    """
+    from nl2sql_pipeline.generation.predictions import read_predictions
+    from nl2sql_pipeline.generation.registry import model_readiness
+    from nl2sql_pipeline.gold.registry import load_gold_set
+
+    replays = [spec for spec in specs if spec.is_replay and model_readiness(spec).ready]
+    if replays:
+        cases = load_gold_set(gold_set)
+        for spec in replays:
+            read_predictions(spec.predictions, cases)
 
 
 def run_evaluation(

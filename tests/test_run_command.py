@@ -89,3 +89,19 @@ def test_model_without_key_is_reported_skipped_with_exit_3(data_copy, capsys, mo
     assert code == 3
     assert "SKIPPED model gpt-4o-mini" in captured.err and "OPENAI_API_KEY" in captured.err
     assert "gold-echo" in captured.out
+
+
+def test_misaligned_predictions_file_is_bad_input_before_any_run(data_copy, capsys):
+    _add_gold_set(data_copy, "pair-v1", [
+        _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
+        _case("single-2", "SELECT COUNT(*) AS n FROM studios"),
+    ])
+    predictions = data_copy / "predictions.jsonl"
+    predictions.write_text('{"case_id": "single-1", "sql": "SELECT 1"}\n{"case_id": "nope-9", "sql": "SELECT 2"}\n')
+    models = data_copy / "models.yml"
+    models.write_text(models.read_text() + f"\n  my-replay:\n    kind: predictions\n    path: {predictions}\n    format: jsonl\n")
+    code = cli.main(["run", "--gold-set", "pair-v1", "--model", "my-replay"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "predictions.jsonl:2" in err and "nope-9" in err
+    assert dg.DagsterInstance.get().get_run_records() == []

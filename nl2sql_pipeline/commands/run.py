@@ -20,7 +20,7 @@ DEFAULT_MODELS = ("gold-echo", "sql-mutant")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` sub-command."""
-    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 2 unknown gold set or model; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, the others scored; 4 a materialization or the gold preflight failed")
+    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, the others scored; 4 a materialization or the gold preflight failed")
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
         "--model", action="append", dest="models", metavar="SLUG",
