@@ -54,7 +54,8 @@ def candidate_results(
 
     cases = cases_from_frame(gold_set)
     frame = execute_candidates(
-        cases, candidate_sql, paths.database_path, PolicyGate(paths.database_path, eval_settings.policy), eval_settings.limits()
+        cases, candidate_sql, paths.database_path, PolicyGate(paths.database_path, eval_settings.policy), eval_settings.limits(),
+        isolated=eval_settings.isolated,
     )
     executed = frame[frame["executed"].astype(bool)] if len(frame) else frame
     return dg.Output(

@@ -79,11 +79,13 @@ def evaluate(
     *,
     repeat: int = 1,
     policy: str | None = None,
+    isolated: bool = False,
     instance: dg.DagsterInstance | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
-    ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets.
+    ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
+    ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop).
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
     from nl2sql_pipeline.gold.registry import list_gold_sets
@@ -130,7 +132,7 @@ def evaluate(
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
         run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
-        settings = {"policy": policy} if policy else None
+        settings = {"policy": policy, "isolated": isolated}
         result = _materialize(
             [a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config, settings=settings,
             tags=run_tags_for_partition(key),
@@ -161,11 +163,17 @@ def _check_prediction_files(gold_set: str, specs) -> None:
 
 
 def run_evaluation(
-    gold_set: str, models: list[str], *, repeat: int = 1, policy: str | None = None, as_json: bool = False
+    gold_set: str,
+    models: list[str],
+    *,
+    repeat: int = 1,
+    policy: str | None = None,
+    isolated: bool = False,
+    as_json: bool = False,
 ) -> int:
     """CLI entry: evaluate, print the report, return the exit code."""
     try:
-        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy)
+        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

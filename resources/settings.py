@@ -18,6 +18,7 @@ class EvalSettings(dg.ConfigurableResource):
     rel_tol: float = 1e-9
     abs_tol: float = 1e-9
     policy: str | None = None  # a policy name or file overriding every case's sql_policy for the run
+    isolated: bool = False  # run candidates in a worker process killed at timeout (interrupt-proof backstop)
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""
