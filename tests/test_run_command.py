@@ -105,3 +105,35 @@ def test_misaligned_predictions_file_is_bad_input_before_any_run(data_copy, caps
     assert code == 2
     assert "predictions.jsonl:2" in err and "nope-9" in err
     assert dg.DagsterInstance.get().get_run_records() == []
+
+
+def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
+    _add_gold_set(data_copy, "gate-v1", [
+        _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+        _case("recent", "SELECT COUNT(*) AS n FROM anime WHERE season_year >= 2025"),
+        _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+    ])
+    models = data_copy / "models.yml"
+    text = models.read_text()
+    old = "params: {temperature: 0, mutation_rate: 0.5, seed: 7}"
+    models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 0.0, seed: 7}"))
+    assert cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--min-correctness", "1.0"]) == 0
+    first = capsys.readouterr().out
+    assert "BASELINE sql-mutant: no comparable baseline" in first
+
+    models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 1.0, seed: 7}"))
+    code = cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--max-regression", "0.0", "--json"])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    scores = report["runs"][0]["scores"]
+    assert scores["semantic_correctness_rate"] < 1.0
+    assert code == 1
+    assert any("model config changed" in line and "vs baseline 100.0%" in line for line in report["baseline_comparison"])
+    assert "GATE FAILED: sql-mutant: semantic_correctness_rate fell by" in captured.err
+
+
+def test_gate_arguments_are_validated(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--min-correctness", "90"])
+    assert exc.value.code == 2
+    assert "outside 0..1" in capsys.readouterr().err

@@ -2,9 +2,9 @@
 
 The runs land in the persistent instance under the storage root, so they appear in the UI afterwards.
 Order: the sample database, then the gold-set assets of the gold version (its preflight must pass),
-then the per-model assets for each model. Exit codes: 0 every run scored; 2 unknown gold set or model;
-3 a model was not ready (missing key or server) and was reported as skipped, the others scored;
-4 a materialization failed or the gold preflight failed.
+then the per-model assets for each model, then the baseline comparison and the gates. Exit codes: 0 every
+run scored and every gate passed; 1 a gate failed; 2 bad input; 3 a model was not ready (missing key or
+server) and was reported as skipped, the others scored; 4 a materialization or the gold preflight failed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ DEFAULT_MODELS = ("gold-echo", "sql-mutant")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` sub-command."""
-    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, the others scored; 4 a materialization or the gold preflight failed")
+    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 1 a gate (--min-correctness, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, the others scored; 4 a materialization or the gold preflight failed")
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
         "--model", action="append", dest="models", metavar="SLUG",
@@ -36,8 +36,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run candidate SQL in a worker process killed at its timeout: the backstop for the rare query that "
         "ignores DuckDB's interrupt (about 1.3 ms more per query)",
     )
+    parser.add_argument(
+        "--min-correctness", type=_rate, metavar="RATE",
+        help="gate: exit 1 when a model's semantic_correctness_rate is below RATE (0..1)",
+    )
+    parser.add_argument(
+        "--max-regression", type=_rate, metavar="DELTA",
+        help="gate: exit 1 when a model's semantic_correctness_rate fell by more than DELTA (0..1, e.g. 0.02) "
+        "against its baseline (its latest earlier run on the same gold set, policies and comparator)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(handler=_handle)
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (give a rate between 0 and 1)") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0..1 (rates are fractions: 0.9 means 90%)")
+    return value
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -48,5 +67,5 @@ def _handle(args: argparse.Namespace) -> int:
         return 2
     return run_evaluation(
         args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
-        as_json=args.json
+        min_correctness=args.min_correctness, max_regression=args.max_regression, as_json=args.json
     )
