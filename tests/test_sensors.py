@@ -54,3 +54,18 @@ def test_a_changed_model_config_requests_a_rerun_of_that_model_only(evaluated):
     assert requests[0].partition_key == dg.MultiPartitionKey({"gold": "tiny-v1", "model": "sql-mutant"})
     assert requests[0].tags["nl2sql/rerun_reason"] == "model config changed"
     assert requests[0].run_key and "sql-mutant" in requests[0].run_key
+
+
+def test_the_requested_rerun_makes_the_evaluation_current_again(evaluated):
+    from assets.definitions import defs
+
+    data, instance = evaluated
+    models = data / "models.yml"
+    models.write_text(models.read_text().replace("mutation_rate: 0.5", "mutation_rate: 0.2"))
+    (request,) = _requests(instance)
+    job = defs.resolve_job_def("evaluate_model")
+    result = job.execute_in_process(partition_key=request.partition_key, instance=instance, tags=request.tags)
+    assert result.success
+    run = instance.get_run_by_id(result.run_id)
+    assert run.tags["nl2sql/provider"] == "nl2sql-offline" and run.tags["nl2sql/rerun_reason"] == "model config changed"
+    assert _requests(instance) == []
