@@ -1,4 +1,4 @@
-"""Programmatic runs of the asset graph (used by ``nl2sql-eval run``, the benchmarks and the tests).
+"""Programmatic runs of the asset graph (used by ``nl2sql-eval run``, the sensors' tests and the benchmarks).
 
 One Dagster run cannot mix partition definitions, so a run goes in three steps against the same
 persistent instance: the sample database, the gold-set assets of the gold version (the blocking preflight
@@ -7,9 +7,7 @@ decides whether anything downstream runs), then the per-model assets of each mod
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -21,18 +19,15 @@ from assets.gold import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.report import console_report
 from resources.instance import ensure_instance_home
 from resources.io_manager import ParquetIOManager
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_RUN_FAILED = 0, 1, 2, 3, 4
-
 
 @dataclass
 class EvaluationOutcome:
-    """What one ``run_evaluation`` did: scores per model, models skipped, stage timings, failures."""
+    """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures."""
 
     scores: dict[str, dict] = field(default_factory=dict)
     skipped_models: dict[str, str] = field(default_factory=dict)
@@ -160,54 +155,3 @@ def _check_prediction_files(gold_set: str, specs) -> None:
         cases = load_gold_set(gold_set)
         for spec in replays:
             read_predictions(spec.predictions, cases)
-
-
-def run_evaluation(
-    gold_set: str,
-    models: list[str],
-    *,
-    repeat: int = 1,
-    policy: str | None = None,
-    isolated: bool = False,
-    min_correctness: float | None = None,
-    max_regression: float | None = None,
-    as_json: bool = False,
-) -> int:
-    """CLI entry: evaluate, print the report and the baseline comparison, return the exit code."""
-    from nl2sql_pipeline import paths
-    from nl2sql_pipeline.gates import check_gates
-
-    try:
-        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    runs = [{"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()]
-    gates = check_gates(
-        list(outcome.scores.values()), paths.baselines_db_path(),
-        min_correctness=min_correctness, max_regression=max_regression,
-    )
-    if as_json:
-        print(json.dumps({"runs": runs, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
-                          "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
-                          "gate_failures": gates.failures}, default=str, indent=2))
-    else:
-        if runs:
-            print(console_report(runs))
-        for line in gates.lines:
-            print(f"BASELINE {line}")
-    for slug, reason in outcome.skipped_models.items():
-        print(f"SKIPPED model {slug}: {reason}", file=sys.stderr)
-    for problem in outcome.preflight_problems:
-        print(f"PREFLIGHT FAILED:\n{problem}", file=sys.stderr)
-    for failure in outcome.failures:
-        print(f"FAILED: {failure}", file=sys.stderr)
-    for failure in gates.failures:
-        print(f"GATE FAILED: {failure}", file=sys.stderr)
-    if outcome.failures:
-        return EXIT_RUN_FAILED
-    if gates.failures:
-        return EXIT_GATE_FAILED
-    if outcome.skipped_models:
-        return EXIT_ENVIRONMENT
-    return EXIT_OK

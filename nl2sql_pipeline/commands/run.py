@@ -10,7 +10,18 @@ server) and was reported as skipped, the others scored; 4 a materialization or t
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import sys
+
+from nl2sql_pipeline.cli import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+)
+from nl2sql_pipeline.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +71,6 @@ def _rate(text: str) -> float:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from assets.runner import run_evaluation  # CLI layer: Dagster loaded lazily
 
     if args.repeat < 1:
         print("error: --repeat must be >= 1", flush=True)
@@ -69,3 +79,56 @@ def _handle(args: argparse.Namespace) -> int:
         args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
         min_correctness=args.min_correctness, max_regression=args.max_regression, as_json=args.json
     )
+
+
+def run_evaluation(
+    gold_set: str,
+    models: list[str],
+    *,
+    repeat: int = 1,
+    policy: str | None = None,
+    isolated: bool = False,
+    min_correctness: float | None = None,
+    max_regression: float | None = None,
+    as_json: bool = False,
+) -> int:
+    """Evaluate, print the report and the baseline comparison, return the exit code."""
+    from assets.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
+    from nl2sql_pipeline import paths
+    from nl2sql_pipeline.gates import check_gates
+    from nl2sql_pipeline.report import console_report
+
+    try:
+        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    runs = [{"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()]
+    gates = check_gates(
+        list(outcome.scores.values()), paths.baselines_db_path(),
+        min_correctness=min_correctness, max_regression=max_regression,
+    )
+    if as_json:
+        print(json.dumps({"runs": runs, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
+                          "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
+                          "gate_failures": gates.failures}, default=str, indent=2))
+    else:
+        if runs:
+            print(console_report(runs))
+        for line in gates.lines:
+            print(f"BASELINE {line}")
+    for slug, reason in outcome.skipped_models.items():
+        print(f"SKIPPED model {slug}: {reason}", file=sys.stderr)
+    for problem in outcome.preflight_problems:
+        print(f"PREFLIGHT FAILED:\n{problem}", file=sys.stderr)
+    for failure in outcome.failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    for failure in gates.failures:
+        print(f"GATE FAILED: {failure}", file=sys.stderr)
+    if outcome.failures:
+        return EXIT_RUN_FAILED
+    if gates.failures:
+        return EXIT_GATE_FAILED
+    if outcome.skipped_models:
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
