@@ -8,6 +8,7 @@ import pandas as pd
 
 from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold_frames import cases_from_frame, cases_to_frame
 from nl2sql_pipeline.preflight import run_preflight
 from nl2sql_pipeline.report import markdown_table
@@ -44,7 +45,6 @@ def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     description="The validated cases of one gold-set version (one row per case).",
 )
 def gold_set(context: dg.AssetExecutionContext, eval_settings: EvalSettings):
-    from nl2sql_pipeline.cases import gold_fingerprint
     from nl2sql_pipeline.gold.registry import load_gold_set
 
     key = context.partition_key
@@ -85,7 +85,7 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
 
     cases = cases_from_frame(gold_set)
     frame = run_oracle(cases, paths.database_path, eval_settings.limits())
-    frame["gold_fingerprint"] = _fingerprint(gold_set)
+    frame["gold_fingerprint"] = gold_fingerprint(cases)
     failed = int((~frame["result_ok"].astype(bool)).sum()) if len(frame) else 0
     return dg.Output(
         frame,
@@ -96,8 +96,3 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
         },
     )
 
-
-def _fingerprint(gold_frame: pd.DataFrame) -> str:
-    from nl2sql_pipeline.cases import gold_fingerprint
-
-    return gold_fingerprint(cases_from_frame(gold_frame))

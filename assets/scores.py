@@ -1,5 +1,6 @@
 """Run scores (one row per gold x model run) and the versioned baselines table."""
 
+from dataclasses import asdict
 
 import dagster as dg
 import pandas as pd
@@ -23,11 +24,10 @@ from resources.settings import EvalSettings
 def run_scores(
     context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame, case_verdicts: pd.DataFrame
 ) -> dg.Output:
-    from dataclasses import asdict
-
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
-    model_hash = str(case_verdicts["model_config_hash"].dropna().iloc[0]) if case_verdicts["model_config_hash"].notna().any() else "unknown"
+    hashes = case_verdicts["model_config_hash"].dropna()
+    model_hash = str(hashes.iloc[0]) if len(hashes) else "unknown"
     versions = run_versions(model_hash, cases, eval_settings.policy)
     scores = score_run(case_verdicts)
     frame = scores_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
