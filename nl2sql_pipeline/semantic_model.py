@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError, Nl2SqlError
-from nl2sql_pipeline.yaml_strict import load_strict
+from nl2sql_pipeline.yaml_strict import describe_yaml_error, load_strict
 
 DEFAULT_FILE_NAME = "semantic_model.yml"
 SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
@@ -405,10 +405,7 @@ def load_semantic_model(path: Path | None = None) -> SemanticModel:
     try:
         raw = load_strict(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SemanticModelError(path, [f"{where}: invalid YAML: {problem}"]) from None
+        raise SemanticModelError(path, [describe_yaml_error(path, exc, "invalid YAML: ")]) from None
     return _build_model(path, raw)
 
 

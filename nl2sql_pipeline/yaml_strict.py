@@ -40,8 +40,8 @@ def load_strict(text: str) -> Any:
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
 
 
-def describe_yaml_error(source: object, exc: yaml.YAMLError) -> str:
-    """``<source>:<line>: <problem>`` for a YAML error (the line where the problem is, when known)."""
+def describe_yaml_error(source: object, exc: yaml.YAMLError, label: str = "") -> str:
+    """``<source>:<line>: <label><problem>`` for a YAML error (the line where the problem is, when known)."""
     mark = getattr(exc, "problem_mark", None)
     where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
-    return f"{where}: {getattr(exc, 'problem', None) or exc}"
+    return f"{where}: {label}{getattr(exc, 'problem', None) or exc}"

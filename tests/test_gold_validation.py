@@ -533,3 +533,14 @@ def test_cli_generate_calls_the_generator_and_prints_the_path(
     out = tmp_path / "elsewhere" / "g.jsonl"
     assert main(["gold", "generate", "--out", str(out)]) == 0
     assert calls[-1] == out and capsys.readouterr().out.strip() == str(out)
+
+
+def test_registry_refuses_a_gold_set_registered_twice(tmp_path):
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.gold.registry import list_gold_sets
+
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "gold" / "gold_sets.yml").write_text(
+        "gold_sets:\n  a-v1:\n    file: a.jsonl\n  a-v1:\n    file: b.jsonl\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"gold_sets.yml:4: .*duplicate key 'a-v1'"):
+        list_gold_sets(tmp_path)

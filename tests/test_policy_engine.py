@@ -365,3 +365,13 @@ def test_engine_is_safe_to_share_between_threads(db_path: Path) -> None:
         threaded = list(pool.map(engine.check, queries))
     assert threaded == serial
     assert {d.rule for d in serial} == {None, "column_scope", "cartesian_join", "single_statement"}
+
+
+def test_a_key_given_twice_in_a_policy_is_an_error_not_a_silent_override(tmp_path):
+    from nl2sql_pipeline.policy import load_policy
+
+    path = tmp_path / "dup.yml"
+    path.write_text("name: dup\nallowed_tables: '*'\ndenied_columns: [users.email]\nmax_limit: 1000\nmax_joins: 6\n"
+                    "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\ndenied_columns: []\n")
+    with pytest.raises(ConfigError, match=r"dup.yml:9: invalid YAML: duplicate key 'denied_columns' \(first defined on line 3\)"):
+        load_policy(path)

@@ -25,6 +25,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.gold.validation import load_cases, unknown_field_problems
 from nl2sql_pipeline.paths import data_dir as default_data_dir
+from nl2sql_pipeline.yaml_strict import load_strict
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def list_gold_sets(data_dir: Path | None = None) -> dict[str, GoldSetInfo]:
     text = path.read_text(encoding="utf-8")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = load_strict(text)  # a gold-set key registered twice must not silently win
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

@@ -21,6 +21,7 @@ from nl2sql_pipeline.policy.model import (
     Policy,
     function_pattern_matches,
 )
+from nl2sql_pipeline.yaml_strict import describe_yaml_error, load_strict
 
 POLICY_ENGINE_VERSION = "1"
 """Bumped whenever the engine's rules or built-in deny list change what a policy decides."""
@@ -87,11 +88,9 @@ def load_policy(name_or_path: str | Path = "default") -> Policy:
     """Load a policy by name (``data/policies/<name>.yml``) or path, validating every key strictly."""
     path, expected_name = resolve_policy_path(name_or_path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_strict(path.read_text(encoding="utf-8"))  # a duplicated key must not silently win
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc}); fix the syntax") from exc
+        raise ConfigError(describe_yaml_error(path, exc, "invalid YAML: ")) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the policy file ({exc})") from exc
     policy = policy_from_mapping(data, source=path)
