@@ -4,7 +4,7 @@ Stages run through the core functions the assets call (no Dagster), on multidoma
 sql-mutant with a cold generation cache. "Query time" is the sum of DuckDB execute+fetch time the sandbox
 measured; "model time" is the time spent inside every model call (litellm and the offline provider,
 earlier follow-up turns included); overhead = stage wall time - query time - model time, per case. Target: under 5 ms per case. A last figure times the same run through Dagster
-(``assets.runner.evaluate``) to show the orchestration cost per run.
+(``nl2sql_cli.runner.evaluate``) to show the orchestration cost per run.
 """
 
 from __future__ import annotations
@@ -100,13 +100,13 @@ def main() -> int:
           f"  once per gold version, shared by all models (load, preflight, oracle): {per_gold:.2f} ms")
     per_case = per_model
 
-    from assets.runner import evaluate, get_instance
+    from nl2sql_cli.runner import evaluate, get_instance
 
     instance = get_instance()
     t = time.perf_counter()
     outcome = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
     total = time.perf_counter() - t
-    print("\nthrough Dagster (assets.runner.evaluate, cold cache):")
+    print("\nthrough Dagster (nl2sql_cli.runner.evaluate, cold cache):")
     for name, seconds in outcome.stage_seconds.items():
         print(f"  {name:<28} {seconds:6.2f} s")
     print(f"  {'total':<28} {total:6.2f} s")

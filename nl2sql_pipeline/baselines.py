@@ -18,6 +18,8 @@ from typing import Any
 
 import duckdb
 
+from nl2sql_pipeline.metrics import METRICS
+
 logger = logging.getLogger(__name__)
 
 VERSION_FIELDS: tuple[str, ...] = (
@@ -29,39 +31,7 @@ VERSION_FIELDS: tuple[str, ...] = (
     "harness_version",
 )
 
-METRIC_COLUMNS: dict[str, str] = {
-    "sql_execution_success_rate": "DOUBLE",
-    "semantic_correctness_rate": "DOUBLE",
-    "partial_credit_score": "DOUBLE",
-    "p50_latency_ms": "DOUBLE",
-    "p95_latency_ms": "DOUBLE",
-    "average_service_latency_ms": "DOUBLE",
-    "average_oracle_latency_ms": "DOUBLE",
-    "query_count": "INTEGER",
-    "probe_count": "INTEGER",
-    "unique_case_count": "INTEGER",
-    "skipped_count": "INTEGER",
-    "environment_error_count": "INTEGER",
-    "sample_count": "INTEGER",
-    "policy_rejection_precision": "DOUBLE",
-    "policy_rejection_recall": "DOUBLE",
-    "policy_true_positives": "INTEGER",
-    "policy_false_positives": "INTEGER",
-    "policy_false_negatives": "INTEGER",
-    "policy_probe_errors": "INTEGER",
-    "policy_injection_blocks": "INTEGER",
-    "candidate_selection_uplift": "DOUBLE",
-    "average_estimated_input_tokens": "DOUBLE",
-    "average_estimated_output_tokens": "DOUBLE",
-    "average_estimated_cost_usd": "DOUBLE",
-    "total_cost_usd": "DOUBLE",
-    "token_source": "VARCHAR",
-    "outcome_counts": "VARCHAR",
-    "warnings": "VARCHAR",
-    "per_domain": "VARCHAR",
-    "per_category": "VARCHAR",
-    "per_difficulty": "VARCHAR",
-}
+METRIC_COLUMNS: dict[str, str] = {m.name: m.sql_type for m in METRICS}
 
 _DDL = f"""
 CREATE TABLE IF NOT EXISTS baseline_runs (

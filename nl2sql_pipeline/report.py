@@ -5,26 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from nl2sql_pipeline import metrics
 from nl2sql_pipeline.scoring import format_rate
 
-HEADLINE_METRICS: tuple[tuple[str, str], ...] = (
-    ("semantic_correctness_rate", "rate"),
-    ("sql_execution_success_rate", "rate"),
-    ("partial_credit_score", "rate"),
-    ("policy_rejection_precision", "rate"),
-    ("policy_rejection_recall", "rate"),
-    ("p50_latency_ms", "ms"),
-    ("p95_latency_ms", "ms"),
-    ("average_service_latency_ms", "ms"),
-    ("average_oracle_latency_ms", "ms"),
-    ("query_count", "int"),
-    ("probe_count", "int"),
-    ("unique_case_count", "int"),
-    ("skipped_count", "int"),
-    ("average_estimated_input_tokens", "num"),
-    ("average_estimated_output_tokens", "num"),
-    ("total_cost_usd", "usd"),
-)
+HEADLINE_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.kind) for m in metrics.HEADLINE_METRICS)
 
 
 def format_value(value: Any, kind: str) -> str:

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.metrics import METRICS_BY_NAME, RATE_DIMENSIONS
 
-RATE_DIMENSIONS: tuple[str, ...] = ("domain", "category", "difficulty")
 INJECTION_TAG = "prompt_injection"
 
 
@@ -128,6 +128,8 @@ def score_run(verdicts: pd.DataFrame) -> dict[str, Any]:
     }
     for dim in RATE_DIMENSIONS:
         scores[f"per_{dim}"] = json.dumps(_breakdown(scored, dim), sort_keys=True)
+    undeclared = set(scores) - set(METRICS_BY_NAME)
+    assert not undeclared, f"scores not declared in nl2sql_pipeline.metrics: {sorted(undeclared)}"
     return scores
 
 

@@ -7,7 +7,8 @@ import json
 import duckdb
 import pytest
 
-from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK, main
+from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
+from nl2sql_cli.main import main
 
 SCHEMA = """
 CREATE TABLE anime (id INTEGER, title VARCHAR, genre VARCHAR, score DOUBLE, aired DATE, price DECIMAL(6, 2));

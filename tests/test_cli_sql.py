@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from nl2sql_pipeline.cli import main
+from nl2sql_cli.main import main
 from nl2sql_pipeline.execution import release_sandboxes
 
 CANARY = "canary-7f3a9c"

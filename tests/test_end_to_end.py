@@ -17,7 +17,7 @@ def run_home(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NL2SQL_HOME", str(home))
         mp.setenv("DAGSTER_HOME", str(home / "dagster_home"))
-        from assets.runner import evaluate, get_instance
+        from nl2sql_cli.runner import evaluate, get_instance
 
         instance = get_instance()
         first = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)

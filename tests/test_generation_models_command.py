@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from nl2sql_cli.main import main
 
 
 def test_models_list_json_reports_readiness(capsys, monkeypatch):

@@ -1,4 +1,4 @@
-"""Generation through the Dagster runner (``assets.runner.evaluate``) against scripted HTTP models.
+"""Generation through the Dagster runner (``nl2sql_cli.runner.evaluate``) against scripted HTTP models.
 
 One module-level evaluation in a private data dir and storage root: a small gold set drawn from
 multidomain-v1 (plain cases first, then follow-ups, then a probe) and a models.yml whose litellm
@@ -19,7 +19,8 @@ import pytest
 import yaml
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question
 
-from nl2sql_pipeline import cli, outcomes
+from nl2sql_cli import main as cli
+from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
@@ -86,7 +87,7 @@ def env(tmp_path_factory):
         mp.setenv("NL2SQL_HOME", str(home))
         mp.setenv("DAGSTER_HOME", str(home / "dagster_home"))
         mp.delenv(MISSING_KEY, raising=False)
-        from assets.runner import evaluate, get_instance
+        from nl2sql_cli.runner import evaluate, get_instance
 
         instance = get_instance()
         outcome = evaluate(GOLD, list(models), instance=instance)

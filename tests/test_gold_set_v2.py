@@ -21,7 +21,7 @@ import sqlglot
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.cli import main
+from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext, build_messages, fenced_sql
 from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from nl2sql_pipeline.cases import Case, Turn
-from nl2sql_pipeline.cli import main
+from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import CaseValidationError, ConfigError, DatabaseNotFoundError
 from nl2sql_pipeline.gold.registry import GoldSetInfo, list_gold_sets, load_gold_set
 from nl2sql_pipeline.gold.validation import (

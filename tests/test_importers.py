@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.cli import main
+from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.importers import import_cases, infer_category, write_jsonl
 from nl2sql_pipeline.gold.validation import load_cases

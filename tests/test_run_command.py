@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from nl2sql_pipeline import cli
+from nl2sql_cli import main as cli
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK, main
+from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
+from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 from nl2sql_pipeline.sample_db import builder
 from nl2sql_pipeline.sample_db import (

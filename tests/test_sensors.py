@@ -23,7 +23,7 @@ def evaluated(tmp_path, monkeypatch, isolated_home):
     (data / "gold" / "tiny-v1.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + "  tiny-v1:\n    file: tiny-v1.jsonl\n    description: t\n")
-    from assets.runner import evaluate, get_instance
+    from nl2sql_cli.runner import evaluate, get_instance
 
     instance = get_instance()
     outcome = evaluate("tiny-v1", ["gold-echo", "sql-mutant"], instance=instance)

@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
-    from nl2sql_pipeline.cli import EXIT_BAD_INPUT
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT
 
     parser.print_help(sys.stderr)
     return EXIT_BAD_INPUT
@@ -57,7 +57,7 @@ def _print_counts(counts: dict[str, int]) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_OK
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.sample_db.builder import BUILDERS, is_current, read_manifest, validate_scale
 
@@ -90,7 +90,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.cli import EXIT_ENVIRONMENT, EXIT_OK
+    from nl2sql_cli.exit_codes import EXIT_ENVIRONMENT, EXIT_OK
     from nl2sql_pipeline.sample_db.builder import live_row_counts, read_manifest
 
     path: Path = paths.database_path(args.name)

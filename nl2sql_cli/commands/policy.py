@@ -41,14 +41,14 @@ def register(subparsers: Any) -> None:
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
-    from nl2sql_pipeline.cli import EXIT_BAD_INPUT
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT
 
     parser.print_help(sys.stderr)
     return EXIT_BAD_INPUT
 
 
 def _check(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
     from nl2sql_pipeline.policy import DatabaseSchemaError, SQLPolicyEngine, load_policy, read_database_schema
 

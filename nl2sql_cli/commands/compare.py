@@ -70,7 +70,7 @@ def _read_sql(option: str, value: str) -> str:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_pipeline.compare import CompareConfig, compare_query_results
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query

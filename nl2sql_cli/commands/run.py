@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 
-from nl2sql_pipeline.cli import (
+from nl2sql_cli.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
     EXIT_GATE_FAILED,
@@ -93,7 +93,7 @@ def run_evaluation(
     as_json: bool = False,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code."""
-    from assets.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
+    from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.gates import check_gates
     from nl2sql_pipeline.report import console_report

@@ -1,6 +1,6 @@
 """The ``nl2sql-eval`` command line: the outer shell over the core library (Dagster loaded lazily).
 
-Each sub-command lives in its own module under ``nl2sql_pipeline.commands`` and exposes
+Each sub-command lives in its own module under ``nl2sql_cli.commands`` and exposes
 ``register(subparsers)``; the handler it sets returns the process exit code.
 
 Exit codes: 0 success; 1 a gate failed (a run scored below its threshold or regressed); 2 bad input
@@ -11,28 +11,17 @@ key or server is missing, a database that is not built); 4 a run failed (an asse
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from typing import Sequence
 
+from nl2sql_cli.commands import compare, db, gold, models, policy, run, sql
+from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
 from nl2sql_pipeline.errors import Nl2SqlError
 
-EXIT_OK = 0
-EXIT_GATE_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_ENVIRONMENT = 3
-EXIT_RUN_FAILED = 4
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT", "EXIT_RUN_FAILED"]
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "nl2sql_pipeline.commands.db",
-    "nl2sql_pipeline.commands.gold",
-    "nl2sql_pipeline.commands.sql",
-    "nl2sql_pipeline.commands.compare",
-    "nl2sql_pipeline.commands.policy",
-    "nl2sql_pipeline.commands.models",
-    "nl2sql_pipeline.commands.run",
-)
+COMMANDS = (db, gold, sql, compare, policy, models, run)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,13 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nl2sql-eval", description="Evaluate NL2SQL models on gold sets.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
-            if exc.name == module_name:
-                continue
-            raise
+    for module in COMMANDS:
         module.register(subparsers)
     return parser
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.cli import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
+from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 
 DEFAULT_GENERATED_FILE = "nl2sql_multidomain.jsonl"
 DEFAULT_GENERATED_SET = "multidomain-v1"

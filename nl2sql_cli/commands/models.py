@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
-    from nl2sql_pipeline.cli import EXIT_BAD_INPUT
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT
 
     parser.print_help()
     return EXIT_BAD_INPUT
@@ -51,7 +51,7 @@ def model_rows(registry_path: str | None = None) -> list[dict[str, Any]]:
 
 def list_models(args: argparse.Namespace) -> int:
     """Print the registry as a table (or JSON). Exit 0; a bad registry raises ConfigError (exit 2)."""
-    from nl2sql_pipeline.cli import EXIT_OK
+    from nl2sql_cli.exit_codes import EXIT_OK
 
     rows = model_rows(args.registry)
     if args.json:

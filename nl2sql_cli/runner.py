@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import dagster as dg
 import pandas as pd
 
-from assets.definitions import ALL_ASSETS, GOLD_ASSETS, MODEL_ASSETS, build_resources
+from assets.graph import ALL_ASSETS, GOLD_ASSETS, MODEL_ASSETS
+from resources.build import build_resources
 from assets.gold import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions

@@ -1,0 +1,23 @@
+"""The asset graph of nl2sql-eval in stage order, and the two partition groups a run materializes apart.
+
+One Dagster run cannot mix partition definitions: the gold-partitioned assets run first, then the
+gold x model ones (see ``nl2sql_cli.runner``).
+"""
+
+from assets.candidates import candidate_results, candidate_sql
+from assets.gold import gold_set, oracle_results, sample_database
+from assets.scores import baselines, run_scores
+from assets.verdicts import case_verdicts
+
+ALL_ASSETS = [
+    sample_database,
+    gold_set,
+    oracle_results,
+    candidate_sql,
+    candidate_results,
+    case_verdicts,
+    run_scores,
+    baselines,
+]
+GOLD_ASSETS = [gold_set, oracle_results]
+MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]

@@ -1,0 +1,7 @@
+"""Exit codes of the ``nl2sql-eval`` command line (one place; every command returns one of these)."""
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1  # a gate failed, a query was refused, results differ
+EXIT_BAD_INPUT = 2  # an invalid file, an unknown model or gold set, bad arguments
+EXIT_ENVIRONMENT = 3  # a model whose key or server is missing was skipped, a database not built
+EXIT_RUN_FAILED = 4  # an asset failed to materialize, or the gold preflight failed

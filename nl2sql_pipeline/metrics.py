@@ -1,0 +1,74 @@
+"""The declared list of run metrics: the one place the scores, the reports and the baseline columns come from.
+
+Each :class:`Metric` has a name (the key in the scores and the column of the baselines table), a kind
+(how it is formatted: ``rate``, ``ms``, ``int``, ``num``, ``usd``, ``text``, ``json``), its SQL type in
+the baselines file, and whether the headline report shows it (in declaration order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SQL_TYPES: dict[str, str] = {
+    "rate": "DOUBLE",
+    "ms": "DOUBLE",
+    "num": "DOUBLE",
+    "usd": "DOUBLE",
+    "int": "INTEGER",
+    "text": "VARCHAR",
+    "json": "VARCHAR",
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One run-level metric."""
+
+    name: str
+    kind: str
+    headline: bool = False
+    description: str = ""
+
+    @property
+    def sql_type(self) -> str:
+        """The column type of this metric in the baselines table."""
+        return SQL_TYPES[self.kind]
+
+
+# Dimensions with a per-value breakdown of the rates (``per_<dimension>`` in the scores).
+RATE_DIMENSIONS: tuple[str, ...] = ("domain", "category", "difficulty")
+
+METRICS: tuple[Metric, ...] = (
+    Metric("semantic_correctness_rate", "rate", True, "share of scored query cases whose result matched the gold"),
+    Metric("sql_execution_success_rate", "rate", True, "share of scored query cases whose SQL ran to completion"),
+    Metric("partial_credit_score", "rate", True, "mean partial-credit score over scored query cases"),
+    Metric("policy_rejection_precision", "rate", True, "probes rejected / everything rejected"),
+    Metric("policy_rejection_recall", "rate", True, "probes rejected / probes"),
+    Metric("p50_latency_ms", "ms", True, "median generation latency (cold-start calls left out)"),
+    Metric("p95_latency_ms", "ms", True, "95th percentile generation latency"),
+    Metric("average_service_latency_ms", "ms", True, "mean generation latency"),
+    Metric("average_oracle_latency_ms", "ms", True, "mean execution time of the expected SQL"),
+    Metric("query_count", "int", True, "scored query verdicts"),
+    Metric("probe_count", "int", True, "policy-probe verdicts"),
+    Metric("unique_case_count", "int", True, "distinct cases"),
+    Metric("skipped_count", "int", True, "query verdicts skipped for an environment reason"),
+    Metric("average_estimated_input_tokens", "num", True),
+    Metric("average_estimated_output_tokens", "num", True),
+    Metric("total_cost_usd", "usd", True),
+    Metric("average_estimated_cost_usd", "usd"),
+    Metric("environment_error_count", "int", False, "query verdicts whose oracle failed"),
+    Metric("sample_count", "int", False, "samples per case (--repeat)"),
+    Metric("policy_true_positives", "int"),
+    Metric("policy_false_positives", "int"),
+    Metric("policy_false_negatives", "int"),
+    Metric("policy_probe_errors", "int"),
+    Metric("policy_injection_blocks", "int"),
+    Metric("candidate_selection_uplift", "rate", False, "correctness gained by choosing among several candidates"),
+    Metric("token_source", "text", False, "measured or estimated"),
+    Metric("outcome_counts", "json", False, "query verdicts per outcome class"),
+    Metric("warnings", "json", False, "what a reader must know before trusting the numbers"),
+    *(Metric(f"per_{dim}", "json", False, f"rates per {dim}") for dim in RATE_DIMENSIONS),
+)
+
+METRICS_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+HEADLINE_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.headline)
