@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.graph import ALL_ASSETS
+from assets.graph import ALL_ASSETS, ASSET_CHECKS
 from assets.jobs import evaluate_model_job, prepare_gold_set_job
 from assets.sensors import model_change_sensor, partition_registry_sensor
 from resources.build import build_resources
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,
+    asset_checks=ASSET_CHECKS,
     jobs=[prepare_gold_set_job, evaluate_model_job],
     sensors=[partition_registry_sensor, model_change_sensor],
     resources=build_resources(),

@@ -4,9 +4,11 @@ One Dagster run cannot mix partition definitions: the gold-partitioned assets ru
 gold x model ones (see ``nl2sql_cli.runner``).
 """
 
+from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
+from assets.checks import GATE_CHECKS
 from assets.gold import gold_set, oracle_results, sample_database
-from assets.scores import baselines, run_scores
+from assets.scores import run_scores
 from assets.verdicts import case_verdicts
 
 ALL_ASSETS = [
@@ -19,5 +21,6 @@ ALL_ASSETS = [
     run_scores,
     baselines,
 ]
+ASSET_CHECKS = [*GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]

@@ -1,4 +1,4 @@
-"""Run scores (one row per gold x model run) and the versioned baselines table."""
+"""Run scores: one row per gold x model run, with its version fields."""
 
 from dataclasses import asdict
 
@@ -6,12 +6,10 @@ import dagster as dg
 import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
-from nl2sql_pipeline import paths
-from nl2sql_pipeline.baselines import VERSION_FIELDS, RunVersions, record_run
+from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
 from nl2sql_pipeline.gold_frames import cases_from_frame
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores, warnings_of
 from nl2sql_pipeline.scoring import score_run, scores_frame
-from nl2sql_pipeline.versions import run_versions
 from resources.settings import EvalSettings
 
 
@@ -46,17 +44,3 @@ def run_scores(
     if warnings_of(scores):
         metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in warnings_of(scores)))
     return dg.Output(frame, metadata={k: v for k, v in metadata.items() if v is not None})
-
-
-@dg.asset(
-    group_name="scores",
-    partitions_def=gold_model_partitions,
-    description="Appends the run's scores with its version fields to the DuckDB baselines file.",
-)
-def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg.MaterializeResult:
-    row = run_scores.iloc[0].to_dict()
-    row = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
-    versions = RunVersions(**{name: str(row[name]) for name in VERSION_FIELDS})
-    db_path = paths.baselines_db_path()
-    record_run(db_path, run_id=str(row["run_id"]), gold_set=row["gold_set"], model=row["model"], versions=versions, scores=row)
-    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)), "run_id": str(row["run_id"])})

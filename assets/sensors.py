@@ -42,14 +42,13 @@ def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorR
 def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str, str]]:
     """(gold, model, reason, run key) for every evaluated partition whose model should be re-run.
 
-    ``rerun: on_config_change`` re-runs when the model's config hash differs from the one its latest
-    scores recorded; ``always`` also when any other run version changed (gold set, semantic model,
-    policy, comparator, harness), i.e. whenever its baseline stopped being current; ``never`` never.
+    The versions an evaluation recorded (the latest ``run_scores`` materialization's metadata) are held
+    against today's by the model's ``rerun`` policy (``nl2sql_pipeline.runs.staleness``): the same
+    identity rule the gates use to pick a baseline.
     """
-    from nl2sql_pipeline.baselines import VERSION_FIELDS
     from nl2sql_pipeline.generation.registry import load_registry
     from nl2sql_pipeline.gold.registry import load_gold_set
-    from nl2sql_pipeline.versions import run_versions
+    from nl2sql_pipeline.runs import RunVersions, run_versions, stale_reason
 
     registry = load_registry()
     golds = instance.get_dynamic_partitions(gold_sets_partitions.name)
@@ -66,16 +65,17 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
             if not records:
                 continue  # never evaluated: evaluating it is a user's decision, not a sensor's
             recorded = {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
-            if recorded.get("model_config_hash") != spec.config_hash:
-                stale.append((gold, slug, "model config changed", f"{gold}|{slug}|{spec.config_hash}"))
-                continue
             if spec.rerun == "always":
                 cases = cases if cases is not None else load_gold_set(gold)
                 current = run_versions(spec.config_hash, cases)
-                changed = [f for f in VERSION_FIELDS if recorded.get(f) != getattr(current, f)]
-                if changed:
-                    digest = "-".join(getattr(current, f)[:8] for f in VERSION_FIELDS)
-                    stale.append((gold, slug, f"{', '.join(changed)} changed", f"{gold}|{slug}|{digest}"))
+            else:  # only the model's config hash matters: the other fields are taken as recorded
+                current = RunVersions.from_mapping({**recorded, "model_config_hash": spec.config_hash})
+            reason = stale_reason(spec.rerun, recorded, current)
+            if reason is None:
+                continue
+            run_key = (f"{gold}|{slug}|{spec.config_hash}" if reason == "model config changed"
+                       else f"{gold}|{slug}|{current.digest()}")
+            stale.append((gold, slug, reason, run_key))
     return stale
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 import pandas as pd
 
-from assets.graph import ALL_ASSETS, GOLD_ASSETS, MODEL_ASSETS
+from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from resources.build import build_resources
 from assets.gold import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
@@ -35,6 +35,7 @@ class EvaluationOutcome:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     preflight_problems: list[str] = field(default_factory=list)
+    checks: dict[str, dict[str, bool]] = field(default_factory=dict)  # model -> asset check name -> passed
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -49,7 +50,7 @@ QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 def _materialize(assets, instance, partition_key=None, run_config=None, settings=None, tags=None) -> dg.ExecuteInProcessResult:
     run_config = {**QUIET_LOGGERS, **(run_config or {})}
     return dg.materialize(
-        ALL_ASSETS,
+        [*ALL_ASSETS, *ASSET_CHECKS],
         selection=assets,
         instance=instance,
         resources=build_resources(**(settings or {})),
@@ -76,12 +77,16 @@ def evaluate(
     repeat: int = 1,
     policy: str | None = None,
     isolated: bool = False,
+    min_correctness: float | None = None,
+    max_regression: float | None = None,
     instance: dg.DagsterInstance | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
     ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
-    ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop).
+    ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop);
+    ``min_correctness`` / ``max_regression`` are the gate thresholds of the asset checks on ``run_scores``
+    (their results are in ``EvaluationOutcome.checks``).
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
     from nl2sql_pipeline.gold.registry import list_gold_sets
@@ -128,12 +133,14 @@ def evaluate(
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
         run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
-        settings = {"policy": policy, "isolated": isolated}
+        settings = {"policy": policy, "isolated": isolated, "min_correctness": min_correctness,
+                    "max_regression": max_regression}
         result = _materialize(
             [a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config, settings=settings,
             tags=run_tags_for_partition(key),
         )
         outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
+        outcome.checks[slug] = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
         if not result.success:
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
             continue

@@ -19,6 +19,8 @@ class EvalSettings(dg.ConfigurableResource):
     abs_tol: float = 1e-9
     policy: str | None = None  # a policy name or file overriding every case's sql_policy for the run
     isolated: bool = False  # run candidates in a worker process killed at timeout (interrupt-proof backstop)
+    min_correctness: float | None = None  # gate: the run_scores check fails below this semantic correctness
+    max_regression: float | None = None  # gate: the run_scores check fails on a larger drop against the baseline
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""

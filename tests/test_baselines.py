@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nl2sql_pipeline.baselines import RunVersions, current_baseline, list_runs, record_run
+from nl2sql_pipeline.runs import RunVersions, current_baseline, list_runs, record_run
 
 VERSIONS = RunVersions("m1", "g1", "s1", "p1", "c1", "h1")
 

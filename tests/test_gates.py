@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nl2sql_pipeline.baselines import RunVersions, record_run
-from nl2sql_pipeline.gates import check_gates
+from nl2sql_pipeline.runs import RunVersions, record_run
+from nl2sql_pipeline.runs import check_gates
 
 VERSIONS = RunVersions("cfg-1", "gold-fp", "sem", "pol", "cmp", "h1")
 

@@ -117,9 +117,11 @@ def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
     text = models.read_text()
     old = "params: {temperature: 0, mutation_rate: 0.5, seed: 7}"
     models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 0.0, seed: 7}"))
-    assert cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--min-correctness", "1.0"]) == 0
-    first = capsys.readouterr().out
-    assert "BASELINE sql-mutant: no comparable baseline" in first
+    assert cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--min-correctness", "1.0", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert "sql-mutant: no comparable baseline" in first["baseline_comparison"][0]
+    # the same gates ran as asset checks on run_scores in the Dagster run
+    assert first["asset_checks"]["sql-mutant"] == {"correctness_floor": True, "no_regression": True}
 
     models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 1.0, seed: 7}"))
     code = cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--max-regression", "0.0", "--json"])
@@ -130,6 +132,11 @@ def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
     assert code == 1
     assert any("model config changed" in line and "vs baseline 100.0%" in line for line in report["baseline_comparison"])
     assert "GATE FAILED: sql-mutant: semantic_correctness_rate fell by" in captured.err
+    assert report["asset_checks"]["sql-mutant"] == {"correctness_floor": True, "no_regression": False}
+    key = dg.AssetCheckKey(dg.AssetKey("run_scores"), "no_regression")
+    history = dg.DagsterInstance.get().event_log_storage.get_asset_check_execution_history(key, limit=5)
+    assert [r.evaluation.passed for r in history] == [False, True], "both checks are recorded, newest first"
+    assert history[0].partition == "gate-v1|sql-mutant"
 
 
 def test_gate_arguments_are_validated(capsys):

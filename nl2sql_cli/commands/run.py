@@ -95,11 +95,12 @@ def run_evaluation(
     """Evaluate, print the report and the baseline comparison, return the exit code."""
     from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.gates import check_gates
+    from nl2sql_pipeline.runs import check_gates
     from nl2sql_pipeline.report import console_report
 
     try:
-        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated)
+        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated,
+                           min_correctness=min_correctness, max_regression=max_regression)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -111,7 +112,7 @@ def run_evaluation(
     if as_json:
         print(json.dumps({"runs": runs, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
                           "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
-                          "gate_failures": gates.failures}, default=str, indent=2))
+                          "gate_failures": gates.failures, "asset_checks": outcome.checks}, default=str, indent=2))
     else:
         if runs:
             print(console_report(runs))

@@ -1,9 +1,8 @@
-"""Versioned baselines: every scored run recorded in a DuckDB file with the versions that produced it.
+"""The baselines file: every scored run recorded in a DuckDB table with the versions that produced it.
 
-A run is identified by its model config hash, gold-set fingerprint, semantic-model hash, policy hash,
-comparator version and harness version. ``current_baseline`` returns the latest run of a (gold set,
-model) pair whose versions all equal the given ones: a baseline stops being current as soon as any of
-them changes.
+Table ``baseline_runs`` (one row per run and model; columns: identity, the six version fields of
+``runs.identity``, and one column per declared metric of ``nl2sql_pipeline.metrics``), view
+``latest_runs``. Which recorded run is the baseline of another is decided in ``runs.baseline``.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,17 +18,10 @@ from typing import Any
 import duckdb
 
 from nl2sql_pipeline.metrics import METRICS
+from nl2sql_pipeline.runs.identity import VERSION_FIELDS, RunVersions
 
 logger = logging.getLogger(__name__)
 
-VERSION_FIELDS: tuple[str, ...] = (
-    "model_config_hash",
-    "gold_fingerprint",
-    "semantic_model_hash",
-    "policy_hash",
-    "comparator_version",
-    "harness_version",
-)
 
 METRIC_COLUMNS: dict[str, str] = {m.name: m.sql_type for m in METRICS}
 
@@ -48,18 +40,6 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY gold_set, model ORDER BY recorded_at DES
 """
 
 
-@dataclass(frozen=True)
-class RunVersions:
-    """Everything that identifies what a run measured."""
-
-    model_config_hash: str
-    gold_fingerprint: str
-    semantic_model_hash: str
-    policy_hash: str
-    comparator_version: str
-    harness_version: str
-
-
 def _connect(db_path: Path, attempts: int = 50) -> duckdb.DuckDBPyConnection:
     """Open the baselines file for writing, waiting while another process holds it (one writer at a time)."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,6 +50,18 @@ def _connect(db_path: Path, attempts: int = 50) -> duckdb.DuckDBPyConnection:
             for name, kind in METRIC_COLUMNS.items():  # files written by older versions gain new metrics
                 con.execute(f"ALTER TABLE baseline_runs ADD COLUMN IF NOT EXISTS {name} {kind}")
             return con
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or attempt == attempts - 1:
+                raise
+            time.sleep(0.1 + 0.05 * attempt)
+    raise AssertionError("unreachable")
+
+
+def _connect_read_only(db_path: Path, attempts: int = 50) -> duckdb.DuckDBPyConnection:
+    """Open the baselines file read-only, waiting while a writer in another process holds it."""
+    for attempt in range(attempts):
+        try:
+            return duckdb.connect(str(db_path), read_only=True)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or attempt == attempts - 1:
                 raise
@@ -116,7 +108,7 @@ def list_runs(db_path: Path, gold_set: str | None = None, model: str | None = No
     """Every recorded run (newest first), optionally filtered."""
     if not db_path.exists():
         return []
-    con = duckdb.connect(str(db_path), read_only=True)
+    con = _connect_read_only(db_path)
     try:
         query = "SELECT * FROM baseline_runs WHERE (? IS NULL OR gold_set = ?) AND (? IS NULL OR model = ?) ORDER BY recorded_at DESC, run_id DESC"
         cursor = con.execute(query, [gold_set, gold_set, model, model])
@@ -124,12 +116,3 @@ def list_runs(db_path: Path, gold_set: str | None = None, model: str | None = No
         return [dict(zip(names, r)) for r in cursor.fetchall()]
     finally:
         con.close()
-
-
-def current_baseline(db_path: Path, gold_set: str, model: str, versions: RunVersions) -> dict[str, Any] | None:
-    """The latest run of (gold_set, model) recorded with exactly these versions, else None."""
-    wanted = asdict(versions)
-    for run in list_runs(db_path, gold_set, model):
-        if all(run[k] == v for k, v in wanted.items()):
-            return run
-    return None

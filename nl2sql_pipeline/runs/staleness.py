@@ -1,0 +1,28 @@
+"""When an evaluation is stale and should be re-run, by the model's ``rerun`` policy.
+
+- ``on_config_change``: the model's config hash differs from the one its latest evaluation recorded.
+- ``always``: the latest evaluation is no longer current (``runs.identity.is_current``): any of the six
+  version fields changed (model config, gold set, semantic model, policies, comparator, harness).
+- ``never``: never.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nl2sql_pipeline.runs.identity import MODEL_FIELD, RunVersions, changed_fields
+
+RERUN_POLICIES: tuple[str, ...] = ("on_config_change", "always", "never")
+
+
+def stale_reason(rerun: str, recorded: Mapping[str, Any], current: RunVersions) -> str | None:
+    """Why the evaluation recorded with ``recorded`` versions should be re-run under ``rerun``, or None."""
+    if rerun == "never":
+        return None
+    changed = changed_fields(recorded, current)
+    if MODEL_FIELD in changed:
+        return "model config changed"
+    if rerun == "always" and changed:
+        return f"{', '.join(changed)} changed"
+    return None

@@ -1,0 +1,68 @@
+"""Run identity in one place: comparability, currency, staleness and baselines share one rule."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from nl2sql_pipeline.runs import (
+    COMPARABLE_FIELDS,
+    VERSION_FIELDS,
+    RunVersions,
+    changed_fields,
+    find_baseline,
+    gate_run,
+    is_comparable,
+    is_current,
+    record_run,
+    select_baseline,
+    stale_reason,
+)
+
+V = RunVersions("cfg", "gold", "sem", "pol", "cmp", "h")
+
+
+def test_versions_round_trip_through_a_mapping():
+    assert RunVersions.from_mapping({**V.as_dict(), "extra": 1}) == V
+    assert RunVersions.from_mapping({}).model_config_hash == ""
+
+
+@pytest.mark.parametrize("field", VERSION_FIELDS)
+def test_every_field_changes_currency_and_only_the_model_config_keeps_comparability(field):
+    other = replace(V, **{field: "changed"})
+    assert changed_fields(V, other) == (field,)
+    assert not is_current(V, other)
+    assert is_comparable(V, other) == (field not in COMPARABLE_FIELDS)
+
+
+def test_staleness_follows_the_rerun_policy():
+    assert stale_reason("on_config_change", V.as_dict(), replace(V, model_config_hash="new")) == "model config changed"
+    assert stale_reason("on_config_change", V.as_dict(), replace(V, policy_hash="new")) is None
+    assert stale_reason("always", V.as_dict(), replace(V, policy_hash="new")) == "policy_hash changed"
+    assert stale_reason("always", V.as_dict(), V) is None
+    assert stale_reason("never", V.as_dict(), replace(V, model_config_hash="new")) is None
+
+
+def _row(run_id: str, rate: float | None, **versions) -> dict:
+    return {"run_id": run_id, "gold_set": "g", "model": "m", "semantic_correctness_rate": rate,
+            **replace(V, **versions).as_dict()}
+
+
+def test_the_baseline_is_the_latest_earlier_comparable_run_never_the_run_itself():
+    recorded = [_row("r3", 0.5, gold_fingerprint="other"), _row("r2", 0.8, model_config_hash="x"), _row("r1", 0.9)]
+    assert select_baseline(recorded, _row("r4", 0.7))["run_id"] == "r2"
+    assert select_baseline(recorded, _row("r2", 0.8))["run_id"] == "r1"
+    assert select_baseline(recorded, _row("r9", 0.7, policy_hash="p2")) is None
+
+
+def test_the_gate_and_the_baseline_file_agree(tmp_path):
+    db = tmp_path / "baselines.duckdb"
+    record_run(db, run_id="r1", gold_set="g", model="m", versions=V, scores={"semantic_correctness_rate": 0.9})
+    run = _row("r2", 0.8, model_config_hash="cfg-2")
+    baseline = find_baseline(db, run)
+    assert baseline["run_id"] == "r1"
+    report = gate_run(run, baseline, max_regression=0.05)
+    assert not report.passed and "fell by 10.0 pts" in report.failures[0]
+    assert gate_run(run, baseline, max_regression=0.2).passed
+    assert gate_run(run, baseline).passed, "without thresholds nothing fails"
