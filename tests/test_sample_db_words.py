@@ -71,3 +71,17 @@ def test_flag_reads_yes_and_no(value: str, expected: bool) -> None:
 def test_flag_rejects_anything_else() -> None:
     with pytest.raises(VocabularyError, match="plans.txt: expected yes or no, got 'true'"):
         words.flag("true", where="plans.txt")
+
+
+def test_the_package_data_globs_ship_every_vocabulary_file() -> None:
+    """A non-editable install carries ``words/*.txt``: pyproject's package-data globs match every file."""
+    import glob
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["nl2sql_pipeline"]
+    package = root / "nl2sql_pipeline"
+    shipped = {Path(p).resolve() for pattern in patterns for p in glob.glob(str(package / pattern), recursive=True)}
+    vocabulary = {p.resolve() for p in words.WORDS_DIR.glob("*.txt")}
+    assert vocabulary and vocabulary <= shipped
