@@ -44,7 +44,9 @@ def _plans() -> tuple[tuple[tuple[int, str, float, int, bool], ...], np.ndarray]
 
 def _merch_items() -> dict[str, tuple[tuple[str, ...], tuple[float, ...]]]:
     """Each category's items with their list prices, categories in ``words/merch_categories.txt`` order."""
-    items: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {category: ((), ()) for category in _MERCH_CATEGORIES}
+    items: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {
+        category: ((), ()) for category in _MERCH_CATEGORIES
+    }
     for category, item, price in words.rows("merch_items", 3):
         if category not in items:
             raise words.VocabularyError(
