@@ -34,7 +34,10 @@ def databases_dir() -> Path:
 
 
 def database_path(name: str) -> Path:
-    """The DuckDB file of the sample database called ``name`` (it may not exist yet)."""
+    """The DuckDB file of the sample database called ``name`` (it may not exist yet).
+
+    A ``--database`` argument (a name or a path) is resolved by ``nl2sql_pipeline.databases.resolve_database``.
+    """
     return databases_dir() / f"{name}.duckdb"
 
 
@@ -76,16 +79,3 @@ def reports_dir() -> Path:
     path = storage_root() / "reports"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def resolve_database_arg(value: str) -> Path:
-    """The DuckDB file a ``--database`` argument names: a path when it looks like one, else a sample database.
-
-    ``data/x.duckdb``, ``./x.db`` or an existing file are paths; a bare name such as ``anime_platform``
-    is the sample database of that name under the storage root (which may not be built yet).
-    """
-    candidate = Path(value).expanduser()
-    looks_like_path = candidate.suffix in (".duckdb", ".db") or os.sep in value or "/" in value
-    if looks_like_path or candidate.is_file():
-        return candidate.resolve()
-    return database_path(value)

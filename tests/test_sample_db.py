@@ -13,8 +13,10 @@ import pytest
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import DatabaseNotFoundError
-from nl2sql_pipeline.sample_db import builder
+from nl2sql_pipeline.sample_db import build as build_module
 from nl2sql_pipeline.sample_db import (
+    BASE_FACT_ROWS,
+    BUILDERS,
     BUILDER_VERSION,
     DATABASE_NAME,
     PROMPT_INJECTIONS,
@@ -63,6 +65,32 @@ def test_same_seed_and_scale_give_identical_contents(tmp_path: Path) -> None:
         assert content_hash(connection) == first.content_hash  # the manifest hash is the file's hash
 
 
+# Content hashes of builds made by the single-module builder (before it was split into spec, words,
+# one module per domain, tables and build/manifest/lock), pinned so the split provably changed nothing.
+PINNED_CONTENT_HASHES = {
+    (42, TINY): "cd7494967b27b19c3a4967acf660012774c2b3616dd423fa3e325244e8a6a080",
+    (7, SMALL): "4facd601b9f2248121af96aa910a5377366f10322f43c3b29bf8f3be444a23bc",
+}
+
+
+def test_content_is_unchanged_since_the_builder_was_split(small_db: Path, tmp_path: Path) -> None:
+    info = build_database(tmp_path / "db.duckdb", seed=42, scale=TINY)
+    assert info.content_hash == PINNED_CONTENT_HASHES[(42, TINY)]
+    assert read_manifest(info.path)["content_hash"] == PINNED_CONTENT_HASHES[(42, TINY)]
+    assert read_manifest(small_db)["content_hash"] == PINNED_CONTENT_HASHES[(7, SMALL)]
+    with duckdb.connect(str(small_db), read_only=True) as connection:
+        assert content_hash(connection) == PINNED_CONTENT_HASHES[(7, SMALL)]
+
+
+def test_the_old_import_paths_still_work() -> None:
+    from nl2sql_pipeline import sample_db
+    from nl2sql_pipeline.sample_db import builder
+
+    for name in sample_db.__all__:
+        assert getattr(builder, name) is getattr(sample_db, name), name
+    assert builder.build_database is build_module.build_database and builder.BUILDERS is BUILDERS
+
+
 def test_different_seed_gives_different_contents(tmp_path: Path) -> None:
     first = build_database(tmp_path / "a.duckdb", seed=3, scale=TINY)
     other = build_database(tmp_path / "b.duckdb", seed=4, scale=TINY)
@@ -85,7 +113,7 @@ def test_manifest_is_written_beside_the_database(small_db: Path) -> None:
 def test_scale_multiplies_fact_tables_only() -> None:
     small = {name: table.num_rows for name, table in generate_tables(seed=1, scale=TINY).items()}
     larger = {name: table.num_rows for name, table in generate_tables(seed=1, scale=2 * TINY).items()}
-    for table, base in builder.BASE_FACT_ROWS.items():
+    for table, base in BASE_FACT_ROWS.items():
         assert small[table] == round(base * TINY)
         assert larger[table] == round(base * 2 * TINY)
     assert larger["merch_order_lines"] > 1.5 * small["merch_order_lines"]
@@ -95,7 +123,7 @@ def test_scale_multiplies_fact_tables_only() -> None:
 
 
 def test_default_scale_has_the_documented_sizes() -> None:
-    assert builder.BASE_FACT_ROWS == {
+    assert BASE_FACT_ROWS == {
         "users": 3_000, "watch_sessions": 100_000, "ratings": 20_000, "ad_impressions": 80_000, "merch_orders": 6_000,
     }
 
@@ -253,13 +281,13 @@ def test_prompt_injection_strings_are_planted(con) -> None:
 
 
 def test_failed_build_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    original = builder._write_tables
+    original = build_module._write_tables
 
     def half_then_fail(connection, tables):
         original(connection, tables)
         raise RuntimeError("disk full (simulated)")
 
-    monkeypatch.setattr(builder, "_write_tables", half_then_fail)
+    monkeypatch.setattr(build_module, "_write_tables", half_then_fail)
     with pytest.raises(RuntimeError, match="simulated"):
         build_database(tmp_path / "db.duckdb", scale=TINY)
     assert list(tmp_path.iterdir()) == []
@@ -273,7 +301,7 @@ def test_failed_rebuild_keeps_the_previous_database(tmp_path: Path, monkeypatch:
         connection.execute("CREATE TABLE partial (x INTEGER)")
         raise RuntimeError("crash (simulated)")
 
-    monkeypatch.setattr(builder, "_write_tables", fail)
+    monkeypatch.setattr(build_module, "_write_tables", fail)
     with pytest.raises(RuntimeError):
         build_database(path, seed=6, scale=TINY)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db.duckdb", "db.duckdb.json"]
@@ -288,13 +316,13 @@ def test_failed_rebuild_keeps_the_previous_database(tmp_path: Path, monkeypatch:
 def test_ensure_database_builds_once_and_rebuilds_on_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NL2SQL_HOME", str(tmp_path))
     calls: list[tuple[int, float]] = []
-    real = builder.BUILDERS[DATABASE_NAME]
+    real = BUILDERS[DATABASE_NAME]
 
     def counting(path, *, seed, scale):
         calls.append((seed, scale))
         return real(path, seed=seed, scale=scale)
 
-    monkeypatch.setitem(builder.BUILDERS, DATABASE_NAME, counting)
+    monkeypatch.setitem(BUILDERS, DATABASE_NAME, counting)
     path = ensure_database(scale=TINY)
     assert path == tmp_path.resolve() / "databases" / "anime_platform.duckdb" and path.exists()
     assert ensure_database(scale=TINY) == path

@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline import paths
-
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` sub-command."""
@@ -72,6 +70,7 @@ def _read_sql(option: str, value: str) -> str:
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_pipeline.compare import CompareConfig, compare_query_results
+    from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
 
@@ -85,16 +84,13 @@ def _handle(args: argparse.Namespace) -> int:
     expected_sql = _read_sql("--expected-sql", args.expected_sql)
     candidate_sql = _read_sql("--candidate-sql", args.candidate_sql)
 
-    db_path = paths.resolve_database_arg(args.database)
-    if db_path.is_dir():
-        print(f"error: --database {args.database}: {db_path} is a directory, not a .duckdb file", file=sys.stderr)
+    try:
+        db_path = require_database(args.database)
+    except NotADatabaseFileError as exc:
+        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if not db_path.exists():
-        if db_path == paths.database_path(args.database):
-            hint = f"sample database {args.database!r} is not built ({db_path} is missing); build it with: nl2sql-eval db build --name {args.database}"
-        else:
-            hint = f"the file {db_path} does not exist; pass an existing .duckdb file or a sample database name"
-        print(f"error: --database {args.database}: {hint}", file=sys.stderr)
+    except DatabaseNotFoundError as exc:
+        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     try:
         expected = run_query(db_path, expected_sql, limits)

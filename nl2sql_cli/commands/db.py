@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 
 def register(subparsers: Any) -> None:
     """Add the ``db`` command with its ``build`` and ``info`` sub-commands."""
-    from nl2sql_pipeline.sample_db.builder import DATABASE_NAME, DEFAULT_SCALE, DEFAULT_SEED
+    from nl2sql_pipeline.sample_db import DATABASE_NAME, DEFAULT_SCALE, DEFAULT_SEED
 
     parser = subparsers.add_parser("db", help="build or inspect the sample databases")
     actions = parser.add_subparsers(dest="db_command", metavar="ACTION")
@@ -45,7 +44,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _print_counts(counts: dict[str, int]) -> None:
-    from nl2sql_pipeline.sample_db.builder import TABLE_ORDER
+    from nl2sql_pipeline.sample_db import TABLE_ORDER
 
     if not counts:
         return
@@ -56,10 +55,10 @@ def _print_counts(counts: dict[str, int]) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline import paths
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+    from nl2sql_pipeline.databases import sample_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
-    from nl2sql_pipeline.sample_db.builder import BUILDERS, is_current, read_manifest, validate_scale
+    from nl2sql_pipeline.sample_db import BUILDERS, is_current, read_manifest, validate_scale
 
     builder = BUILDERS.get(args.name)
     if builder is None:
@@ -71,7 +70,7 @@ def _build(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: --scale {args.scale}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    path = paths.database_path(args.name)
+    path = sample_database(args.name).path
     if not args.force and is_current(path, seed=args.seed, scale=scale):
         manifest = read_manifest(path) or {}
         verb = "up to date"
@@ -89,17 +88,15 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline import paths
     from nl2sql_cli.exit_codes import EXIT_ENVIRONMENT, EXIT_OK
-    from nl2sql_pipeline.sample_db.builder import live_row_counts, read_manifest
+    from nl2sql_pipeline.databases import sample_database
+    from nl2sql_pipeline.errors import DatabaseNotFoundError
+    from nl2sql_pipeline.sample_db import live_row_counts, read_manifest
 
-    path: Path = paths.database_path(args.name)
-    if not path.exists():
-        print(
-            f"error: sample database {args.name!r} is not built ({path} is missing); "
-            f"run: nl2sql-eval db build --name {args.name}",
-            file=sys.stderr,
-        )
+    try:
+        path = sample_database(args.name).require()
+    except DatabaseNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     manifest = read_manifest(path)
     counts = live_row_counts(path)

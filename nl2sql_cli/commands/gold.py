@@ -36,16 +36,6 @@ def _print_problems(problems: Sequence[str], what: str) -> None:
     print(f"{_plural(len(problems), 'problem')} in {what}", file=sys.stderr)
 
 
-def _resolve_database(value: str) -> Path:
-    """``--database``: a DuckDB file path, or the name of a built sample database."""
-    candidate = Path(value)
-    if candidate.exists() or candidate.suffix or len(candidate.parts) > 1:
-        return candidate
-    from nl2sql_pipeline.paths import database_path
-
-    return database_path(value)
-
-
 def _validate(args: argparse.Namespace) -> int:
     """Handler of ``gold validate``."""
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
@@ -58,8 +48,10 @@ def _validate(args: argparse.Namespace) -> int:
         _print_problems(exc.problems, str(path))
         return EXIT_BAD_INPUT
     if args.database:
-        db_path = _resolve_database(args.database)
+        from nl2sql_pipeline.databases import require_database
+
         try:
+            db_path = require_database(args.database)
             problems = validate_cases_against_database(cases, db_path)
         except DatabaseNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)

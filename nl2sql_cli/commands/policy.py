@@ -13,8 +13,6 @@ import json
 import sys
 from typing import Any
 
-from nl2sql_pipeline import paths
-
 
 def register(subparsers: Any) -> None:
     """Add the ``policy`` command with its ``check`` sub-command."""
@@ -49,6 +47,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
+    from nl2sql_pipeline.databases import require_database
     from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
     from nl2sql_pipeline.policy import DatabaseSchemaError, SQLPolicyEngine, load_policy, read_database_schema
 
@@ -58,9 +57,8 @@ def _check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: bad policy (--policy {args.policy}): {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    db_path = paths.resolve_database_arg(args.database)
     try:
-        schema = read_database_schema(db_path)
+        schema = read_database_schema(require_database(args.database))
     except (DatabaseNotFoundError, DatabaseSchemaError) as exc:
         print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT

@@ -14,10 +14,7 @@ import argparse
 import json
 import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
-
-from nl2sql_pipeline import paths
 
 MAX_TEXT_ROWS = 50
 """Rows printed by the text table; the rest are summarized as "... N more"."""
@@ -47,6 +44,7 @@ def register(subparsers: Any) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
+    from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query, run_query_isolated
 
@@ -63,12 +61,13 @@ def _handle(args: argparse.Namespace) -> int:
         overrides["row_cap"] = args.row_cap
     limits = SandboxLimits(**overrides)
     sql = sys.stdin.read() if args.sql == "-" else args.sql
-    db_path = paths.resolve_database_arg(args.database)
-    if db_path.is_dir():
-        print(f"error: --database {args.database}: {db_path} is a directory, not a .duckdb file", file=sys.stderr)
+    try:
+        db_path = require_database(args.database)
+    except NotADatabaseFileError as exc:
+        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if not db_path.exists():
-        print(_missing_database_message(args.database, db_path), file=sys.stderr)
+    except DatabaseNotFoundError as exc:
+        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     runner = run_query_isolated if args.isolated else run_query
     try:
@@ -85,18 +84,6 @@ def _handle(args: argparse.Namespace) -> int:
         verb = "refused" if result.error_class == "forbidden" else "failed"
         print(f"query {verb} ({result.error_class}): {result.error_message}", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_GATE_FAILED
-
-
-def _missing_database_message(value: str, db_path: Path) -> str:
-    if db_path != paths.database_path(value):
-        return (
-            f"error: --database {value}: the file {db_path} does not exist; pass the path of an existing "
-            "DuckDB file, or the name of a sample database built with `nl2sql-eval db build`"
-        )
-    return (
-        f"error: --database {value}: sample database {value!r} is not built ({db_path} is missing); "
-        f"build it with: nl2sql-eval db build --name {value}"
-    )
 
 
 def result_to_json(result: Any) -> dict[str, Any]:
