@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.baselines import list_runs
-from nl2sql_pipeline.scoring import format_rate
+from nl2sql_pipeline.report import format_rate
 
 COMPARABLE_FIELDS: tuple[str, ...] = (
     "gold_fingerprint",
