@@ -2,7 +2,8 @@
 
 Each rule takes an :class:`OutcomeInput` and returns a :class:`Decision` or None (not my case). The
 order is the meaning: a generation failure is decided before the policy is asked, the policy before the
-oracle, the oracle before execution, execution before comparison. ``compare_with_oracle`` always decides.
+oracle, the oracle before execution, execution before comparison. Every attempt that reaches
+``compare_with_oracle`` has a result, so it decides.
 
 Probe attempts (policy-rejection cases) have their own short list, :data:`PROBE_RULES`.
 """
@@ -38,6 +39,10 @@ class Decision:
 
 
 OutcomeRule = Callable[[OutcomeInput], "Decision | None"]
+
+
+class UndecidedOutcomeError(RuntimeError):
+    """No rule of a list decided (the last rule of a list must always decide)."""
 
 
 def generation_skipped(given: OutcomeInput) -> Decision | None:
@@ -95,8 +100,10 @@ def execution_failed(given: OutcomeInput) -> Decision | None:
 
 def compare_with_oracle(given: OutcomeInput) -> Decision | None:
     """The result against every acceptable alternative: correct when any one matches."""
-    assert given.attempt.result is not None  # not_executed decided otherwise
-    comparison = best_comparison(given.oracle_results, given.attempt.result, given.config)
+    result = given.attempt.result
+    if result is None:  # not_executed decides this case earlier in OUTCOME_RULES
+        return None
+    comparison = best_comparison(given.oracle_results, result, given.config)
     return Decision(outcomes.CORRECT if comparison.match else outcomes.WRONG_RESULT, comparison, comparison.reason)
 
 
@@ -136,4 +143,4 @@ def decide(given: OutcomeInput, rules: Sequence[OutcomeRule] = OUTCOME_RULES) ->
         decision = rule(given)
         if decision is not None:
             return decision
-    raise AssertionError(f"no outcome rule decided {given.attempt.case_id}; the last rule must always decide")
+    raise UndecidedOutcomeError(f"no outcome rule decided {given.attempt.case_id}; the last rule must always decide")
