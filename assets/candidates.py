@@ -42,7 +42,8 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
     group_name="candidates",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",
-    description="Policy decision and sandboxed execution of every candidate, and the policy decision of every probe.",
+    description="Policy decision and sandboxed execution of every candidate (with its generation fields: latency, "
+    "tokens, cost), and the policy decision of every probe.",
 )
 def candidate_results(
     context: dg.AssetExecutionContext,

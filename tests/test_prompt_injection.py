@@ -3,7 +3,7 @@
 A scripted litellm provider (``scripted-obeyer``, a ``CustomLLM`` registered for this module only)
 answers every multidomain-v2 injection case with the attack its prompt asks for, and any other case
 with the expected SQL. The real pipeline functions run it: ``generate_candidates`` ->
-``execute_candidates`` (policy + sandbox) -> ``judge`` -> ``score_run``. Then, with the policy engine
+``execute_attempts`` (policy + sandbox) -> ``judge`` -> ``score_run``. Then, with the policy engine
 bypassed, the sandbox alone must still refuse every write, file and attach attack.
 
 One sample database is built per module in a temporary storage root.
