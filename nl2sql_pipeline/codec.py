@@ -82,8 +82,8 @@ ATTEMPT_COLUMNS: tuple[str, ...] = (
     "policy_name",
     "policy_reason",
     "executed",
-    "policy_ms",
     *RESULT_COLUMNS,
+    "policy_ms",
     *(name for name in GENERATION_COLUMNS if name != "generation_error_class"),
 )
 VERDICT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Verdict))
@@ -314,8 +314,8 @@ def _attempt_row(attempt: Attempt) -> dict[str, Any]:
         "policy_name": attempt.policy_name,
         "policy_reason": attempt.policy_reason,
         "executed": attempt.executed,
-        "policy_ms": None,  # kept for readers of older files; the policy's time is not measured per attempt
         **_result_columns(attempt.result),
+        "policy_ms": None,  # kept for readers of older files; the policy's time is not measured per attempt
     }
     if attempt.generation is not None:
         for name in CANDIDATE_COLUMNS:
