@@ -15,16 +15,21 @@ from nl2sql_pipeline import metrics
 HEADLINE_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.kind) for m in metrics.HEADLINE_METRICS)
 
 
+def _absent(value: Any) -> bool:
+    """No value to show: None, or a NaN a computation produced."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def format_rate(value: Any) -> str:
     """A rate for humans: ``0.875`` -> ``87.5%``; None/NaN -> ``n/a``."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _absent(value):
         return "n/a"
     return f"{100.0 * float(value):.1f}%"
 
 
 def format_value(value: Any, kind: str) -> str:
     """Format one metric value by kind (rate, ms, int, num, usd)."""
-    if value is None or (isinstance(value, float) and value != value):
+    if _absent(value):
         return "n/a"
     if kind == "rate":
         return format_rate(value)
