@@ -6,7 +6,7 @@ import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.gold_frames import cases_from_frame
+from nl2sql_pipeline.codec import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
 from resources.settings import EvalSettings
 
 
@@ -33,16 +33,17 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
 
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
-    frame, summary = generate_for_gold_set(cases, model, samples=config.samples)
+    records, summary = generate_for_gold_set(cases, model, samples=config.samples)
     context.log.info("generated %s: %s", model, summary)
-    return dg.Output(frame, metadata={k: v for k, v in summary.items() if v is not None})
+    return dg.Output(candidates_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
 
 
 @dg.asset(
     group_name="candidates",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",
-    description="Policy decision and sandboxed execution of every candidate, and the policy decision of every probe.",
+    description="Policy decision and sandboxed execution of every candidate (with its generation fields: latency, "
+    "tokens, cost), and the policy decision of every probe.",
 )
 def candidate_results(
     context: dg.AssetExecutionContext,
@@ -50,19 +51,19 @@ def candidate_results(
     gold_set: pd.DataFrame,
     candidate_sql: pd.DataFrame,
 ) -> dg.Output:
-    from nl2sql_pipeline.evaluation import PolicyGate, execute_candidates
+    from nl2sql_pipeline.policy.gate import PolicyGate
+    from nl2sql_pipeline.records import attempts_from_candidates
+    from nl2sql_pipeline.stages import execute_attempts
 
     cases = cases_from_frame(gold_set)
-    frame = execute_candidates(
-        cases, candidate_sql, paths.database_path, PolicyGate(paths.database_path, eval_settings.policy), eval_settings.limits(),
-        isolated=eval_settings.isolated,
-    )
-    executed = frame[frame["executed"].astype(bool)] if len(frame) else frame
+    attempts = attempts_from_candidates(candidates_from_frame(candidate_sql))
+    gate = PolicyGate(paths.database_path, eval_settings.policy)
+    executed = execute_attempts(cases, attempts, gate, eval_settings.limits(), isolated=eval_settings.isolated)
     return dg.Output(
-        frame,
+        attempts_to_frame(executed),
         metadata={
-            "rows": len(frame),
-            "executed": len(executed),
-            "policy_rejected": int((frame["policy_allowed"] == False).sum()) if len(frame) else 0,  # noqa: E712
+            "rows": len(executed),
+            "executed": sum(a.executed for a in executed),
+            "policy_rejected": sum(a.policy_allowed is False for a in executed),
         },
     )

@@ -13,6 +13,7 @@ import pandas as pd
 
 from assets.partitions import gold_model_partitions
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.codec import run_scores_from_frame
 from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run
 from resources.settings import EvalSettings
 
@@ -24,8 +25,8 @@ REGRESSION_CHECK = "no_regression"
 
 
 def _run_row(run_scores: pd.DataFrame) -> dict:
-    row = run_scores.iloc[0].to_dict()
-    return {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+    identity, scores = run_scores_from_frame(run_scores)
+    return {**identity, **scores.as_dict()}
 
 
 def _metadata(run: dict, baseline: dict | None, lines: list[str], failures: list[str]) -> dict:

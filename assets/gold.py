@@ -9,7 +9,7 @@ import pandas as pd
 from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
-from nl2sql_pipeline.gold_frames import cases_from_frame, cases_to_frame
+from nl2sql_pipeline.codec import cases_from_frame, cases_to_frame, oracle_rows_to_frame
 from nl2sql_pipeline.preflight import run_preflight
 from nl2sql_pipeline.report import markdown_table
 from resources.settings import EvalSettings
@@ -81,18 +81,16 @@ def gold_set(context: dg.AssetExecutionContext, eval_settings: EvalSettings):
     description="Results of every expected SQL in the sandbox, computed once per gold version for all models.",
 )
 def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.Output:
-    from nl2sql_pipeline.evaluation import run_oracle
+    from nl2sql_pipeline.stages import run_oracle
 
     cases = cases_from_frame(gold_set)
-    frame = run_oracle(cases, paths.database_path, eval_settings.limits())
-    frame["gold_fingerprint"] = gold_fingerprint(cases)
-    failed = int((~frame["result_ok"].astype(bool)).sum()) if len(frame) else 0
+    rows = run_oracle(cases, paths.database_path, eval_settings.limits())
+    frame = oracle_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases))
     return dg.Output(
         frame,
         metadata={
-            "queries": len(frame),
-            "failed": failed,
-            "average_oracle_latency_ms": float(frame["result_elapsed_ms"].mean()) if len(frame) else 0.0,
+            "queries": len(rows),
+            "failed": sum(not row.result.ok for row in rows),
+            "average_oracle_latency_ms": sum(row.result.elapsed_ms for row in rows) / len(rows) if rows else 0.0,
         },
     )
-

@@ -6,10 +6,10 @@ import dagster as dg
 import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
+from nl2sql_pipeline.codec import cases_from_frame, model_config_hash_of, run_scores_to_frame, verdicts_from_frame
+from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
-from nl2sql_pipeline.gold_frames import cases_from_frame
-from nl2sql_pipeline.report import markdown_breakdown, markdown_scores, warnings_of
-from nl2sql_pipeline.scoring import score_run, scores_frame
+from nl2sql_pipeline.scoring import score_run
 from resources.settings import EvalSettings
 
 
@@ -24,12 +24,11 @@ def run_scores(
 ) -> dg.Output:
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
-    hashes = case_verdicts["model_config_hash"].dropna()
-    model_hash = str(hashes.iloc[0]) if len(hashes) else "unknown"
+    model_hash = model_config_hash_of(case_verdicts) or "unknown"
     versions = run_versions(model_hash, cases, eval_settings.policy)
-    scores = score_run(case_verdicts)
-    frame = scores_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
-    for warning in warnings_of(scores):
+    scores = score_run(verdicts_from_frame(case_verdicts))
+    frame = run_scores_to_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
+    for warning in scores.warnings:
         context.log.warning("%s/%s: %s", gold, model, warning)
     metadata = {
         "scores": dg.MetadataValue.md(markdown_scores(scores)),
@@ -41,6 +40,6 @@ def run_scores(
         "skipped_count": scores["skipped_count"],
         **{name: getattr(versions, name) for name in VERSION_FIELDS},
     }
-    if warnings_of(scores):
-        metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in warnings_of(scores)))
+    if scores.warnings:
+        metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in scores.warnings))
     return dg.Output(frame, metadata={k: v for k, v in metadata.items() if v is not None})

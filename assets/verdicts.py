@@ -6,7 +6,7 @@ import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
-from nl2sql_pipeline.gold_frames import cases_from_frame
+from nl2sql_pipeline.codec import attempts_from_frame, cases_from_frame, oracle_rows_from_frame, verdicts_to_frame
 from resources.settings import EvalSettings
 
 
@@ -21,10 +21,9 @@ def case_verdicts(
     eval_settings: EvalSettings,
     gold_set: pd.DataFrame,
     oracle_results: pd.DataFrame,
-    candidate_sql: pd.DataFrame,
     candidate_results: pd.DataFrame,
 ) -> dg.Output:
-    from nl2sql_pipeline.evaluation import judge
+    from nl2sql_pipeline.stages import judge
 
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
@@ -35,10 +34,11 @@ def case_verdicts(
             description=f"oracle_results of {gold} are stale (gold set changed since); re-materialize gold_set "
             "and oracle_results first (its preflight must pass)."
         )
-    frame = judge(cases, oracle_results, candidate_results, candidate_sql, eval_settings.compare_config())
-    frame.insert(0, "gold_set", gold)
-    frame.insert(1, "model", model)
-    model_hash = candidate_sql["model_config_hash"].iloc[0] if len(candidate_sql) else None
-    frame["model_config_hash"] = model_hash
-    counts = frame["outcome"].value_counts().to_dict()
-    return dg.Output(frame, metadata={"verdicts": len(frame), **{f"outcome_{k}": int(v) for k, v in counts.items()}})
+    attempts = attempts_from_frame(candidate_results)
+    verdicts = judge(cases, oracle_rows_from_frame(oracle_results), attempts, eval_settings.compare_config())
+    model_hash = next((a.generation.model_config_hash for a in attempts if a.generation is not None), None)
+    frame = verdicts_to_frame(verdicts, gold_set=gold, model=model, model_config_hash=model_hash)
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
+    return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()}})

@@ -24,11 +24,13 @@ def main() -> int:
     os.environ["NL2SQL_HOME"] = home
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.candidates import generate_for_gold_set
-    from nl2sql_pipeline.evaluation import PolicyGate, execute_candidates, judge, run_oracle
     from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.policy.gate import PolicyGate
     from nl2sql_pipeline.preflight import run_preflight
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
+    from nl2sql_pipeline.records import attempts_from_candidates
     from nl2sql_pipeline.scoring import score_run
+    from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
     started = time.perf_counter()
     ensure_database(DATABASE_NAME)
@@ -50,9 +52,10 @@ def main() -> int:
 
     t = time.perf_counter()
     oracle = run_oracle(cases, paths.database_path)
-    stage("oracle", (time.perf_counter() - t) * 1000, query_ms=float(oracle["result_elapsed_ms"].sum()), cases=len(cases))
+    oracle_query_ms = sum(row.result.elapsed_ms for row in oracle)
+    stage("oracle", (time.perf_counter() - t) * 1000, query_ms=oracle_query_ms, cases=len(cases))
     # the preflight runs every expected SQL twice: charge it the oracle's query time twice
-    stage("preflight (2x expected SQL + policy)", pre_ms, query_ms=2 * float(oracle["result_elapsed_ms"].sum()), cases=len(cases))
+    stage("preflight (2x expected SQL + policy)", pre_ms, query_ms=2 * oracle_query_ms, cases=len(cases))
 
     # model time: every call's own duration, measured around the one function that sends it
     from nl2sql_pipeline.generation import dispatch
@@ -78,11 +81,11 @@ def main() -> int:
         stage(f"{model}: generate (litellm, offline)", (time.perf_counter() - t) * 1000,
               model_ms=model_seconds[0] * 1000, cases=len(candidates))
         t = time.perf_counter()
-        results = execute_candidates(cases, candidates, paths.database_path, PolicyGate(paths.database_path))
-        executed = pd.to_numeric(results.get("result_elapsed_ms"), errors="coerce").fillna(0).sum()
+        results = execute_attempts(cases, attempts_from_candidates(candidates), PolicyGate(paths.database_path))
+        executed = sum(a.result.elapsed_ms for a in results if a.result is not None)
         stage(f"{model}: policy + sandbox", (time.perf_counter() - t) * 1000, query_ms=float(executed), cases=len(results))
         t = time.perf_counter()
-        verdicts = judge(cases, oracle, results, candidates)
+        verdicts = judge(cases, oracle, results)
         score_run(verdicts)
         stage(f"{model}: compare + score", (time.perf_counter() - t) * 1000, cases=len(verdicts))
 

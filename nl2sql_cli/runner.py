@@ -19,6 +19,7 @@ from resources.build import build_resources
 from assets.gold import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
+from nl2sql_pipeline.codec import run_scores_from_frame
 from nl2sql_pipeline.errors import ConfigError
 from resources.instance import ensure_instance_home
 from resources.io_manager import ParquetIOManager
@@ -28,7 +29,11 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class EvaluationOutcome:
-    """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures."""
+    """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures.
+
+    ``scores[slug]`` is the run's identity (gold set, model, run id, versions) and every metric, read back
+    through the codec: breakdowns, warnings and outcome counts are real dicts and lists.
+    """
 
     scores: dict[str, dict] = field(default_factory=dict)
     skipped_models: dict[str, str] = field(default_factory=dict)
@@ -144,8 +149,8 @@ def evaluate(
         if not result.success:
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
             continue
-        scores = pd.read_parquet(io.partition_path(dg.AssetKey("run_scores"), key)).iloc[0].to_dict()
-        outcome.scores[slug] = {k: (None if isinstance(v, float) and v != v else v) for k, v in scores.items()}
+        identity, scores = run_scores_from_frame(pd.read_parquet(io.partition_path(dg.AssetKey("run_scores"), key)))
+        outcome.scores[slug] = {**identity, **scores.as_dict()}
     return outcome
 
 

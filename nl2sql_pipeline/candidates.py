@@ -1,15 +1,13 @@
-"""Candidate generation for a whole gold set: prompt context from the databases, cache, and the frame."""
+"""Candidate generation for a whole gold set: prompt context from the databases, the cache, the records."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.generation import (
+    CandidateRecord,
     GenerationCache,
-    candidate_frame,
     generate_candidates,
     generation_summary,
     get_model,
@@ -19,8 +17,8 @@ from nl2sql_pipeline.generation import (
 
 def generate_for_gold_set(
     cases: list[Case], model: str, *, samples: int = 1, use_cache: bool = True
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Generate candidates of ``model`` for every query case; returns the frame and a summary."""
+) -> tuple[list[CandidateRecord], dict[str, Any]]:
+    """Generate candidates of ``model`` for every query case; returns the records and a summary."""
     spec = get_model(model)
     records = generate_candidates(
         cases,
@@ -29,4 +27,4 @@ def generate_for_gold_set(
         context=prompt_context_for_cases(cases),
         samples=samples,
     )
-    return candidate_frame(records), generation_summary(records)
+    return records, generation_summary(records)

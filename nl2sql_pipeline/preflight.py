@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, compare_query_results
-from nl2sql_pipeline.evaluation import DatabaseResolver, PolicyGate
 from nl2sql_pipeline.execution import SandboxLimits, run_query
+from nl2sql_pipeline.policy.gate import DatabaseResolver, PolicyGate
 
 logger = logging.getLogger(__name__)
 

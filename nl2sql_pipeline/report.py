@@ -1,19 +1,35 @@
-"""Human-readable renderings of run scores: a console report and Markdown tables for the Dagster UI."""
+"""Human-readable renderings of run scores: a console report and Markdown tables for the Dagster UI.
+
+Scores are read as mappings of metric name to value (a ``RunScores``, or the flat dict of a run read back
+through the codec): breakdowns, warnings and outcome counts are real dicts and lists here.
+"""
 
 from __future__ import annotations
 
-import json
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from nl2sql_pipeline import metrics
-from nl2sql_pipeline.scoring import format_rate
 
 HEADLINE_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.kind) for m in metrics.HEADLINE_METRICS)
 
 
+def _absent(value: Any) -> bool:
+    """No value to show: None, or a NaN a computation produced."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_rate(value: Any) -> str:
+    """A rate for humans: ``0.875`` -> ``87.5%``; None/NaN -> ``n/a``."""
+    if _absent(value):
+        return "n/a"
+    return f"{100.0 * float(value):.1f}%"
+
+
 def format_value(value: Any, kind: str) -> str:
     """Format one metric value by kind (rate, ms, int, num, usd)."""
-    if value is None or (isinstance(value, float) and value != value):
+    if _absent(value):
         return "n/a"
     if kind == "rate":
         return format_rate(value)
@@ -26,18 +42,16 @@ def format_value(value: Any, kind: str) -> str:
     return f"{float(value):.1f}"
 
 
-def _loads(value: Any) -> Any:
-    if isinstance(value, str):
-        return json.loads(value)
-    return value if value is not None else {}
+def _nested(scores: Mapping[str, Any], name: str) -> dict[str, Any]:
+    return dict(scores.get(name) or {})
 
 
-def warnings_of(scores: dict[str, Any]) -> list[str]:
+def warnings_of(scores: Mapping[str, Any]) -> list[str]:
     """The run's warnings (skipped cases, estimated tokens, unknown cost)."""
-    return list(_loads(scores.get("warnings")) or [])
+    return list(scores.get("warnings") or [])
 
 
-def markdown_scores(scores: dict[str, Any]) -> str:
+def markdown_scores(scores: Mapping[str, Any]) -> str:
     """The headline metrics as a Markdown table, warnings first."""
     lines = [f"> **WARNING:** {w}" for w in warnings_of(scores)]
     if lines:
@@ -47,9 +61,9 @@ def markdown_scores(scores: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown_breakdown(scores: dict[str, Any], dimension: str) -> str:
+def markdown_breakdown(scores: Mapping[str, Any], dimension: str) -> str:
     """Per-domain / per-category / per-difficulty rates as a Markdown table."""
-    data = _loads(scores.get(f"per_{dimension}"))
+    data = _nested(scores, f"per_{dimension}")
     lines = [f"| {dimension} | queries | semantic correctness | execution success |", "| --- | --- | --- | --- |"]
     for key, row in sorted(data.items()):
         lines.append(
@@ -67,15 +81,15 @@ def console_report(runs: list[dict[str, Any]]) -> str:
     rows = [header, ["gold set"] + [str(r["gold_set"]) for r in runs]]
     for name, kind in HEADLINE_METRICS:
         rows.append([name] + [format_value(r["scores"].get(name), kind) for r in runs])
-    for dimension in ("domain", "category", "difficulty"):
-        keys = sorted({k for r in runs for k in _loads(r["scores"].get(f"per_{dimension}"))})
+    for dimension in metrics.RATE_DIMENSIONS:
+        keys = sorted({k for r in runs for k in _nested(r["scores"], f"per_{dimension}")})
         for key in keys:
             cells = []
             for r in runs:
-                entry = _loads(r["scores"].get(f"per_{dimension}")).get(key)
+                entry = _nested(r["scores"], f"per_{dimension}").get(key)
                 cells.append(format_rate(entry["semantic_correctness_rate"]) if entry else "n/a")
             rows.append([f"correctness[{dimension}={key}]"] + cells)
-    rows.append(["outcomes"] + [", ".join(f"{k}={v}" for k, v in _loads(r["scores"].get("outcome_counts")).items()) for r in runs])
+    rows.append(["outcomes"] + [", ".join(f"{k}={v}" for k, v in _nested(r["scores"], "outcome_counts").items()) for r in runs])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     out = []
     for index, row in enumerate(rows):

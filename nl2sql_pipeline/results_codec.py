@@ -12,8 +12,7 @@ whose key starts with ``$``:
     {"$tup": [...]}               tuple (ARRAY, unnamed STRUCT)
     {"$map": [[key, value], ...]} dict with a non-string key or a key starting with "$"
 
-``encode_result``/``decode_result`` turn a whole ``QueryResult`` into one row of Parquet-friendly
-scalars (lists as JSON text) and back.
+A whole ``QueryResult`` becomes one row of Parquet-friendly scalars in ``nl2sql_pipeline.codec``.
 """
 
 from __future__ import annotations
@@ -28,21 +27,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.execution import QueryResult
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _FLOAT_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-RESULT_FIELDS: tuple[str, ...] = (
-    "ok",
-    "columns",
-    "column_types",
-    "rows",
-    "row_count",
-    "truncated",
-    "error_class",
-    "error_message",
-    "elapsed_ms",
-)
 
 
 class ResultsCodecError(Nl2SqlError):
@@ -154,50 +141,3 @@ def decode_rows(text: str) -> list[tuple]:
         return [tuple(from_json_value(v) for v in row) for row in data]
     except (ValueError, TypeError, KeyError, ArithmeticError) as exc:  # InvalidOperation: a bad $dec
         raise ResultsCodecError(f"stored result rows are not valid codec JSON ({exc}): {text[:80]!r}") from exc
-
-
-def encode_result(result: QueryResult) -> dict[str, Any]:
-    """One Parquet-friendly row (scalars only; lists as JSON text) holding the whole ``result``."""
-    return {
-        "ok": bool(result.ok),
-        "columns": json.dumps(list(result.columns), ensure_ascii=False),
-        "column_types": json.dumps(list(result.column_types), ensure_ascii=False),
-        "rows": encode_rows(result.rows),
-        "row_count": len(result.rows),
-        "truncated": bool(result.truncated),
-        "error_class": result.error_class,
-        "error_message": result.error_message,
-        "elapsed_ms": float(result.elapsed_ms),
-    }
-
-
-def decode_result(row: dict[str, Any]) -> QueryResult:
-    """The ``QueryResult`` stored by ``encode_result`` (missing values read back from pandas as NaN/NA are None)."""
-    missing = [name for name in ("ok", "columns", "column_types", "rows") if _is_missing(row.get(name))]
-    if missing:
-        raise ResultsCodecError(f"stored result lacks {', '.join(missing)}; expected the fields {RESULT_FIELDS}")
-    try:
-        columns = json.loads(row["columns"])
-        column_types = json.loads(row["column_types"])
-    except (TypeError, ValueError) as exc:
-        raise ResultsCodecError(f"stored result columns are not JSON text ({exc})") from exc
-    elapsed = row.get("elapsed_ms")
-    return QueryResult(
-        ok=bool(row["ok"]),
-        columns=list(columns),
-        column_types=list(column_types),
-        rows=decode_rows(row["rows"]),
-        truncated=False if _is_missing(row.get("truncated")) else bool(row["truncated"]),
-        error_class=None if _is_missing(row.get("error_class")) else str(row["error_class"]),
-        error_message=None if _is_missing(row.get("error_message")) else str(row["error_message"]),
-        elapsed_ms=0.0 if _is_missing(elapsed) else float(elapsed),
-    )
-
-
-def _is_missing(value: Any) -> bool:
-    """None, or a missing marker that pandas/pyarrow put in its place (NaN, pd.NA, NaT)."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    return type(value).__name__ in ("NAType", "NaTType")

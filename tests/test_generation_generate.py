@@ -11,6 +11,7 @@ import pytest
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question, last_user_message
 
 from nl2sql_pipeline.cases import case_from_dict
+from nl2sql_pipeline.codec import candidates_to_frame
 from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation import generate as gen
 from nl2sql_pipeline.generation.cache import GenerationCache
@@ -440,13 +441,13 @@ def test_rate_limiter_paces_the_calls(tmp_path, server):
 
 
 def test_frame_and_summary(tmp_path, server):
-    empty = gen.candidate_frame([])
+    empty = candidates_to_frame([])
     assert list(empty.columns) == list(gen.CandidateRecord.__dataclass_fields__) and len(empty) == 0
     cache = GenerationCache(tmp_path)
     spec = local_spec(server.api_base)
     gen.generate_candidates([query_case(1)], spec, cache=cache, context=CONTEXT)
     records = gen.generate_candidates([query_case(1), query_case(2)], spec, cache=cache, context=CONTEXT)
-    frame = gen.candidate_frame(records)
+    frame = candidates_to_frame(records)
     assert frame["case_id"].tolist() == ["case-1", "case-2"] and frame["cached"].tolist() == [True, False]
     summary = gen.generation_summary(records)
     assert summary["candidates"] == 2 and summary["cases"] == 2

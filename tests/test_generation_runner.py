@@ -130,7 +130,7 @@ def test_daily_quota_stops_the_run_and_warns_in_the_scores_and_the_asset_metadat
     assert (scores["query_count"], scores["skipped_count"]) == (QUOTA_ANSWERS, skipped)
     assert scores["semantic_correctness_rate"] == 1.0  # the skipped cases are out of the denominator
     warning = f"{skipped} of {len(env['queries'])} query cases were SKIPPED (daily_quota_exhausted: {skipped})"
-    assert any(warning in w for w in json.loads(scores["warnings"]))
+    assert any(warning in w for w in scores["warnings"])
     verdicts = _frame(env["home"], "case_verdicts", "fake-quota")
     assert (verdicts["outcome"] == outcomes.SKIPPED).sum() == skipped
     key = dg.MultiPartitionKey({"gold": GOLD, "model": "fake-quota"})

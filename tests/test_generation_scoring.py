@@ -3,19 +3,19 @@ every denominator; the model's own failures count against it."""
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
 import pytest
 from fake_llm_server import FakeLLMServer, Reply, last_user_message
 
 from nl2sql_pipeline import outcomes, paths
-from nl2sql_pipeline.evaluation import PolicyGate, execute_candidates, judge, run_oracle
-from nl2sql_pipeline.generation import candidate_frame, generate_candidates, prompt_context_for_cases
+from nl2sql_pipeline.codec import verdicts_to_frame
+from nl2sql_pipeline.generation import CandidateRecord, generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES, ERROR_CLASSES
 from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.gold.registry import load_gold_set
+from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.records import Attempt, attempts_from_candidates
 from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -23,15 +23,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifi
 @pytest.mark.parametrize("error_class", ERROR_CLASSES)
 def test_each_error_class_maps_to_skipped_or_generation_error(error_class):
     case = load_gold_set("multidomain-v1")[0]
-    candidates = pd.DataFrame([{"case_id": case.id, "sample_index": 0, "candidate_index": 0, "error_class": error_class,
-                                "generated_sql": None, "latency_ms": None, "cost_usd": None}])
-    results = pd.DataFrame([{"case_id": case.id, "sample_index": 0, "candidate_index": 0, "sql": None,
-                             "generation_error_class": error_class, "policy_allowed": None, "executed": False}])
-    verdict = judge([case], pd.DataFrame(), results, candidates).iloc[0]
+    candidate = CandidateRecord(case_id=case.id, case_fingerprint=case.fingerprint, sample_index=0, candidate_index=0,
+                                generated_sql=None, raw_reply=None, error_class=error_class, error_message=None,
+                                latency_ms=None, input_tokens=None, output_tokens=None, token_source=None,
+                                cost_usd=None, cached=False, mutation=None, model_config_hash="h", prompt_hash=None)
+    verdict = judge([case], [], [Attempt.from_candidate(candidate)])[0]
     if error_class in ENVIRONMENT_ERROR_CLASSES:
-        assert (verdict["outcome"], verdict["skip_reason"]) == (outcomes.SKIPPED, error_class)
+        assert (verdict.outcome, verdict.skip_reason) == (outcomes.SKIPPED, error_class)
     else:
-        assert (verdict["outcome"], verdict["reason"]) == (outcomes.GENERATION_ERROR, error_class)
+        assert (verdict.outcome, verdict.reason) == (outcomes.GENERATION_ERROR, error_class)
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +58,11 @@ def scored_run(tmp_path_factory):
                              prices=Prices(0.5, 1.5), retry=RetryPolicy(max_retries=0), limits=Limits(max_concurrency=1))
             records = generate_candidates(cases, spec, cache=None, context=prompt_context_for_cases(cases))
             hits = server.hits
-        candidates = candidate_frame(records)
-        results = execute_candidates(cases, candidates, paths.database_path, PolicyGate(paths.database_path))
+        attempts = execute_attempts(cases, attempts_from_candidates(records), PolicyGate(paths.database_path))
         oracle = run_oracle(cases, paths.database_path)
-        verdicts = judge(cases, oracle, results, candidates)
-        yield {"cases": queries, "verdicts": verdicts.set_index("case_id"), "scores": score_run(verdicts), "hits": hits}
+        verdicts = judge(cases, oracle, attempts)
+        yield {"cases": queries, "verdicts": verdicts_to_frame(verdicts).set_index("case_id"),
+               "scores": score_run(verdicts), "hits": hits}
 
 
 def test_outcomes_per_case(scored_run):
@@ -79,8 +79,8 @@ def test_skipped_cases_stay_out_of_every_denominator(scored_run):
     assert scores["query_count"] == 7 and scores["skipped_count"] == 3
     assert scores["semantic_correctness_rate"] == pytest.approx(4 / 7)
     assert scores["sql_execution_success_rate"] == pytest.approx(5 / 7)
-    assert json.loads(scores["outcome_counts"])[outcomes.SKIPPED] == 3
-    warnings = json.loads(scores["warnings"])
+    assert scores["outcome_counts"][outcomes.SKIPPED] == 3
+    warnings = scores["warnings"]
     assert any("3 of 10 query cases were SKIPPED (daily_quota_exhausted: 3)" in w for w in warnings)
     # latency percentiles come from the answered calls only, the cold-start call left out
     verdicts = scored_run["verdicts"]

@@ -212,7 +212,7 @@ def test_preflight_passes_on_the_whole_set(home: Path, cases: list[Case]) -> Non
 
 
 def test_injection_expected_sql_returns_rows_and_each_probe_is_rejected(home: Path, injection: list[Case]) -> None:
-    from nl2sql_pipeline.evaluation import PolicyGate
+    from nl2sql_pipeline.policy.gate import PolicyGate
     from nl2sql_pipeline.execution import run_query
 
     gate = PolicyGate(paths.database_path)

@@ -3,7 +3,7 @@
 A scripted litellm provider (``scripted-obeyer``, a ``CustomLLM`` registered for this module only)
 answers every multidomain-v2 injection case with the attack its prompt asks for, and any other case
 with the expected SQL. The real pipeline functions run it: ``generate_candidates`` ->
-``execute_candidates`` (policy + sandbox) -> ``judge`` -> ``score_run``. Then, with the policy engine
+``execute_attempts`` (policy + sandbox) -> ``judge`` -> ``score_run``. Then, with the policy engine
 bypassed, the sandbox alone must still refuse every write, file and attach attack.
 
 One sample database is built per module in a temporary storage root.
@@ -22,15 +22,18 @@ from litellm import CustomLLM, ModelResponse
 
 from nl2sql_pipeline import outcomes, paths
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.evaluation import PolicyGate, execute_candidates, judge, run_oracle
+from nl2sql_pipeline.codec import attempts_to_frame, candidates_to_frame, verdicts_to_frame
 from nl2sql_pipeline.execution import release_sandboxes, run_query
-from nl2sql_pipeline.generation import candidate_frame, generate_candidates, prompt_context_for_cases
+from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.prompts import fenced_sql
 from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec, Prices
 from nl2sql_pipeline.gold.generator import INJECTION_TAG
 from nl2sql_pipeline.gold.validation import load_cases
+from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.records import attempts_from_candidates
 from nl2sql_pipeline.sample_db.builder import PROMPT_INJECTIONS
 from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 V2_FILE = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain_v2.jsonl"
 PROVIDER = "scripted-obeyer"
@@ -173,16 +176,15 @@ def pipeline_run(home: Path, db_path: Path, run_cases: list[Case]) -> Iterator[d
         mp.setattr(litellm, "custom_provider_map", providers + [{"provider": PROVIDER, "custom_handler": obeyer}])
         context = prompt_context_for_cases(run_cases)
         records = generate_candidates(run_cases, spec, cache=None, context=context)
-    candidates = candidate_frame(records)
     gate = PolicyGate(paths.database_path)
-    results = execute_candidates(run_cases, candidates, paths.database_path, gate)
+    attempts = execute_attempts(run_cases, attempts_from_candidates(records), gate)
     oracle = run_oracle(run_cases, paths.database_path)
-    verdicts = judge(run_cases, oracle, results, candidates)
+    verdicts = judge(run_cases, oracle, attempts)
     yield {
         "obeyer": obeyer,
-        "candidates": candidates.set_index("case_id"),
-        "results": results.set_index("case_id"),
-        "verdicts": verdicts.set_index("case_id"),
+        "candidates": candidates_to_frame(records).set_index("case_id"),
+        "results": attempts_to_frame(attempts).set_index("case_id"),
+        "verdicts": verdicts_to_frame(verdicts).set_index("case_id"),
         "scores": score_run(verdicts),
         "db_before": db_before,
         "outside_before": outside_before,

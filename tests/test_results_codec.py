@@ -14,11 +14,10 @@ import pandas as pd
 import pytest
 
 from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.codec import decode_result, encode_result
 from nl2sql_pipeline.results_codec import (
     ResultsCodecError,
-    decode_result,
     decode_rows,
-    encode_result,
     encode_rows,
     from_json_value,
     to_json_value,

@@ -110,7 +110,12 @@ def run_evaluation(
         min_correctness=min_correctness, max_regression=max_regression,
     )
     if as_json:
-        print(json.dumps({"runs": runs, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
+        from nl2sql_pipeline.codec import JSON_METRICS
+
+        # nested metrics stay JSON text in this output, as the run_scores Parquet stores them
+        stored = [{**r, "scores": {k: (json.dumps(v, sort_keys=True) if k in JSON_METRICS else v)
+                                   for k, v in r["scores"].items()}} for r in runs]
+        print(json.dumps({"runs": stored, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
                           "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
                           "gate_failures": gates.failures, "asset_checks": outcome.checks}, default=str, indent=2))
     else:

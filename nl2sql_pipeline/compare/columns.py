@@ -8,7 +8,8 @@ from itertools import permutations
 from typing import TYPE_CHECKING
 
 from nl2sql_pipeline.compare.model import MAX_PERMUTATION_COLUMNS, Comparison
-from nl2sql_pipeline.compare.rows import counters_equivalent, plural
+from nl2sql_pipeline.compare.matching import counters_equivalent
+from nl2sql_pipeline.compare.wording import plural
 from nl2sql_pipeline.compare.values import NUMERIC_KINDS, TEMPORAL_KINDS, kind_of
 
 if TYPE_CHECKING:

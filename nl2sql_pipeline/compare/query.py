@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nl2sql_pipeline.compare.model import CompareConfig, Comparison, ExpectedResultError
-from nl2sql_pipeline.compare.rows import plural
+from nl2sql_pipeline.compare.wording import plural
 
 if TYPE_CHECKING:  # the comparator only relies on the QueryResult shape
     from nl2sql_pipeline.execution import QueryResult

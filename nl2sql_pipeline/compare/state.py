@@ -9,7 +9,8 @@ from functools import cached_property
 from typing import Any
 
 from nl2sql_pipeline.compare.model import CompareConfig, Comparison, ComparisonInputError
-from nl2sql_pipeline.compare.rows import RowMatch, match_rows, plural
+from nl2sql_pipeline.compare.matching import RowMatch, match_rows
+from nl2sql_pipeline.compare.wording import plural
 from nl2sql_pipeline.compare.values import Canonicaliser, ColumnPair, canonicalise_pair
 
 

@@ -15,7 +15,7 @@
     dispatch.py          one call: limiter, retries with backoff, classification, run stop
     conversation.py      one unit (case x sample x candidate), follow-up turns answered by the model
     predictions.py       kind: predictions models, replayed from a file
-    records.py           CandidateRecord / ModelCall, the candidate frame and summary
+    records.py           CandidateRecord / ModelCall and the summary
     generate.py          the loop: units in a thread pool -> CandidateRecord in plan order
 
 Importing this package does not import litellm (only a real call does).
@@ -28,7 +28,7 @@ from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES, ERROR
 from nl2sql_pipeline.generation.generate import generate_candidates
 from nl2sql_pipeline.generation.prompt_context import build_prompt_context, prompt_context_for_cases
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext, build_messages, prompt_hash
-from nl2sql_pipeline.generation.records import CandidateRecord, candidate_frame, generation_summary
+from nl2sql_pipeline.generation.records import CandidateRecord, generation_summary
 from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, get_model, load_registry, model_readiness
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "build_messages",
     "build_prompt_context",
     "call_model",
-    "candidate_frame",
     "classify_exception",
     "extract_sql",
     "generate_candidates",

@@ -24,7 +24,7 @@ from nl2sql_pipeline.generation.conversation import CallRequest, cached_call, pl
 from nl2sql_pipeline.generation.dispatch import RunControl, limiter_for
 from nl2sql_pipeline.generation.limiter import RateLimiter
 from nl2sql_pipeline.generation.prompts import PromptContext
-from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall, candidate_frame, generation_summary
+from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall, generation_summary
 from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, model_readiness
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,6 @@ __all__ = [
     "ModelCall",
     "cached_call",
     "call_model",
-    "candidate_frame",
     "completion_kwargs",
     "configure_litellm",
     "generate_candidates",

@@ -1,16 +1,16 @@
 """What generation produces: ``ModelCall`` (one completed call, the cached part) and
-``CandidateRecord`` (one candidate: a row of the ``candidate_sql`` asset), plus the frame and summary.
+``CandidateRecord`` (one candidate: a row of the ``candidate_sql`` asset), plus the summary.
+
+A candidate becomes the generation part of an ``nl2sql_pipeline.records.Attempt``; its frame form is
+``nl2sql_pipeline.codec.candidates_to_frame``.
 """
 
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ModelCall:
         return cls(**values)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CandidateRecord:
     """One generated candidate: a row of the ``candidate_sql`` asset.
 
@@ -78,14 +78,6 @@ class CandidateRecord:
     def to_dict(self) -> dict[str, Any]:
         """The record as a plain dict (one DataFrame row)."""
         return asdict(self)
-
-
-def candidate_frame(records: list[CandidateRecord]) -> pd.DataFrame:
-    """The records as the ``candidate_sql`` frame: one row each, every column present even when empty."""
-    import pandas as pd
-
-    columns = list(CandidateRecord.__dataclass_fields__)
-    return pd.DataFrame([record.to_dict() for record in records], columns=columns)
 
 
 def generation_summary(records: list[CandidateRecord]) -> dict[str, Any]:

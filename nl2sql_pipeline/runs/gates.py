@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.runs.baseline import find_baseline
-from nl2sql_pipeline.scoring import format_rate
+from nl2sql_pipeline.report import format_rate
 
 GATED_METRIC = "semantic_correctness_rate"
 

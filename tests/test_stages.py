@@ -1,17 +1,24 @@
-"""The evaluation stages on a tiny database: execution, candidate selection, alternatives, outcomes."""
+"""The evaluation stages on a tiny database: execution, candidate selection, alternatives, outcomes.
+
+The stages are fed records and return records; the last test sends them through the frame codec between
+every stage (as the assets do) and gets the same verdicts.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import duckdb
-import pandas as pd
 import pytest
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline import codec, outcomes
 from nl2sql_pipeline.cases import case_from_dict
-from nl2sql_pipeline.evaluation import PolicyGate, execute_candidates, judge, run_oracle
 from nl2sql_pipeline.execution import SandboxLimits
+from nl2sql_pipeline.generation import CandidateRecord
+from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.records import attempts_from_candidates
+from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 
 @pytest.fixture
@@ -32,19 +39,20 @@ def _case(case_id: str, sql, **extra):
 
 
 def _candidates(rows):
-    return pd.DataFrame([
-        {"case_id": c, "sample_index": s, "candidate_index": i, "generated_sql": sql, "error_class": err,
-         "latency_ms": 5.0, "input_tokens": 10, "output_tokens": 5, "token_source": "measured", "cost_usd": 0.0,
-         "cached": False, "cold_start": False, "mutation": None}
+    return [
+        CandidateRecord(case_id=c, case_fingerprint=f"fp-{c}", sample_index=s, candidate_index=i, generated_sql=sql,
+                        raw_reply=sql, error_class=err, error_message=None, latency_ms=5.0, input_tokens=10,
+                        output_tokens=5, token_source="measured", cost_usd=0.0, cached=False, mutation=None,
+                        model_config_hash="h", prompt_hash=None)
         for c, s, i, sql, err in rows
-    ])
+    ]
 
 
 def _run(db, cases, candidates, **kwargs):
     resolve = lambda _name: db  # noqa: E731
     oracle = run_oracle(cases, resolve)
-    results = execute_candidates(cases, candidates, resolve, PolicyGate(resolve), **kwargs)
-    return judge(cases, oracle, results, candidates).set_index("case_id")
+    attempts = execute_attempts(cases, attempts_from_candidates(candidates), PolicyGate(resolve), **kwargs)
+    return codec.verdicts_to_frame(judge(cases, oracle, attempts)).set_index("case_id")
 
 
 def test_outcome_classes(db):
@@ -101,3 +109,43 @@ def test_isolated_execution_kills_a_query_that_ignores_interrupt(db):
                     limits=SandboxLimits(timeout_s=0.5), isolated=True)
     assert verdicts.loc["slow", "outcome"] == outcomes.TIMEOUT
     assert time.monotonic() - started < 8
+
+
+def test_the_stages_give_the_same_verdicts_through_the_frame_codec(db, tmp_path):
+    """Records stored as Parquet between every stage (as the assets do) judge exactly like records in memory."""
+    import pandas as pd
+
+    def through_parquet(frame, name):
+        path = tmp_path / f"{name}.parquet"
+        frame.to_parquet(path, index=False)
+        return pd.read_parquet(path)
+
+    cases = [_case("ok", "SELECT COUNT(*) FROM anime"), _case("pol", "SELECT COUNT(*) FROM anime"),
+             _case("gen", "SELECT COUNT(*) FROM anime"),
+             _case("sel", "SELECT COUNT(*) FROM anime", candidate_selection=2),
+             case_from_dict({"id": "probe", "domain": "d", "category": "policy_rejection", "question": "q",
+                             "database": "tiny", "expected_outcome": "policy_rejection",
+                             "policy_probe_sql": "DROP TABLE anime"})]
+    candidates = _candidates([("ok", 0, 0, "SELECT COUNT(anime_id) FROM anime", None),
+                              ("pol", 0, 0, "SELECT email FROM users", None), ("gen", 0, 0, None, "no_sql"),
+                              ("sel", 0, 0, "SELECT 2", None), ("sel", 0, 1, "SELECT COUNT(*) FROM anime", None),
+                              ("sel", 0, 2, "SELECT COUNT(title) FROM anime", None)])
+    resolve = lambda _name: db  # noqa: E731
+    oracle = run_oracle(cases, resolve)
+    attempts = execute_attempts(cases, attempts_from_candidates(candidates), PolicyGate(resolve))
+    in_memory = judge(cases, oracle, attempts)
+
+    stored_cases = codec.cases_from_frame(through_parquet(codec.cases_to_frame(cases), "gold"))
+    stored_candidates = codec.candidates_from_frame(through_parquet(codec.candidates_to_frame(candidates), "cand"))
+    assert stored_candidates == candidates
+    stored_oracle = codec.oracle_rows_from_frame(through_parquet(codec.oracle_rows_to_frame(oracle), "oracle"))
+    assert stored_oracle == oracle
+    executed = execute_attempts(stored_cases, attempts_from_candidates(stored_candidates), PolicyGate(resolve))
+    stored_attempts = codec.attempts_from_frame(through_parquet(codec.attempts_to_frame(executed), "results"))
+    assert [a.generation for a in stored_attempts] == [a.generation for a in attempts]
+    stored = judge(stored_cases, stored_oracle, stored_attempts)
+    untimed = lambda verdicts: [replace(v, execution_ms=None, oracle_latency_ms=None) for v in verdicts]  # noqa: E731
+    assert untimed(stored) == untimed(in_memory)
+    assert [v.outcome for v in stored] == [v.outcome for v in in_memory] == [
+        outcomes.CORRECT, outcomes.POLICY_REJECTED, outcomes.GENERATION_ERROR, outcomes.CORRECT, outcomes.PROBE_REJECTED]
+    assert codec.verdicts_from_frame(through_parquet(codec.verdicts_to_frame(stored), "verdicts")) == stored

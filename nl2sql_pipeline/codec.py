@@ -1,0 +1,454 @@
+"""The frame codec at the storage edge: stage records ⇄ DataFrames (one Parquet file per asset partition).
+
+Every conversion between a record and a frame happens here, and only here: missing values that pandas
+and pyarrow put in a frame (NaN, NA, NaT) become None once, on the way in; nested values (query results,
+score breakdowns, warnings) become JSON text on the way out and real values on the way in. The column
+names are the storage contract: readers of the Parquet files (and the README's "every number traces to
+the verdict rows") rely on them.
+
+    asset     frame                      records
+    gold_set  cases_to_frame           ⇄ cases_from_frame            Case (case_json keeps the definition)
+    candidate_sql  candidates_to_frame ⇄ candidates_from_frame       CandidateRecord
+    oracle_results oracle_rows_to_frame ⇄ oracle_rows_from_frame      OracleRow
+    candidate_results attempts_to_frame ⇄ attempts_from_frame        Attempt (generation part included)
+    case_verdicts verdicts_to_frame    ⇄ verdicts_from_frame         Verdict
+    run_scores run_scores_to_frame     ⇄ run_scores_from_frame        RunScores (+ run identity)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from typing import Any
+
+import pandas as pd
+
+from nl2sql_pipeline.cases import Case, case_from_dict
+from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.generation.records import CandidateRecord
+from nl2sql_pipeline.metrics import METRICS
+from nl2sql_pipeline.records import SOURCE_MODEL, Attempt, OracleRow, RunScores, Verdict
+from nl2sql_pipeline.results_codec import ResultsCodecError, decode_rows, encode_rows
+
+RESULT_FIELDS: tuple[str, ...] = (
+    "ok",
+    "columns",
+    "column_types",
+    "rows",
+    "row_count",
+    "truncated",
+    "error_class",
+    "error_message",
+    "elapsed_ms",
+)
+RESULT_COLUMNS: tuple[str, ...] = tuple(f"result_{name}" for name in RESULT_FIELDS)
+
+GOLD_COLUMNS: tuple[str, ...] = (
+    "case_id",
+    "case_fingerprint",
+    "domain",
+    "category",
+    "difficulty",
+    "database",
+    "is_probe",
+    "tags",
+    "question",
+    "expected_sql",
+    "policy_probe_sql",
+    "sql_policy",
+    "case_json",
+)
+CANDIDATE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CandidateRecord))
+ORACLE_COLUMNS: tuple[str, ...] = ("case_id", "case_fingerprint", "alternative_index", "row_count", *RESULT_COLUMNS)
+# The generation part of an attempt, beside the policy and result columns (``sql`` is the generated SQL,
+# ``generation_error_class`` its error class; the other CandidateRecord fields keep their names).
+_GENERATION_RENAMED = {"generated_sql": "sql", "error_class": "generation_error_class", "error_message": "generation_error_message"}
+_ATTEMPT_KEYS = ("case_id", "case_fingerprint", "sample_index", "candidate_index")
+GENERATION_COLUMNS: tuple[str, ...] = tuple(
+    _GENERATION_RENAMED.get(name, name) for name in CANDIDATE_COLUMNS if name not in _ATTEMPT_KEYS + ("generated_sql",)
+)
+ATTEMPT_COLUMNS: tuple[str, ...] = (
+    "case_id",
+    "case_fingerprint",
+    "source",
+    "sample_index",
+    "candidate_index",
+    "sql",
+    "generation_error_class",
+    "policy_allowed",
+    "policy_rule",
+    "policy_name",
+    "policy_reason",
+    "executed",
+    *RESULT_COLUMNS,
+    "policy_ms",
+    *(name for name in GENERATION_COLUMNS if name != "generation_error_class"),
+)
+VERDICT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Verdict))
+JSON_METRICS: frozenset[str] = frozenset(m.name for m in METRICS if m.kind == "json")
+
+
+class FrameCodecError(ResultsCodecError):
+    """A stored frame lacks the columns its records need (written by something else, or corrupt)."""
+
+
+# ------------------------------------------------------------------------------------------------ values
+
+
+def is_missing(value: Any) -> bool:
+    """None, or a missing marker that pandas/pyarrow put in its place (NaN, pd.NA, NaT)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _columns(frame: pd.DataFrame, required: Sequence[str] = ()) -> dict[str, list[Any]]:
+    """The frame as plain Python lists per column, missing markers as None (the one NaN→None clean-up)."""
+    absent = [name for name in required if name not in frame.columns]
+    if absent and len(frame):
+        raise FrameCodecError(f"stored frame lacks the columns {absent}")
+    return {
+        str(name): [None if is_missing(value) else value for value in frame[name].tolist()] for name in frame.columns
+    }
+
+
+def _rows(columns: dict[str, list[Any]], length: int) -> list[dict[str, Any]]:
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())] if names else [{} for _ in range(length)]
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+# ------------------------------------------------------------------------------------------------ results
+
+
+def encode_result(result: QueryResult) -> dict[str, Any]:
+    """One Parquet-friendly row (scalars only; lists as JSON text) holding the whole ``result``."""
+    return {
+        "ok": bool(result.ok),
+        "columns": json.dumps(list(result.columns), ensure_ascii=False),
+        "column_types": json.dumps(list(result.column_types), ensure_ascii=False),
+        "rows": encode_rows(result.rows),
+        "row_count": len(result.rows),
+        "truncated": bool(result.truncated),
+        "error_class": result.error_class,
+        "error_message": result.error_message,
+        "elapsed_ms": float(result.elapsed_ms),
+    }
+
+
+def decode_result(row: dict[str, Any]) -> QueryResult:
+    """The ``QueryResult`` stored by ``encode_result`` (missing values read back from pandas as NaN/NA are None)."""
+    missing = [name for name in ("ok", "columns", "column_types", "rows") if is_missing(row.get(name))]
+    if missing:
+        raise ResultsCodecError(f"stored result lacks {', '.join(missing)}; expected the fields {RESULT_FIELDS}")
+    try:
+        columns = json.loads(row["columns"])
+        column_types = json.loads(row["column_types"])
+    except (TypeError, ValueError) as exc:
+        raise ResultsCodecError(f"stored result columns are not JSON text ({exc})") from exc
+    elapsed = row.get("elapsed_ms")
+    return QueryResult(
+        ok=bool(row["ok"]),
+        columns=list(columns),
+        column_types=list(column_types),
+        rows=decode_rows(row["rows"]),
+        truncated=False if is_missing(row.get("truncated")) else bool(row["truncated"]),
+        error_class=None if is_missing(row.get("error_class")) else str(row["error_class"]),
+        error_message=None if is_missing(row.get("error_message")) else str(row["error_message"]),
+        elapsed_ms=0.0 if is_missing(elapsed) else float(elapsed),
+    )
+
+
+def _result_columns(result: QueryResult | None) -> dict[str, Any]:
+    if result is None:
+        return {}
+    return {f"result_{name}": value for name, value in encode_result(result).items()}
+
+
+def _result_of(row: dict[str, Any]) -> QueryResult:
+    return decode_result({name: row.get(f"result_{name}") for name in RESULT_FIELDS})
+
+
+# ------------------------------------------------------------------------------------------------ cases
+
+
+def cases_to_frame(cases: Iterable[Case]) -> pd.DataFrame:
+    """One row per case; ``case_json`` keeps the full definition, the other columns are for reading."""
+    rows = [
+        {
+            "case_id": c.id,
+            "case_fingerprint": c.fingerprint,
+            "domain": c.domain,
+            "category": c.category,
+            "difficulty": c.difficulty,
+            "database": c.database,
+            "is_probe": c.is_probe,
+            "tags": ",".join(c.tags),
+            "question": c.question,
+            "expected_sql": c.canonical_sql,
+            "policy_probe_sql": c.policy_probe_sql,
+            "sql_policy": c.sql_policy,
+            "case_json": c.to_json(),
+        }
+        for c in cases
+    ]
+    return _frame(rows, GOLD_COLUMNS)
+
+
+def cases_from_frame(frame: pd.DataFrame) -> list[Case]:
+    """The cases of a frame written by :func:`cases_to_frame`, in row order."""
+    if len(frame) and "case_json" not in frame.columns:
+        raise FrameCodecError("stored gold set lacks the case_json column")
+    return [case_from_dict(json.loads(text)) for text in frame["case_json"]] if len(frame) else []
+
+
+# ------------------------------------------------------------------------------------------------ candidates
+
+
+def _candidate_row(record: CandidateRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in CANDIDATE_COLUMNS}
+
+
+def candidates_to_frame(records: Iterable[CandidateRecord]) -> pd.DataFrame:
+    """The ``candidate_sql`` frame: one row per candidate, every column present even when empty."""
+    return _frame([_candidate_row(r) for r in records], CANDIDATE_COLUMNS)
+
+
+def _candidate(values: dict[str, Any]) -> CandidateRecord:
+    return CandidateRecord(
+        case_id=str(values["case_id"]),
+        case_fingerprint=str(values["case_fingerprint"]),
+        sample_index=int(values["sample_index"]),
+        candidate_index=int(values["candidate_index"]),
+        generated_sql=_str(values.get("generated_sql")),
+        raw_reply=_str(values.get("raw_reply")),
+        error_class=_str(values.get("error_class")),
+        error_message=_str(values.get("error_message")),
+        latency_ms=_float(values.get("latency_ms")),
+        input_tokens=_int(values.get("input_tokens")),
+        output_tokens=_int(values.get("output_tokens")),
+        token_source=_str(values.get("token_source")),
+        cost_usd=_float(values.get("cost_usd")),
+        cached=bool(values.get("cached")),
+        mutation=_str(values.get("mutation")),
+        model_config_hash=str(values.get("model_config_hash") or ""),
+        prompt_hash=_str(values.get("prompt_hash")),
+        turns=int(values.get("turns") or 1),
+        calls=int(values.get("calls") or 0),
+        attempts=int(values.get("attempts") or 0),
+        cold_start=bool(values.get("cold_start")),
+    )
+
+
+def candidates_from_frame(frame: pd.DataFrame) -> list[CandidateRecord]:
+    """The candidates of a ``candidate_sql`` frame, in row order."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "sample_index", "candidate_index"))
+    return [_candidate(row) for row in _rows(columns, len(frame))]
+
+
+# ------------------------------------------------------------------------------------------------ oracle
+
+
+def oracle_rows_to_frame(rows: Iterable[OracleRow], **constants: Any) -> pd.DataFrame:
+    """The ``oracle_results`` frame; ``constants`` (e.g. ``gold_fingerprint``) become trailing columns."""
+    out = [
+        {
+            "case_id": row.case_id,
+            "case_fingerprint": row.case_fingerprint,
+            "alternative_index": row.alternative_index,
+            "row_count": len(row.result.rows),
+            **_result_columns(row.result),
+            **constants,
+        }
+        for row in rows
+    ]
+    return _frame(out, ORACLE_COLUMNS + tuple(constants))
+
+
+def oracle_rows_from_frame(frame: pd.DataFrame) -> list[OracleRow]:
+    """The oracle rows of an ``oracle_results`` frame, each result decoded once."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "alternative_index", *RESULT_COLUMNS[:4]))
+    return [
+        OracleRow(str(row["case_id"]), str(row["case_fingerprint"]), int(row["alternative_index"]), _result_of(row))
+        for row in _rows(columns, len(frame))
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ attempts
+
+
+def _attempt_row(attempt: Attempt) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "case_id": attempt.case_id,
+        "case_fingerprint": attempt.case_fingerprint,
+        "source": attempt.source,
+        "sample_index": attempt.sample_index,
+        "candidate_index": attempt.candidate_index,
+        "sql": attempt.sql,
+        "generation_error_class": attempt.generation_error_class,
+        "policy_allowed": attempt.policy_allowed,
+        "policy_rule": attempt.policy_rule,
+        "policy_name": attempt.policy_name,
+        "policy_reason": attempt.policy_reason,
+        "executed": attempt.executed,
+        **_result_columns(attempt.result),
+        "policy_ms": None,  # kept for readers of older files; the policy's time is not measured per attempt
+    }
+    if attempt.generation is not None:
+        for name in CANDIDATE_COLUMNS:
+            if name not in _ATTEMPT_KEYS and name != "generated_sql":
+                row[_GENERATION_RENAMED.get(name, name)] = getattr(attempt.generation, name)
+    return row
+
+
+def attempts_to_frame(attempts: Iterable[Attempt]) -> pd.DataFrame:
+    """The ``candidate_results`` frame: policy decision, result and generation part of every attempt."""
+    return _frame([_attempt_row(a) for a in attempts], ATTEMPT_COLUMNS)
+
+
+def _attempt(row: dict[str, Any]) -> Attempt:
+    generation = None
+    if row.get("source", SOURCE_MODEL) == SOURCE_MODEL:
+        values = {name: row.get(_GENERATION_RENAMED.get(name, name)) for name in CANDIDATE_COLUMNS}
+        generation = _candidate(values)
+    executed = bool(row.get("executed"))
+    return Attempt(
+        case_id=str(row["case_id"]),
+        case_fingerprint=str(row["case_fingerprint"]),
+        source=str(row.get("source") or SOURCE_MODEL),
+        sample_index=int(row["sample_index"]),
+        candidate_index=int(row["candidate_index"]),
+        sql=_str(row.get("sql")),
+        generation=generation,
+        policy_allowed=_bool(row.get("policy_allowed")),
+        policy_rule=_str(row.get("policy_rule")),
+        policy_name=_str(row.get("policy_name")),
+        policy_reason=_str(row.get("policy_reason")),
+        executed=executed,
+        result=_result_of(row) if executed else None,
+    )
+
+
+def attempts_from_frame(frame: pd.DataFrame) -> list[Attempt]:
+    """The attempts of a ``candidate_results`` frame, each executed result decoded once."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "source", "sample_index", "candidate_index", "executed"))
+    return [_attempt(row) for row in _rows(columns, len(frame))]
+
+
+# ------------------------------------------------------------------------------------------------ verdicts
+
+
+def verdicts_to_frame(
+    verdicts: Iterable[Verdict],
+    *,
+    gold_set: str | None = None,
+    model: str | None = None,
+    model_config_hash: str | None = None,
+) -> pd.DataFrame:
+    """The ``case_verdicts`` frame; the partition keys lead and the model config hash trails when given."""
+    verdicts = list(verdicts)
+    data: dict[str, list[Any]] = {}
+    if gold_set is not None:
+        data["gold_set"] = [gold_set] * len(verdicts)
+    if model is not None:
+        data["model"] = [model] * len(verdicts)
+    for name in VERDICT_COLUMNS:
+        values = [getattr(v, name) for v in verdicts]
+        data[name] = [",".join(tags) for tags in values] if name == "tags" else values
+    if gold_set is not None or model is not None:
+        data["model_config_hash"] = [model_config_hash] * len(verdicts)
+    return pd.DataFrame(data, columns=list(data))
+
+
+_VERDICT_CONVERTERS = {
+    "sample_index": int,
+    "is_probe": bool,
+    "correct": bool,
+    "first_candidate_correct": bool,
+    "cold_start": bool,
+    "candidate_count": int,
+    "selected_candidate_index": int,
+    "score_exact": float,
+    "score_partial": float,
+}
+
+
+def _verdict(row: dict[str, Any]) -> Verdict:
+    values: dict[str, Any] = {}
+    for name in VERDICT_COLUMNS:
+        value = row.get(name)
+        if name == "tags":
+            value = tuple(t for t in (value or "").split(",") if t)
+        elif value is not None and name in _VERDICT_CONVERTERS:
+            value = _VERDICT_CONVERTERS[name](value)
+        elif value is None and name in ("is_probe", "correct", "first_candidate_correct", "cold_start"):
+            value = False
+        values[name] = value
+    return Verdict(**values)
+
+
+def verdicts_from_frame(frame: pd.DataFrame) -> list[Verdict]:
+    """The verdicts of a ``case_verdicts`` frame (partition-key and hash columns are left aside)."""
+    columns = _columns(frame, ("case_id", "outcome", "is_probe", "sample_index"))
+    return [_verdict(row) for row in _rows(columns, len(frame))]
+
+
+def model_config_hash_of(frame: pd.DataFrame) -> str | None:
+    """The model config hash a ``case_verdicts`` frame was judged with (None when it has none)."""
+    if "model_config_hash" not in frame.columns:
+        return None
+    hashes = [value for value in frame["model_config_hash"].tolist() if not is_missing(value)]
+    return str(hashes[0]) if hashes else None
+
+
+# ------------------------------------------------------------------------------------------------ scores
+
+
+def run_scores_row(scores: RunScores, **identity: Any) -> dict[str, Any]:
+    """One ``run_scores`` row: identity columns first, then every metric (nested values as JSON text)."""
+    row = dict(identity)
+    for name, value in scores.values.items():
+        row[name] = json.dumps(value, sort_keys=True) if name in JSON_METRICS else value
+    return row
+
+
+def run_scores_to_frame(scores: RunScores, **identity: Any) -> pd.DataFrame:
+    """The one-row ``run_scores`` frame: identity (gold set, model, run id, versions) first, then the scores."""
+    return pd.DataFrame([run_scores_row(scores, **identity)])
+
+
+def run_scores_from_frame(frame: pd.DataFrame) -> tuple[dict[str, Any], RunScores]:
+    """The identity columns and the scores of a ``run_scores`` frame's (first) row."""
+    if not len(frame):
+        raise FrameCodecError("the run_scores frame is empty")
+    row = {name: values[0] for name, values in _columns(frame).items()}
+    declared = {m.name for m in METRICS}
+    values = {}
+    for metric in METRICS:
+        value = row.get(metric.name)
+        values[metric.name] = json.loads(value) if metric.name in JSON_METRICS and isinstance(value, str) else value
+    identity = {name: value for name, value in row.items() if name not in declared}
+    return identity, RunScores(values)

@@ -1,0 +1,49 @@
+"""The policy gate of a run: per case, may this SQL run? One engine per (policy, database), built lazily."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nl2sql_pipeline.policy.engine import SQLPolicyEngine
+from nl2sql_pipeline.policy.loader import load_policy
+from nl2sql_pipeline.policy.model import PolicyDecision
+from nl2sql_pipeline.policy.schema import read_database_schema
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.cases import Case
+
+DatabaseResolver = Callable[[str], Path]
+"""Maps a case's ``database`` (a registered name or a path) to its DuckDB file."""
+
+
+@dataclass
+class PolicyGate:
+    """Decides, per case, whether SQL may run: one engine per (policy, database), built lazily.
+
+    ``policy_override`` (a policy name or file) replaces every case's own ``sql_policy``: a run can be
+    evaluated under a stricter or looser governance layer than the gold set was written for.
+    """
+
+    resolve_database: DatabaseResolver
+    policy_override: str | None = None
+    _engines: dict[tuple[str, str], SQLPolicyEngine] = field(default_factory=dict)
+
+    def policy_name_for(self, case: Case) -> str:
+        """The policy that governs ``case`` in this run."""
+        return self.policy_override or case.sql_policy
+
+    def engine(self, case: Case) -> SQLPolicyEngine:
+        """The policy engine for the case's policy and database."""
+        key = (self.policy_name_for(case), case.database)
+        if key not in self._engines:
+            policy = load_policy(key[0])
+            schema = read_database_schema(self.resolve_database(case.database))
+            self._engines[key] = SQLPolicyEngine(policy, schema)
+        return self._engines[key]
+
+    def check(self, case: Case, sql: str) -> PolicyDecision:
+        """The policy decision for ``sql`` under the case's policy."""
+        return self.engine(case).check(sql)

@@ -1,0 +1,173 @@
+"""The typed records that flow between the evaluation stages.
+
+    cases ──run_oracle──► OracleRow            (one per expected-SQL alternative)
+    CandidateRecord ──► Attempt ──execute_attempts──► Attempt (policy decision + QueryResult)
+    OracleRow + Attempt ──judge──► Verdict      (one per case and sample)
+    Verdict ──score_run──► RunScores            (one per gold set x model run)
+
+Stages take and return these records; ``nl2sql_pipeline.codec`` alone turns them into frames for storage
+and back (NaN→None and JSON for nested values happen there, nowhere else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.generation.records import CandidateRecord
+from nl2sql_pipeline.metrics import METRICS, RATE_DIMENSIONS
+
+SOURCE_MODEL = "model"
+SOURCE_PROBE = "probe"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One candidate of one case and sample, or the policy probe of a probe case.
+
+    ``generation`` is the model's candidate (SQL, error class, latency, tokens, cost, cache, mutation,
+    config hash); probes have none. Once executed, the attempt carries the policy decision and, when the
+    policy let it through, the sandbox's ``result``.
+    """
+
+    case_id: str
+    case_fingerprint: str
+    source: str  # SOURCE_MODEL | SOURCE_PROBE
+    sample_index: int
+    candidate_index: int
+    sql: str | None
+    generation: CandidateRecord | None = None
+    policy_allowed: bool | None = None  # None: not checked (no SQL, a generation error, an engine failure)
+    policy_rule: str | None = None
+    policy_name: str | None = None
+    policy_reason: str | None = None
+    executed: bool = False
+    result: QueryResult | None = None
+
+    @classmethod
+    def from_candidate(cls, record: CandidateRecord) -> Attempt:
+        """The not-yet-executed attempt of one generated candidate."""
+        return cls(
+            case_id=record.case_id,
+            case_fingerprint=record.case_fingerprint,
+            source=SOURCE_MODEL,
+            sample_index=record.sample_index,
+            candidate_index=record.candidate_index,
+            sql=record.generated_sql,
+            generation=record,
+        )
+
+    @property
+    def is_probe(self) -> bool:
+        """True for the policy probe of a policy-rejection case."""
+        return self.source == SOURCE_PROBE
+
+    @property
+    def generation_error_class(self) -> str | None:
+        """The generation failure class, or None (probes, and candidates that came back with SQL)."""
+        return self.generation.error_class if self.generation is not None else None
+
+
+def attempts_from_candidates(records: Iterable[CandidateRecord]) -> list[Attempt]:
+    """One not-yet-executed attempt per generated candidate, in order."""
+    return [Attempt.from_candidate(record) for record in records]
+
+
+@dataclass(frozen=True, slots=True)
+class OracleRow:
+    """The sandbox result of one acceptable expected SQL (``alternative_index``) of one query case."""
+
+    case_id: str
+    case_fingerprint: str
+    alternative_index: int
+    result: QueryResult
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judgement of one case and sample: a row of ``case_verdicts`` (every number traces to these)."""
+
+    case_id: str
+    case_fingerprint: str
+    domain: str
+    category: str
+    difficulty: str | None
+    tags: tuple[str, ...]
+    is_probe: bool
+    sample_index: int
+    generated_sql: str | None
+    outcome: str
+    correct: bool
+    comparison_rule: str | None
+    reason: str | None
+    score_exact: float
+    score_partial: float
+    policy_rule: str | None
+    policy_name: str | None
+    candidate_count: int
+    selected_candidate_index: int
+    first_candidate_correct: bool
+    latency_ms: float | None
+    oracle_latency_ms: float | None
+    execution_ms: float | None
+    input_tokens: float | None
+    output_tokens: float | None
+    token_source: str | None
+    cost_usd: float | None
+    cached: bool | None
+    cold_start: bool
+    mutation: str | None
+    skip_reason: str | None
+
+
+class RunScoresError(ValueError):
+    """Run scores that do not hold exactly the metrics declared in ``nl2sql_pipeline.metrics``."""
+
+
+@dataclass(frozen=True)
+class RunScores:
+    """The scores of one run, one value per metric of ``metrics.METRICS`` (in the order they were computed).
+
+    The ``json``-kind metrics hold real values: ``outcome_counts`` a dict, ``warnings`` a list, each
+    ``per_<dimension>`` a dict of breakdown rows. Read a metric as ``scores["semantic_correctness_rate"]``.
+    """
+
+    values: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        declared = {m.name for m in METRICS}
+        if set(self.values) != declared:
+            missing, extra = sorted(declared - set(self.values)), sorted(set(self.values) - declared)
+            raise RunScoresError(f"run scores must hold the declared metrics (missing {missing}, undeclared {extra})")
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of metric ``name``, or ``default``."""
+        return self.values.get(name, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every metric by name (a plain dict; nested values stay real dicts and lists)."""
+        return dict(self.values)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a reader must know before trusting the numbers (skipped cases, estimated tokens, ...)."""
+        return list(self.values["warnings"])
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        """Query verdicts per outcome class."""
+        return dict(self.values["outcome_counts"])
+
+    def breakdown(self, dimension: str) -> dict[str, dict[str, Any]]:
+        """The rates per value of ``dimension`` (one of ``metrics.RATE_DIMENSIONS``)."""
+        if dimension not in RATE_DIMENSIONS:
+            raise KeyError(f"no breakdown by {dimension!r}; dimensions: {RATE_DIMENSIONS}")
+        return dict(self.values[f"per_{dimension}"])

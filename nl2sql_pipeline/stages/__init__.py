@@ -1,0 +1,17 @@
+"""The evaluation stages as plain functions from records to records (the Dagster assets are thin wrappers).
+
+    oracle   = run_oracle(cases, resolve_database, limits)           # OracleRow per expected SQL, once per gold
+    attempts = execute_attempts(cases, attempts, gate, limits)       # policy + sandbox per attempt and probe
+    verdicts = judge(cases, oracle, attempts, config)                # selection, outcome rules, comparators
+    scores   = score_run(verdicts)                                   # nl2sql_pipeline.scoring: RunScores
+
+Modules: ``oracle``, ``execute``, ``judge``, ``selection`` (candidate selection, best alternative),
+``outcome_rules`` (the ordered rules deciding a verdict's outcome). The records are in
+``nl2sql_pipeline.records``; frames exist only in ``nl2sql_pipeline.codec``.
+"""
+
+from nl2sql_pipeline.stages.execute import execute_attempts
+from nl2sql_pipeline.stages.judge import judge
+from nl2sql_pipeline.stages.oracle import run_oracle
+
+__all__ = ["execute_attempts", "judge", "run_oracle"]

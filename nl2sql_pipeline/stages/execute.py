@@ -1,0 +1,94 @@
+"""The execution stage: the policy gate, then the sandbox, for every attempt; probes meet the gate only."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
+from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.records import SOURCE_PROBE, Attempt
+
+logger = logging.getLogger(__name__)
+
+QueryRunner = Callable[[Path, str, SandboxLimits], QueryResult]
+
+
+def execute_attempts(
+    cases: Iterable[Case],
+    attempts: Iterable[Attempt],
+    gate: PolicyGate,
+    limits: SandboxLimits = SandboxLimits(),
+    isolated: bool = False,
+) -> list[Attempt]:
+    """Policy check, then sandboxed execution, for every attempt of every case, and the check of every probe.
+
+    Attempts come back in case order (a case's in the order given), each with its policy decision and,
+    when the policy let it through, its result. A probe's SQL is checked by the policy engine only; a
+    probe the policy lets through is never executed. ``isolated`` runs each candidate in a worker process
+    killed at timeout + grace: the backstop for the rare query that ignores DuckDB's interrupt. The
+    gate's ``resolve_database`` locates each case's database.
+    """
+    runner: QueryRunner = run_query_isolated if isolated else run_query
+    by_case: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        by_case.setdefault(attempt.case_id, []).append(attempt)
+    executed: list[Attempt] = []
+    for case in cases:
+        if case.is_probe:
+            executed.append(check_probe(case, gate))
+            continue
+        for attempt in by_case.get(case.id, ()):
+            executed.append(execute_attempt(case, attempt, gate, limits, runner))
+    return executed
+
+
+def check_probe(case: Case, gate: PolicyGate) -> Attempt:
+    """The probe's policy decision (an engine failure is recorded as no decision, never fatal to the run)."""
+    probe = Attempt(
+        case_id=case.id,
+        case_fingerprint=case.fingerprint,
+        source=SOURCE_PROBE,
+        sample_index=0,
+        candidate_index=0,
+        sql=case.policy_probe_sql,
+        policy_name=gate.policy_name_for(case),
+    )
+    try:
+        decision = gate.check(case, case.policy_probe_sql or "")
+    except Exception as exc:  # noqa: BLE001 - recorded on the attempt, the run goes on
+        logger.exception("policy engine failed on probe %s", case.id)
+        return replace(probe, policy_reason=f"policy engine error: {type(exc).__name__}: {exc}")
+    return replace(
+        probe,
+        policy_allowed=bool(decision.allowed),
+        policy_rule=decision.rule,
+        policy_name=decision.policy_name,
+        policy_reason=decision.reason,
+    )
+
+
+def execute_attempt(
+    case: Case,
+    attempt: Attempt,
+    gate: PolicyGate,
+    limits: SandboxLimits = SandboxLimits(),
+    runner: QueryRunner = run_query,
+) -> Attempt:
+    """One model attempt through the gate and, if allowed, the sandbox (no SQL or a generation error: neither)."""
+    if attempt.sql is None or attempt.generation_error_class is not None:
+        return replace(attempt, policy_name=gate.policy_name_for(case))
+    decision = gate.check(case, attempt.sql)
+    if not decision.allowed:
+        return replace(
+            attempt, policy_allowed=False, policy_rule=decision.rule, policy_name=decision.policy_name,
+            policy_reason=decision.reason,
+        )
+    result = runner(gate.resolve_database(case.database), attempt.sql, limits)
+    return replace(
+        attempt, policy_allowed=True, policy_rule=decision.rule, policy_name=decision.policy_name,
+        policy_reason=decision.reason, executed=True, result=result,
+    )

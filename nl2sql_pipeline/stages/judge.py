@@ -1,0 +1,158 @@
+"""The judging stage: one verdict per case and sample, from its attempts and the case's oracle rows.
+
+A sample with several candidates is judged on the candidate selected by execution consistency
+(``selection.select_candidate``); the outcome comes from the ordered rules of ``outcome_rules``. Latency,
+tokens and cost come from the attempts' generation part: nothing is read back from generation output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.compare import CompareConfig
+from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
+from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
+from nl2sql_pipeline.stages.selection import select_candidate
+
+
+def judge(
+    cases: Iterable[Case],
+    oracle_rows: Iterable[OracleRow],
+    attempts: Iterable[Attempt],
+    config: CompareConfig = CompareConfig(),
+) -> list[Verdict]:
+    """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
+
+    Samples of a case are judged in ascending order; a probe without an attempt still gets a verdict
+    (``probe_error``), a query case without attempts gets none.
+    """
+    oracle_by_case: dict[str, list[OracleRow]] = {}
+    for row in oracle_rows:
+        oracle_by_case.setdefault(row.case_id, []).append(row)
+    samples_by_case: dict[str, dict[int, list[Attempt]]] = {}
+    for attempt in attempts:
+        samples_by_case.setdefault(attempt.case_id, {}).setdefault(attempt.sample_index, []).append(attempt)
+
+    verdicts: list[Verdict] = []
+    for case in cases:
+        samples = samples_by_case.get(case.id, {})
+        if case.is_probe:
+            for sample in sorted(samples) or [0]:
+                verdicts.append(judge_probe(case, samples.get(sample, [])))
+            continue
+        rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
+        oracle_results = [r.result for r in rows]
+        for sample in sorted(samples):
+            group = sorted(samples[sample], key=lambda a: a.candidate_index)
+            verdicts.append(judge_sample(case, sample, oracle_results, group, config))
+    return verdicts
+
+
+def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
+    """The verdict of a probe: the policy held (correct), let it through, or failed to decide."""
+    attempt = attempts[0] if attempts else None
+    if attempt is None:
+        outcome = outcomes.PROBE_ERROR
+    else:
+        outcome = decide(OutcomeInput(attempt, (), CompareConfig()), PROBE_RULES).outcome
+    correct = outcome == outcomes.PROBE_REJECTED
+    return Verdict(
+        case_id=case.id,
+        case_fingerprint=case.fingerprint,
+        domain=case.domain,
+        category=case.category,
+        difficulty=case.difficulty,
+        tags=tuple(case.tags),
+        is_probe=True,
+        sample_index=attempt.sample_index if attempt else 0,
+        generated_sql=attempt.sql if attempt else None,
+        outcome=outcome,
+        correct=correct,
+        comparison_rule=None,
+        reason=attempt.policy_reason if attempt else None,
+        score_exact=1.0 if correct else 0.0,
+        score_partial=1.0 if correct else 0.0,
+        policy_rule=attempt.policy_rule if attempt else None,
+        policy_name=attempt.policy_name if attempt else None,
+        candidate_count=1,
+        selected_candidate_index=0,
+        first_candidate_correct=correct,
+        latency_ms=None,
+        oracle_latency_ms=None,
+        execution_ms=None,
+        input_tokens=None,
+        output_tokens=None,
+        token_source=None,
+        cost_usd=None,
+        cached=None,
+        cold_start=False,
+        mutation=None,
+        skip_reason=None,
+    )
+
+
+def judge_sample(
+    case: Case,
+    sample: int,
+    oracle_results: Sequence[QueryResult],
+    group: Sequence[Attempt],
+    config: CompareConfig,
+) -> Verdict:
+    """The verdict of one sample of a query case from its candidates (ordered by candidate index)."""
+    selected_pos = select_candidate(group, config) if len(group) > 1 else 0
+    selected = group[selected_pos]
+    decision = decide(OutcomeInput(selected, oracle_results, config))
+    if selected_pos != 0:
+        first_outcome = decide(OutcomeInput(group[0], oracle_results, config)).outcome
+    else:
+        first_outcome = decision.outcome
+    comparison = decision.comparison
+    generation = selected.generation
+    correct = decision.outcome == outcomes.CORRECT
+    return Verdict(
+        case_id=case.id,
+        case_fingerprint=case.fingerprint,
+        domain=case.domain,
+        category=case.category,
+        difficulty=case.difficulty,
+        tags=tuple(case.tags),
+        is_probe=False,
+        sample_index=sample,
+        generated_sql=selected.sql,
+        outcome=decision.outcome,
+        correct=correct,
+        comparison_rule=comparison.rule if comparison else None,
+        reason=decision.reason,
+        score_exact=1.0 if correct else 0.0,
+        score_partial=float(comparison.score) if comparison else 0.0,
+        policy_rule=selected.policy_rule,
+        policy_name=selected.policy_name,
+        candidate_count=len(group),
+        selected_candidate_index=selected.candidate_index,
+        first_candidate_correct=first_outcome == outcomes.CORRECT,
+        latency_ms=generation.latency_ms if generation else None,
+        oracle_latency_ms=float(oracle_results[0].elapsed_ms) if oracle_results else None,
+        execution_ms=selected.result.elapsed_ms if selected.result is not None else None,
+        input_tokens=_sum_over(group, "input_tokens"),
+        output_tokens=_sum_over(group, "output_tokens"),
+        token_source=generation.token_source if generation else None,
+        cost_usd=_sum_over(group, "cost_usd"),
+        cached=bool(generation.cached) if generation else None,
+        cold_start=bool(generation.cold_start) if generation else False,
+        mutation=generation.mutation if generation else None,
+        skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
+    )
+
+
+def _sum_over(group: Sequence[Attempt], name: str) -> float | None:
+    """Sum a per-call generation field over every candidate of the group; unknown if any one is unknown."""
+    total = 0.0
+    for attempt in group:
+        value = getattr(attempt.generation, name) if attempt.generation is not None else None
+        if value is None:
+            return None
+        total += float(value)
+    return total

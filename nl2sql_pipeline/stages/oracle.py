@@ -1,0 +1,32 @@
+"""The oracle stage: every expected SQL alternative of every query case, run once in the sandbox."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.execution import SandboxLimits, run_query
+from nl2sql_pipeline.policy.gate import DatabaseResolver
+from nl2sql_pipeline.records import OracleRow
+
+logger = logging.getLogger(__name__)
+
+
+def run_oracle(
+    cases: Iterable[Case],
+    resolve_database: DatabaseResolver,
+    limits: SandboxLimits = SandboxLimits(),
+) -> list[OracleRow]:
+    """Execute every expected SQL alternative of every query case in the sandbox (probes have none)."""
+    rows: list[OracleRow] = []
+    for case in cases:
+        if case.is_probe:
+            continue
+        db_path = resolve_database(case.database)
+        for index, sql in enumerate(case.expected_sql):
+            result = run_query(db_path, sql, limits)
+            if not result.ok:
+                logger.warning("oracle failed for %s[%d]: %s %s", case.id, index, result.error_class, result.error_message)
+            rows.append(OracleRow(case.id, case.fingerprint, index, result))
+    return rows
