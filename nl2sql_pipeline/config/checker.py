@@ -88,6 +88,24 @@ def line_of(container: Any, key: Any = None) -> int | None:
     return getattr(container, "line", None) or None
 
 
+def key_lines(value: Any, prefix: str = "") -> dict[str, int]:
+    """``{key path: line}`` for every key and item of a YAML-read value (see :func:`key_path`)."""
+    found: dict[str, int] = {}
+    if isinstance(value, dict):
+        children = list(value.items())
+    elif isinstance(value, list):
+        children = list(enumerate(value))
+    else:
+        return found
+    for key, child in children:
+        path = key_path(prefix, key)
+        line = line_of(value, key)
+        if line:
+            found[path] = line
+        found.update(key_lines(child, path))
+    return found
+
+
 def key_path(parent: str, key: Any) -> str:
     """``a.b`` for a mapping key, ``a[3]`` for a list index."""
     if isinstance(key, int) and not isinstance(key, bool):
@@ -103,19 +121,35 @@ class Checker:
         self.context = context
         self.error = error
         self.problems: list[str] = []
+        self.lines: Mapping[str, int] = {}
 
     # -- recording
 
+    def locate(self, document: Any) -> None:
+        """Remember the line of every key path of ``document``: a problem given without a line is then
+        placed on its key's line (or the nearest enclosing key's)."""
+        self.lines = key_lines(document)
+
     def problem(self, line: int | None, key: str | None, what: str, fix: str) -> None:
         """Record ``<file>:<line>: [<context>, ]key '<key>': <what> (<fix>)``."""
+        if not line and key:
+            line = self._line_for(key)
         where = f"{self.source}:{line}" if line else self.source
         label = ", ".join(part for part in (self.context, f"key {key!r}" if key else "") if part)
         self.problems.append(f"{where}: {label + ': ' if label else ''}{what} ({fix})")
+
+    def _line_for(self, key: str) -> int | None:
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", key) if re.search(r"[.\[]", key) else ""
+        return None
 
     def within(self, context: str) -> "Checker":
         """A checker sharing this one's problems whose messages carry ``context``."""
         child = Checker(self.source, context=context, error=self.error)
         child.problems = self.problems
+        child.lines = self.lines
         return child
 
     def raise_if_problems(self, header: str | None = None) -> None:
