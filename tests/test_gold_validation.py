@@ -470,11 +470,11 @@ def test_registry_missing_file_is_a_config_error(tmp_path: Path) -> None:
         ("gold_sets:\n  a/b: {file: a.jsonl}\n", "not a slug"),
         ("gold_sets:\n  a,b: {file: a.jsonl}\n", "not a slug"),
         ("gold_sets:\n  ok-v1: {file: ../../etc/passwd}\n", "points outside"),
-        ("gold_sets:\n  ok-v1: {description: no file}\n", "has no 'file'"),
+        ("gold_sets:\n  ok-v1: {description: no file}\n", "key 'gold_sets.ok-v1.file': missing required key"),
         ("gold_sets:\n  ok-v1: {file: a.jsonl, descripton: typo}\n", "did you mean 'description'"),
         ("gold_sets:\n  ok-v1: a.jsonl\n", "must be a mapping"),
         ("sets: {}\n", "gold_sets:"),
-        ("gold_sets: [\n", "YAML syntax error"),
+        ("gold_sets: [\n", "invalid YAML"),
     ],
 )
 def test_registry_rejects_bad_entries(tmp_path: Path, body: str, fragment: str) -> None:

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import sqlglot
-import yaml
 from sqlglot import exp
 
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.config.checker import Checker, Field, line_of
+from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.cases import CATEGORIES, DIFFICULTIES, OUTCOME_POLICY_REJECTION, Case, Turn
 from nl2sql_pipeline.errors import ConfigError
 
@@ -121,21 +122,21 @@ INJECTION_PHRASES: tuple[str, ...] = ("ignore previous instructions", "i am now 
 _SLOT_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CLOCK_FUNCTIONS = re.compile(r"\b(current_date|current_timestamp|now|today|get_current_timestamp)\b", re.I)
 _STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")  # a quoted value may say "now" without calling now()
-_TEMPLATE_KEYS = frozenset(
-    {
-        "id",
-        "category",
-        "difficulty",
-        "tags",
-        "question",
-        "sql",
-        "probe_sql",
-        "context",
-        "slots",
-        "choices",
-        "candidate_selection",
-    }
-)
+TEMPLATE_FIELDS: dict[str, Field] = {
+    "id": Field(str, required=True),
+    "category": Field(str, required=True),
+    "difficulty": Field(str, required=True),
+    "tags": Field(list, items=Field(str)),
+    "question": Field(str, required=True),
+    "sql": Field(object),  # a string or a list of acceptable alternatives (checked by the loader)
+    "probe_sql": Field(str),
+    "context": Field(list, fix="write a list of {question, sql} turns"),
+    "slots": Field(dict),
+    "choices": Field(list, items=Field(dict), fix="write a list of slot -> value mappings"),
+    "candidate_selection": Field(int, minimum=2),
+}
+TURN_FIELDS: dict[str, Field] = {"question": Field(str, required=True), "sql": Field(str, required=True)}
+_TEMPLATE_KEYS = frozenset(TEMPLATE_FIELDS)
 
 
 class GoldTemplateError(ConfigError):
@@ -162,14 +163,15 @@ class CaseTemplate:
     slots: Mapping[str, Any]
     choices: tuple[Mapping[str, Any], ...]
     candidate_selection: int | None
-    source: str  # "<file>[<index>] (<id>)", for messages
+    source: str  # "<file>:<line> (<id>)", for messages
 
 
 # ---------------------------------------------------------------- loading
 
 
 def load_templates(template_dir: Path | None = None) -> list[CaseTemplate]:
-    """Read every domain's template file, in domain order; raise GoldTemplateError on bad structure."""
+    """Read every domain's template file, in domain order; raise GoldTemplateError listing every problem
+    (each as ``<file>:<line>: key '<key>': <what> (<fix>)``)."""
     directory = template_dir or TEMPLATE_DIR
     templates: list[CaseTemplate] = []
     problems: list[str] = []
@@ -179,81 +181,58 @@ def load_templates(template_dir: Path | None = None) -> list[CaseTemplate]:
             problems.append(f"{path}: template file missing (one file per domain: {', '.join(DOMAIN_PREFIXES)})")
             continue
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            problems.append(f"{path}: not valid YAML ({exc})")
+            _, document = read_yaml(path, lambda message: GoldTemplateError([message]), missing="add it")
+        except GoldTemplateError as exc:
+            problems.extend(exc.problems)
             continue
-        if not isinstance(document, dict) or document.get("domain") != domain or not isinstance(
-            document.get("cases"), list
-        ):
-            problems.append(f"{path}: expected a mapping with 'domain: {domain}' and a 'cases' list")
-            continue
-        for index, raw in enumerate(document["cases"]):
-            template, errors = _template_from_mapping(raw, domain, f"{path.name}[{index}]")
-            problems.extend(errors)
+        check = Checker(path, error=lambda message: GoldTemplateError(message.splitlines()))
+        top = check.mapping(document, {
+            "domain": Field(str, required=True, choices=(domain,), fix=f"write domain: {domain}"),
+            "cases": Field(list, required=True, fix="write 'cases:' holding a list of templates"),
+        })
+        cases = (top or {}).get("cases") or []
+        for index, raw in enumerate(cases):
+            template = _template_from_mapping(check, raw, domain, f"cases[{index}]", line_of(cases, index))
             if template is not None:
                 templates.append(template)
+        problems.extend(check.problems)
     if problems:
         raise GoldTemplateError(problems)
     return templates
 
 
-def _template_from_mapping(raw: Any, domain: str, where: str) -> tuple[CaseTemplate | None, list[str]]:
-    if not isinstance(raw, dict):
-        return None, [f"{where}: a template must be a mapping"]
-    where = f"{where} ({raw.get('id', '?')})"
-    problems = [f"{where}: unknown key {key!r} (allowed: {', '.join(sorted(_TEMPLATE_KEYS))})" for key in raw
-                if key not in _TEMPLATE_KEYS]
-    for key in ("id", "category", "difficulty", "question"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            problems.append(f"{where}: '{key}' must be a non-empty string")
-    if problems:
-        return None, problems
-    sql = raw.get("sql")
+def _template_from_mapping(check: Checker, raw: Any, domain: str, key: str, line: int | None) -> CaseTemplate | None:
+    before = len(check.problems)
+    values = check.mapping(raw, TEMPLATE_FIELDS, key=key, line=line)
+    if values is None:
+        return None
+    sql = values["sql"]
     sql_list = [sql] if isinstance(sql, str) else list(sql or [])
     if not all(isinstance(s, str) and s.strip() for s in sql_list):
-        problems.append(f"{where}: 'sql' must be a string or a list of strings")
+        check.problem(line_of(raw, "sql") or line, f"{key}.sql", "must be a string or a list of strings",
+                      "write the expected SQL, or a list of acceptable alternatives")
     context = []
-    for turn in raw.get("context") or []:
-        if not isinstance(turn, dict) or not isinstance(turn.get("question"), str) or not isinstance(
-            turn.get("sql"), str
-        ):
-            problems.append(f"{where}: each context turn needs 'question' and 'sql' strings")
-            continue
-        context.append((turn["question"], turn["sql"]))
-    slots = raw.get("slots") or {}
-    choices = raw.get("choices") or []
-    if not isinstance(slots, dict) or not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-        problems.append(f"{where}: 'slots' must be a mapping and 'choices' a list of mappings")
-    tags = raw.get("tags") or []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        problems.append(f"{where}: 'tags' must be a list of strings")
-    candidate_selection = raw.get("candidate_selection")
-    if candidate_selection is not None and (
-        not isinstance(candidate_selection, int) or isinstance(candidate_selection, bool) or candidate_selection < 2
-    ):
-        problems.append(f"{where}: 'candidate_selection' must be an integer >= 2")
-    probe_sql = raw.get("probe_sql")
-    if probe_sql is not None and not isinstance(probe_sql, str):
-        problems.append(f"{where}: 'probe_sql' must be a string")
-    if problems:
-        return None, problems
-    template = CaseTemplate(
-        id=raw["id"],
+    for index, turn in enumerate(values["context"] or []):
+        turn_values = check.mapping(turn, TURN_FIELDS, key=f"{key}.context[{index}]", line=line_of(raw["context"], index))
+        if turn_values is not None and None not in turn_values.values():
+            context.append((turn_values["question"], turn_values["sql"]))
+    if len(check.problems) > before:
+        return None
+    return CaseTemplate(
+        id=values["id"],
         domain=domain,
-        category=raw["category"],
-        difficulty=raw["difficulty"],
-        tags=tuple(tags),
-        question=raw["question"],
+        category=values["category"],
+        difficulty=values["difficulty"],
+        tags=tuple(values["tags"] or ()),
+        question=values["question"],
         sql=tuple(sql_list),
-        probe_sql=probe_sql,
+        probe_sql=values["probe_sql"],
         context=tuple(context),
-        slots=dict(slots),
-        choices=tuple(dict(c) for c in choices),
-        candidate_selection=candidate_selection,
-        source=where,
+        slots=dict(values["slots"] or {}),
+        choices=tuple(dict(c) for c in values["choices"] or ()),
+        candidate_selection=values["candidate_selection"],
+        source=f"{check.source}:{line} ({values['id']})",
     )
-    return template, []
 
 
 # ---------------------------------------------------------------- rendering
