@@ -167,9 +167,10 @@ class Checker:
         key: str = "",
         line: int | None = None,
         unknown_fix: str | None = None,
+        skip: Sequence[str] = (),
     ) -> dict[str, Any] | None:
         """Check a mapping against ``fields``: unknown keys (naming the allowed ones), required keys and
-        each value. Returns ``{name: checked value}`` for every declared field (``default`` when absent,
+        each value; keys in ``skip`` are left to the caller. Returns ``{name: checked value}`` for every declared field (``default`` when absent,
         None when wrong), or None when ``value`` is not a mapping."""
         if line is None:
             line = line_of(value)
@@ -179,7 +180,7 @@ class Checker:
             return None
         allowed = list(fields)
         for name in value:
-            if name not in fields:
+            if name not in fields and name not in skip:
                 self.problem(line_of(value, name) or line, key_path(key, name), "unknown key",
                              unknown_key_fix(name, allowed))
         out: dict[str, Any] = {}

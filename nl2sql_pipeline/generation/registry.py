@@ -212,8 +212,7 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
         if name in ALLOWED_KEYS and name not in PREDICTIONS_KEYS:
             check.problem(line_of(entry, name), name, "not used by kind: predictions",
                           f"allowed keys: {', '.join(sorted(PREDICTIONS_KEYS))}")
-    known = {k: v for k, v in entry.items() if k not in ALLOWED_KEYS or k in PREDICTIONS_KEYS}
-    values = check.mapping(known, fields, line=line_of(entry))
+    values = check.mapping(entry, fields, line=line_of(entry), skip=tuple(ALLOWED_KEYS - PREDICTIONS_KEYS))
     if values is None or values["path"] is None or values["format"] is None:
         return None
     file_path = predictions_path(values["path"])
@@ -250,7 +249,7 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
     for name in ("path", "format"):
         if entry.get(name) is not None:
             check.problem(line_of(entry, name), name, f"only used by kind: {KIND_PREDICTIONS}", "remove it")
-    values = check.mapping({k: v for k, v in entry.items() if k not in ("path", "format")}, fields, line=line)
+    values = check.mapping(entry, fields, line=line, skip=("path", "format"))
     if values is None or values["kind"] is None:
         return None
     model = values["model"]
