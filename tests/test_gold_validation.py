@@ -290,7 +290,7 @@ def test_yaml_problems_point_at_the_item_mapping_line(tmp_path: Path, capsys: py
 @pytest.mark.parametrize(
     ("text", "line", "fragment"),
     [
-        ("- id: a\n  question: [unclosed\n", 3, "YAML syntax error"),
+        ("- id: a\n  question: [unclosed\n", 3, "invalid YAML"),
         ("id: a\nquestion: b\n", 1, "top level is not a list"),
         ("# nothing here\n", 1, "no cases"),
         ("[]\n", 1, "no cases"),

@@ -45,6 +45,11 @@ _TYPE_FIXES: dict[Any, str] = {
 }
 
 
+def format_problem(source: object, line: int | None, what: str, fix: str) -> str:
+    """The one problem format: ``<source>:<line>: <what is wrong> (<how to fix>)`` (no line: ``<source>: ...``)."""
+    return f"{source}:{line}: {what} ({fix})" if line else f"{source}: {what} ({fix})"
+
+
 def type_name(value: Any) -> str:
     """A readable name of a value's type for messages (YAML/JSON terms where they exist)."""
     if value is None:
@@ -134,9 +139,8 @@ class Checker:
         """Record ``<file>:<line>: [<context>, ]key '<key>': <what> (<fix>)``."""
         if not line and key:
             line = self._line_for(key)
-        where = f"{self.source}:{line}" if line else self.source
         label = ", ".join(part for part in (self.context, f"key {key!r}" if key else "") if part)
-        self.problems.append(f"{where}: {label + ': ' if label else ''}{what} ({fix})")
+        self.problems.append(format_problem(self.source, line, f"{label + ': ' if label else ''}{what}", fix))
 
     def _line_for(self, key: str) -> int | None:
         while key:

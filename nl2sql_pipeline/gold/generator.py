@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping
 import sqlglot
 from sqlglot import exp
 
-from nl2sql_pipeline import paths
+from nl2sql_pipeline import jsonl, paths
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.cases import CATEGORIES, DIFFICULTIES, OUTCOME_POLICY_REJECTION, Case, Turn
@@ -652,15 +652,11 @@ def _builtin(key: str) -> tuple[str, Callable[[], list[Case]]]:
 
 def render_jsonl(cases: Iterable[Case]) -> str:
     """The JSONL text of a gold set: one ``Case.to_json()`` per line, ``\\n`` endings."""
-    return "".join(case.to_json() + "\n" for case in cases)
+    return jsonl.render_jsonl(case.to_json() for case in cases)
 
 
 def _write_jsonl(cases: list[Case], target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(render_jsonl(cases))
-    logger.info("wrote %s", target)
-    return target
+    return jsonl.write_jsonl_lines(target, (case.to_json() for case in cases))
 
 
 def write_builtin_gold(path: Path | None = None) -> Path:

@@ -15,9 +15,7 @@ import csv
 import io
 import json
 import logging
-import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,9 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
+from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
+from nl2sql_pipeline.jsonl import write_jsonl_lines
 from nl2sql_pipeline.gold.validation import (
     JSONL_SUFFIXES,
     POLICY_REJECTION_CATEGORY,
@@ -166,24 +166,14 @@ def _map_yaml_item(item: dict[Any, Any], source: str, line: int) -> tuple[dict[s
     return data, problems
 
 
-def _yaml_error_line(exc: yaml.YAMLError) -> int:
-    """The 1-based line a PyYAML error points at (1 when it has no mark)."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 if mark is not None else 1
-
-
 def read_yaml_records(text: str, source: str, options: ImportOptions) -> tuple[list[RawCase], list[str]]:
     """Parse a YAML list of cases into raw cases, each located at its mapping's first line."""
-    loader = yaml.SafeLoader(text)
+    loader = StrictLoader(text)
     try:
         try:
             root = loader.get_single_node()
         except yaml.YAMLError as exc:
-            what = " ".join(str(getattr(exc, "problem", None) or exc).split())
-            context_mark = getattr(exc, "context_mark", None)
-            if getattr(exc, "context", None) and context_mark is not None:
-                what += f", {exc.context} started on line {context_mark.line + 1}"
-            return [], [problem(source, _yaml_error_line(exc), f"YAML syntax error: {what}", "fix the YAML syntax")]
+            return [], [describe_yaml_error(source, exc)]
         if root is None:
             return [], [problem(source, 1, "file has no cases", "write a YAML list of cases: - id: ...")]
         if not isinstance(root, yaml.SequenceNode):
@@ -434,18 +424,6 @@ def write_jsonl(cases: Sequence[Case], path: Path) -> Path:
         raise CaseValidationError(
             [f"{path}: duplicate case ids {', '.join(duplicates)} (give every case its own id before writing)"]
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for case in cases:
-                handle.write(case.to_json() + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    write_jsonl_lines(path, (case.to_json() for case in cases))
     logger.info("wrote %d cases to %s", len(cases), path)
     return path

@@ -9,7 +9,6 @@ native fields by ``nl2sql_pipeline.gold.importers`` and then checked by the same
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -30,7 +29,9 @@ from nl2sql_pipeline.cases import (
     Case,
     case_from_dict,
 )
+from nl2sql_pipeline.config.checker import format_problem
 from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
+from nl2sql_pipeline.jsonl import UTF8_BOM, decode_utf8_lines, json_type_name, parse_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,6 @@ SUPPORTED_SUFFIXES: tuple[str, ...] = JSONL_SUFFIXES + YAML_SUFFIXES + CSV_SUFFI
 POLICY_REJECTION_CATEGORY = "policy_rejection"
 FOLLOW_UP_CATEGORY = "follow_up"
 TURN_FIELDS: tuple[str, ...] = ("question", "sql")
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -57,15 +57,10 @@ class RawCase:
 
 def problem(source: str, line: int, what: str, fix: str) -> str:
     """Format one problem line: ``<file>:<line>: <what is wrong> (<how to fix>)``."""
-    return f"{source}:{line}: {what} ({fix})"
+    return format_problem(source, line, what, fix)
 
 
-def _type_name(value: Any) -> str:
-    """A readable name of a value's type for messages (JSON terms where they exist)."""
-    names = {str: "string", int: "integer", float: "number", bool: "boolean", list: "list", dict: "object"}
-    if value is None:
-        return "null"
-    return names.get(type(value), type(value).__name__)
+_type_name = json_type_name
 
 
 def unknown_field_problems(keys: Sequence[Any], known: Sequence[str], source: str, line: int) -> list[str]:
@@ -83,46 +78,13 @@ def unknown_field_problems(keys: Sequence[Any], known: Sequence[str], source: st
 # ---------------------------------------------------------------- reading bytes
 
 
-def decode_utf8_lines(raw: bytes, source: str) -> tuple[list[str | None], list[str]]:
-    """Decode ``raw`` line by line (a leading BOM is dropped).
-
-    Returns the lines (``None`` for a line that is not valid UTF-8) and one problem per bad line,
-    naming its line and the byte offset (from the start of the file) of the first bad byte.
-    """
-    offset = 0
-    if raw.startswith(_UTF8_BOM):
-        raw = raw[len(_UTF8_BOM):]
-        offset = len(_UTF8_BOM)
-    lines: list[str | None] = []
-    problems: list[str] = []
-    for number, chunk in enumerate(raw.split(b"\n"), start=1):
-        try:
-            lines.append(chunk.decode("utf-8").removesuffix("\r"))
-        except UnicodeDecodeError as exc:
-            lines.append(None)
-            bad = chunk[exc.start]
-            problems.append(
-                problem(
-                    source,
-                    number,
-                    f"not valid UTF-8: byte 0x{bad:02x} at byte offset {offset + exc.start} "
-                    f"(column {exc.start + 1} of the line)",
-                    "re-save the file as UTF-8",
-                )
-            )
-        offset += len(chunk) + 1
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline ending the last line does not start another one
-    return lines, problems
-
-
 def read_utf8_text(path: Path, source: str) -> tuple[str | None, list[str]]:
     """The whole file as text, or ``None`` and one problem per line that is not valid UTF-8."""
     raw = path.read_bytes()
     _, problems = decode_utf8_lines(raw, source)
     if problems:
         return None, problems
-    return raw.removeprefix(_UTF8_BOM).decode("utf-8"), []
+    return raw.removeprefix(UTF8_BOM).decode("utf-8"), []
 
 
 # ---------------------------------------------------------------- SQL checks
@@ -460,58 +422,10 @@ def _problem_line(text: str, source: str) -> int:
 # ---------------------------------------------------------------- JSONL
 
 
-class _DuplicateKeyError(ValueError):
-    """A JSON object names the same key twice (``json`` would silently keep the last)."""
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` rejecting duplicate keys."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    """``parse_constant`` hook: NaN and Infinity are not JSON."""
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def read_jsonl_records(path: Path, source: str) -> tuple[list[RawCase], list[str]]:
     """Parse a JSONL file into raw cases (blank lines skipped) and the problems met while reading."""
-    lines, problems = decode_utf8_lines(path.read_bytes(), source)
-    records: list[RawCase] = []
-    for number, text in enumerate(lines, start=1):
-        if text is None or not text.strip():
-            continue
-        try:
-            value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                problem(
-                    source,
-                    number,
-                    f"malformed JSON at column {exc.colno}: {exc.msg}",
-                    "write one complete JSON object per line",
-                )
-            )
-            continue
-        except _DuplicateKeyError as exc:
-            problems.append(problem(source, number, f"key '{exc}' appears twice", "keep one of them"))
-            continue
-        except ValueError as exc:
-            problems.append(problem(source, number, f"malformed JSON: {exc}", "use null or a number instead"))
-            continue
-        if not isinstance(value, dict):
-            problems.append(
-                problem(
-                    source, number, f"line is a JSON {_type_name(value)}, not an object", "write one {...} per line"
-                )
-            )
-            continue
-        records.append(RawCase(line=number, data=value))
+    lines, problems = parse_jsonl(path.read_bytes(), source)
+    records = [RawCase(line=item.line, data=item.value) for item in lines]
     if not records and not problems:
         problems.append(problem(source, 1, "file has no cases", "add one JSON object per line"))
     return records, problems
