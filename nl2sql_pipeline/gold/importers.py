@@ -21,19 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import sqlglot
 import yaml
-from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.jsonl import write_jsonl_lines
+from nl2sql_pipeline.sql_features import sql_features
 from nl2sql_pipeline.gold.validation import (
     JSONL_SUFFIXES,
     POLICY_REJECTION_CATEGORY,
-    SQL_DIALECT,
     SUPPORTED_SUFFIXES,
     YAML_SUFFIXES,
     RawCase,
@@ -61,8 +59,6 @@ MISSING_HINTS: dict[str, str] = {
     "database": "or import the file with `nl2sql-eval gold import --database NAME`",
     "expected_sql": "or a 'sql' key in YAML, a 'sql', 'gold_sql' or 'query' column in CSV",
 }
-_DATE_LITERAL = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_DATE_FUNCTION_WORDS = re.compile(r"date|time|year|quarter|month|week|day|hour|minute|epoch|extract|now|today")
 _NON_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -78,34 +74,17 @@ class ImportOptions:
 # ---------------------------------------------------------------- category inference
 
 
-def _is_date_function(node: exp.Func) -> bool:
-    """True for a date/time function (``date_trunc``, ``extract``, ``year``, ``current_date``, ...)."""
-    name = node.name if isinstance(node, exp.Anonymous) else type(node).__name__
-    return bool(_DATE_FUNCTION_WORDS.search(name.lower()))
-
-
 def infer_category(sql: str) -> str:
     """Guess a category from SQL: ``multi_table`` if it joins, ``time`` if it filters on a date or
     timestamp literal or uses date functions, else ``single_table`` (also when it does not parse)."""
     try:
-        tree = sqlglot.parse_one(sql, dialect=SQL_DIALECT)
-    except SqlglotError:
+        features = sql_features(sql)
+    except (SqlglotError, ValueError):
         return "single_table"
-    if tree is None:
-        return "single_table"
-    if tree.find(exp.Join) is not None:
+    if "join" in features:
         return "multi_table"
-    for cast in tree.find_all(exp.Cast):
-        if cast.to.is_type(*exp.DataType.TEMPORAL_TYPES):
-            return "time"
-    for func in tree.find_all(exp.Func):
-        if not isinstance(func, exp.Cast) and _is_date_function(func):
-            return "time"
-    for clause in (exp.Where, exp.Having):
-        for node in tree.find_all(clause):
-            for literal in node.find_all(exp.Literal):
-                if literal.is_string and _DATE_LITERAL.match(literal.this):
-                    return "time"
+    if features.names & {"temporal_cast", "date_function", "date_literal_filter"}:
+        return "time"
     return "single_table"
 
 
