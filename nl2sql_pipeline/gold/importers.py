@@ -29,7 +29,8 @@ from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.jsonl import write_jsonl_lines
 from nl2sql_pipeline.sql_features import sql_features
-from nl2sql_pipeline.gold.validation import (
+from nl2sql_pipeline.gold.case_rules import validate_records
+from nl2sql_pipeline.gold.records import (
     JSONL_SUFFIXES,
     POLICY_REJECTION_CATEGORY,
     SUPPORTED_SUFFIXES,
@@ -39,7 +40,6 @@ from nl2sql_pipeline.gold.validation import (
     read_jsonl_records,
     read_utf8_text,
     unknown_field_problems,
-    validate_records,
 )
 
 logger = logging.getLogger(__name__)
