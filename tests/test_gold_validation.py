@@ -544,3 +544,17 @@ def test_registry_refuses_a_gold_set_registered_twice(tmp_path):
         "gold_sets:\n  a-v1:\n    file: a.jsonl\n  a-v1:\n    file: b.jsonl\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"gold_sets.yml:4: .*duplicate key 'a-v1'"):
         list_gold_sets(tmp_path)
+
+
+def test_a_duplicated_key_nested_in_a_yaml_case_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "nested.yml"
+    path.write_text(
+        "- id: a\n  domain: d\n  category: follow_up\n  question: Q\n  database: db\n  expected_sql: SELECT 1\n"
+        "  follow_up_context:\n    - question: Earlier?\n      sql: SELECT 1\n      sql: SELECT 2\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CaseValidationError) as info:
+        load_cases(path)
+    assert f"{path}:10: invalid YAML: duplicate key 'sql' (first defined on line 9) (keep one entry per key)" in (
+        info.value.problems
+    )

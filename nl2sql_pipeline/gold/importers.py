@@ -186,7 +186,7 @@ def read_yaml_records(text: str, source: str, options: ImportOptions) -> tuple[l
             try:
                 item = loader.construct_document(node)
             except yaml.YAMLError as exc:
-                problems.append(problem(source, line, f"cannot read this item: {exc}", "fix the YAML value"))
+                problems.append(describe_yaml_error(source, exc, "fix the YAML value"))
                 continue
             data, item_problems = _map_yaml_item(item, source, line)
             problems += item_problems
