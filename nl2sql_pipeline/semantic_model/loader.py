@@ -146,6 +146,7 @@ def _build_model(path: Path, raw: Any) -> SemanticModel:
     if top is None:
         raise SemanticModelError(path, check.problems)
 
+    conventions = _strings(check, top["conventions"], "conventions")
     tables = _tables(check, raw.get("tables"))
     columns_by_table = {t.name: set(t.column_names) for t in tables}
     relationships = _relationships(check, top["relationships"], columns_by_table)
@@ -170,7 +171,7 @@ def _build_model(path: Path, raw: Any) -> SemanticModel:
         database=top["database"],
         reference_date=top["reference_date"] or datetime.date.min,
         description=top["description"],
-        conventions=_strings(check, top["conventions"], "conventions"),
+        conventions=conventions,
         tables=tables,
         relationships=relationships,
         join_paths=join_paths,
