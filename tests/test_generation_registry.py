@@ -299,3 +299,33 @@ def test_relative_predictions_path_is_under_the_data_dir(tmp_path, monkeypatch):
     (tmp_path / "prompts").mkdir()
     spec_ = load_registry(entry(tmp_path, "kind: predictions\npath: predictions/run.txt\nformat: lines"))["m1"]
     assert spec_.predictions.path == tmp_path.resolve() / "predictions" / "run.txt"
+
+
+def test_every_problem_of_every_entry_is_reported_at_once_with_its_line(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        models:
+          m1:
+            kind: litellm
+            model: a/b
+            candidates: 0
+            colour: red
+          m2:
+            kind: offline
+            model: nl2sql-offline/gold-echo
+            timeout_s: 3
+            rerun: sometimes
+        """,
+    )
+    with pytest.raises(ConfigError) as info:
+        load_registry(path)
+    problems = str(info.value).splitlines()
+    assert problems == [
+        f"{path}:6: model 'm1', key 'colour': unknown key (remove it; allowed keys: "
+        "kind, model, description, prompt_template, params, version, api_base, api_key_env, price_input_per_mtok, "
+        "price_output_per_mtok, limits, candidates, few_shot, rerun, retry, timeout_s)",
+        f"{path}:5: model 'm1', key 'candidates': must be > 0, got 0 (use a value > 0)",
+        f"{path}:11: model 'm2', key 'rerun': unknown value 'sometimes' (use one of: on_config_change, always, never)",
+        f"{path}:10: model 'm2', key 'timeout_s': not used by offline models (remove it or use kind: litellm)",
+    ]
