@@ -111,14 +111,10 @@ def test_the_import_walker_sees_a_circle(tmp_path):
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
-# Being removed by the structural step (issue 7); the list must end empty.
-KNOWN_CYCLES: list[list[str]] = [
-    ["nl2sql_pipeline.gold.importers", "nl2sql_pipeline.gold.validation"],
-]
 
 
 def test_no_import_circle_anywhere():
-    cycles = [c for c in _cycles(_graph()) if c not in KNOWN_CYCLES]
+    cycles = _cycles(_graph())
     assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 

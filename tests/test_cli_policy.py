@@ -89,7 +89,7 @@ def test_bad_policy_file_exits_two(capsys: pytest.CaptureFixture[str], db_file: 
     code, out, err = run(capsys, "--database", str(db_file), "--policy", str(bad), "--sql", "SELECT 1")
     assert code == EXIT_BAD_INPUT
     assert out == ""
-    assert "bad.yml" in err and "missing key(s)" in err
+    assert "bad.yml" in err and "missing required key" in err
 
 
 def test_unknown_policy_name_exits_two(capsys: pytest.CaptureFixture[str], db_file: Path) -> None:

@@ -54,7 +54,9 @@ def test_jsonl_predictions_become_candidates_in_gold_order(tmp_path):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("not json\n", r"predictions.jsonl:1: not a JSON object"),
+        ("not json\n", r"predictions.jsonl:1: malformed JSON at column 1"),
+        ("[1]\n", r"predictions.jsonl:1: line is a JSON list, not an object"),
+        ('{"case_id": "a", "sql": "S", "sql": "T"}\n', r"predictions.jsonl:1: key 'sql' appears twice"),
         (jsonl({"sql": "SELECT 1"}), r"predictions.jsonl:1: each line needs a string \"case_id\""),
         (jsonl({"case_id": "a", "sql": 1}), r"predictions.jsonl:1: case 'a': \"sql\" must be a string or null"),
         (jsonl({"case_id": "a"}), r"\"sql\" must be a string or null"),

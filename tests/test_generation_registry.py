@@ -97,7 +97,7 @@ def test_shipped_registry_is_valid_and_offline_models_are_ready():
             "key 'price_input_per_mtok': must be >= 0",
         ),
         ("kind: litellm\nmodel: a/b\nlimits: {requests_per_minute: 0}", "m1", "limits.requests_per_minute"),
-        ("kind: litellm\nmodel: a/b\nlimits: {burst: 3}", "m1", "key 'limits.burst': unknown limit"),
+        ("kind: litellm\nmodel: a/b\nlimits: {burst: 3}", "m1", "key 'limits.burst': unknown key"),
         ("kind: litellm\nmodel: a/b\nparams: {temperature: -1}", "m1", "params.temperature"),
         ("kind: litellm\nmodel: a/b\nparams: [1, 2]", "m1", "key 'params': must be a mapping"),
         ("kind: offline\nmodel: nl2sql-offline/sql-mutant\nparams: {mutation_rate: 1.5}", "m1", "mutation_rate"),
@@ -130,7 +130,7 @@ def test_duplicate_slug_is_rejected_with_line_numbers(tmp_path):
             model: nl2sql-offline/sql-mutant
         """,
     )
-    with pytest.raises(ConfigError, match=r"models.yml:5: duplicate key 'a' \(first defined on line 2\)"):
+    with pytest.raises(ConfigError, match=r"models.yml:5: invalid YAML: duplicate key 'a' \(first defined on line 2\)"):
         load_registry(path)
 
 
@@ -220,7 +220,7 @@ def test_readiness_never_contacts_a_remote_server():
     [
         ("kind: litellm\nmodel: a/b\nrerun: sometimes", "key 'rerun': unknown value 'sometimes'"),
         ("kind: litellm\nmodel: a/b\nretry: {max_retries: -1}", "key 'retry.max_retries': must be >= 0"),
-        ("kind: litellm\nmodel: a/b\nretry: {jitter: 1}", "key 'retry.jitter': unknown retry setting"),
+        ("kind: litellm\nmodel: a/b\nretry: {jitter: 1}", "key 'retry.jitter': unknown key"),
         ("kind: litellm\nmodel: a/b\nretry: {base_delay_s: 5, max_delay_s: 1}", "below base_delay_s"),
         ("kind: litellm\nmodel: a/b\ntimeout_s: 0", "key 'timeout_s': must be > 0"),
         ("kind: litellm\nmodel: a/b\nparams: {timeout: 5}", "use the entry's timeout_s key"),
@@ -275,7 +275,7 @@ def test_few_shot_set_is_loaded_and_its_content_is_hashed(tmp_path, monkeypatch)
     shots.write_text("examples:\n  - question: How many?\n    sql: SELECT 2\n")
     assert load_registry(path)["m1"].config_hash != first.config_hash
     shots.write_text("examples:\n  - question: How many?\n")
-    with pytest.raises(ConfigError, match=r"basics.yml: example 1: 'sql' must be a non-empty string"):
+    with pytest.raises(ConfigError, match=r"basics.yml:2: key 'examples\[0\].sql': missing required key"):
         load_registry(path)
 
 
@@ -299,3 +299,33 @@ def test_relative_predictions_path_is_under_the_data_dir(tmp_path, monkeypatch):
     (tmp_path / "prompts").mkdir()
     spec_ = load_registry(entry(tmp_path, "kind: predictions\npath: predictions/run.txt\nformat: lines"))["m1"]
     assert spec_.predictions.path == tmp_path.resolve() / "predictions" / "run.txt"
+
+
+def test_every_problem_of_every_entry_is_reported_at_once_with_its_line(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        models:
+          m1:
+            kind: litellm
+            model: a/b
+            candidates: 0
+            colour: red
+          m2:
+            kind: offline
+            model: nl2sql-offline/gold-echo
+            timeout_s: 3
+            rerun: sometimes
+        """,
+    )
+    with pytest.raises(ConfigError) as info:
+        load_registry(path)
+    problems = str(info.value).splitlines()
+    assert problems == [
+        f"{path}:6: model 'm1', key 'colour': unknown key (remove it; allowed keys: "
+        "kind, model, description, prompt_template, params, version, api_base, api_key_env, price_input_per_mtok, "
+        "price_output_per_mtok, limits, candidates, few_shot, rerun, retry, timeout_s)",
+        f"{path}:5: model 'm1', key 'candidates': must be > 0, got 0 (use a value > 0)",
+        f"{path}:11: model 'm2', key 'rerun': unknown value 'sometimes' (use one of: on_config_change, always, never)",
+        f"{path}:10: model 'm2', key 'timeout_s': not used by offline models (remove it or use kind: litellm)",
+    ]

@@ -290,7 +290,7 @@ def test_yaml_problems_point_at_the_item_mapping_line(tmp_path: Path, capsys: py
 @pytest.mark.parametrize(
     ("text", "line", "fragment"),
     [
-        ("- id: a\n  question: [unclosed\n", 3, "YAML syntax error"),
+        ("- id: a\n  question: [unclosed\n", 3, "invalid YAML"),
         ("id: a\nquestion: b\n", 1, "top level is not a list"),
         ("# nothing here\n", 1, "no cases"),
         ("[]\n", 1, "no cases"),
@@ -470,11 +470,11 @@ def test_registry_missing_file_is_a_config_error(tmp_path: Path) -> None:
         ("gold_sets:\n  a/b: {file: a.jsonl}\n", "not a slug"),
         ("gold_sets:\n  a,b: {file: a.jsonl}\n", "not a slug"),
         ("gold_sets:\n  ok-v1: {file: ../../etc/passwd}\n", "points outside"),
-        ("gold_sets:\n  ok-v1: {description: no file}\n", "has no 'file'"),
+        ("gold_sets:\n  ok-v1: {description: no file}\n", "key 'gold_sets.ok-v1.file': missing required key"),
         ("gold_sets:\n  ok-v1: {file: a.jsonl, descripton: typo}\n", "did you mean 'description'"),
         ("gold_sets:\n  ok-v1: a.jsonl\n", "must be a mapping"),
         ("sets: {}\n", "gold_sets:"),
-        ("gold_sets: [\n", "YAML syntax error"),
+        ("gold_sets: [\n", "invalid YAML"),
     ],
 )
 def test_registry_rejects_bad_entries(tmp_path: Path, body: str, fragment: str) -> None:
@@ -544,3 +544,17 @@ def test_registry_refuses_a_gold_set_registered_twice(tmp_path):
         "gold_sets:\n  a-v1:\n    file: a.jsonl\n  a-v1:\n    file: b.jsonl\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"gold_sets.yml:4: .*duplicate key 'a-v1'"):
         list_gold_sets(tmp_path)
+
+
+def test_a_duplicated_key_nested_in_a_yaml_case_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "nested.yml"
+    path.write_text(
+        "- id: a\n  domain: d\n  category: follow_up\n  question: Q\n  database: db\n  expected_sql: SELECT 1\n"
+        "  follow_up_context:\n    - question: Earlier?\n      sql: SELECT 1\n      sql: SELECT 2\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CaseValidationError) as info:
+        load_cases(path)
+    assert f"{path}:10: invalid YAML: duplicate key 'sql' (first defined on line 9) (keep one entry per key)" in (
+        info.value.problems
+    )

@@ -21,6 +21,7 @@ from nl2sql_pipeline.semantic_model import (
     UnknownModelItemError,
     database_ddl_with_descriptions,
     load_semantic_model,
+    render_for_prompt,
 )
 
 MODEL_FILE = PROJECT_ROOT / "data" / "semantic_model.yml"
@@ -43,6 +44,36 @@ def con(db_path: Path) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect(str(db_path), read_only=True)
     yield connection
     connection.close()
+
+
+def metric_sql(
+    model: SemanticModel, name: str, *, start: datetime.date | None = None, end: datetime.date | None = None
+) -> str:
+    """A query computing metric ``name`` over everything, or over ``start <= time < end`` (dates).
+
+    Raises UnknownModelItemError for an unknown metric and ValueError when a period is asked of a
+    metric without a time column (a snapshot such as MRR).
+    """
+    metric = model.metric(name)
+    conditions = [f"({metric.filter})"] if metric.filter else []
+    if start is not None or end is not None:
+        if metric.time_column is None:
+            raise ValueError(f"metric {name!r} is a snapshot at the reference date; it takes no period")
+        if start is not None:
+            conditions.append(f"{metric.time_column} >= DATE '{start.isoformat()}'")
+        if end is not None:
+            conditions.append(f"{metric.time_column} < DATE '{end.isoformat()}'")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return f"SELECT {metric.sql} AS {metric.name} FROM {model.source_sql(metric.source)}{where}"
+
+
+def dimension_sql(model: SemanticModel, name: str) -> str:
+    """A query listing the distinct values of dimension ``name``."""
+    dimension = model.dimension(name)
+    return (
+        f"SELECT DISTINCT {dimension.sql} AS {dimension.name} "
+        f"FROM {model.source_sql(dimension.source)} ORDER BY 1 NULLS LAST"
+    )
 
 
 def raw_model() -> dict[str, Any]:
@@ -128,41 +159,41 @@ def test_value_domains_match_the_data(model: SemanticModel, con) -> None:
 
 def test_every_metric_executes(model: SemanticModel, con) -> None:
     for metric in model.metrics:
-        rows = con.execute(model.metric_sql(metric.name)).fetchall()
+        rows = con.execute(metric_sql(model, metric.name)).fetchall()
         assert len(rows) == 1 and rows[0][0] is not None, metric.name
         if metric.time_column:
-            sql = model.metric_sql(metric.name, start=datetime.date(2026, 5, 1), end=datetime.date(2026, 6, 1))
+            sql = metric_sql(model, metric.name, start=datetime.date(2026, 5, 1), end=datetime.date(2026, 6, 1))
             assert len(con.execute(sql).fetchall()) == 1
         else:
             with pytest.raises(ValueError, match="snapshot"):
-                model.metric_sql(metric.name, start=datetime.date(2026, 5, 1))
+                metric_sql(model, metric.name, start=datetime.date(2026, 5, 1))
 
 
 def test_metric_definitions_compute_what_they_say(model: SemanticModel, con) -> None:
     def value(sql: str) -> float:
         return float(con.execute(sql).fetchone()[0])
 
-    assert value(model.metric_sql("watch_hours")) == pytest.approx(
+    assert value(metric_sql(model, "watch_hours")) == pytest.approx(
         value("SELECT sum(seconds_watched) FROM watch_sessions") / 3600)
-    assert 0 < value(model.metric_sql("click_through_rate")) < 0.2
-    assert value(model.metric_sql("click_through_rate")) == pytest.approx(
+    assert 0 < value(metric_sql(model, "click_through_rate")) < 0.2
+    assert value(metric_sql(model, "click_through_rate")) == pytest.approx(
         value("SELECT count(*) FILTER (WHERE clicked) / count(*) FROM ad_impressions"))
-    assert 0 < value(model.metric_sql("completion_rate")) < 1
-    assert value(model.metric_sql("merchandise_revenue")) == pytest.approx(value(
+    assert 0 < value(metric_sql(model, "completion_rate")) < 1
+    assert value(metric_sql(model, "merchandise_revenue")) == pytest.approx(value(
         "SELECT sum(quantity * unit_price) FROM merch_order_lines JOIN merch_orders USING (order_id) "
         "WHERE status IN ('completed', 'shipped')"))
-    assert value(model.metric_sql("monthly_recurring_revenue")) == pytest.approx(value(
+    assert value(metric_sql(model, "monthly_recurring_revenue")) == pytest.approx(value(
         "SELECT sum(monthly_price) FROM subscriptions JOIN subscription_plans USING (plan_id) WHERE end_date IS NULL"))
-    may = model.metric_sql("active_users", start=datetime.date(2026, 5, 1), end=datetime.date(2026, 6, 1))
+    may = metric_sql(model, "active_users", start=datetime.date(2026, 5, 1), end=datetime.date(2026, 6, 1))
     assert value(may) == value("SELECT count(DISTINCT user_id) FROM watch_sessions "
                                "WHERE started_at >= '2026-05-01' AND started_at < '2026-06-01'")
-    assert value(may) < value(model.metric_sql("active_users"))
+    assert value(may) < value(metric_sql(model, "active_users"))
 
 
 def test_dimensions_and_join_paths_execute(model: SemanticModel, con) -> None:
     for dimension in model.dimensions:
-        assert con.execute(model.dimension_sql(dimension.name)).fetchall(), dimension.name
-    genres = con.execute(model.dimension_sql("genre")).fetchall()
+        assert con.execute(dimension_sql(model, dimension.name)).fetchall(), dimension.name
+    genres = con.execute(dimension_sql(model, "genre")).fetchall()
     assert len(genres) == 18
     for path in model.join_paths:
         assert con.execute(f"SELECT count(*) FROM {path.sql}").fetchone()[0] > 0, path.name
@@ -175,16 +206,16 @@ def test_unknown_items_raise(model: SemanticModel) -> None:
     with pytest.raises(UnknownModelItemError, match="unknown metric 'revenue'.*watch_hours"):
         model.metric("revenue")
     with pytest.raises(UnknownModelItemError, match="unknown dimension"):
-        model.dimension_sql("colour")
+        dimension_sql(model, "colour")
     with pytest.raises(UnknownModelItemError, match="unknown table 'shows'"):
-        model.render_for_prompt(["shows"])
+        render_for_prompt(model, ["shows"])
 
 
 # ---------------------------------------------------------------------------------------- prompts
 
 
 def test_render_for_prompt_lists_metrics_joins_and_synonyms(model: SemanticModel) -> None:
-    text = model.render_for_prompt()
+    text = render_for_prompt(model)
     assert "2026-06-30" in text
     assert "watch_hours = SUM(watch_sessions.seconds_watched) / 3600.0" in text
     assert "watch time" in text and "viewers" in text and "show" in text
@@ -195,12 +226,12 @@ def test_render_for_prompt_lists_metrics_joins_and_synonyms(model: SemanticModel
 
 
 def test_render_for_prompt_restricted_to_tables(model: SemanticModel) -> None:
-    text = model.render_for_prompt(["ratings", "anime"])
+    text = render_for_prompt(model, ["ratings", "anime"])
     assert "average_rating = AVG(ratings.score)" in text
     assert "ratings.anime_id = anime.anime_id" in text
     assert "ad_revenue" not in text and "merchandise_revenue" not in text
     assert "- watch_sessions" not in text and "watch_hours" not in text
-    assert len(text) < len(model.render_for_prompt())
+    assert len(text) < len(render_for_prompt(model))
 
 
 def test_ddl_with_descriptions(model: SemanticModel, db_path: Path) -> None:
@@ -271,12 +302,12 @@ INVALID_EDITS = {
         _set(["join_paths", "anime_with_genres", "tables"], ["anime", "genres"]),
         "join_paths.anime_with_genres.sql: table 'anime_genres' is not part",
     ),
-    "unsupported version": (_set(["version"], 7), "version: unsupported version 7"),
+    "unsupported version": (_set(["version"], 7), "version: unknown value 7"),
     "non-string values": (
         _set(["tables", "anime", "columns", "season_year", "values"], [2024, 2025]),
-        "tables.anime.columns.season_year.values: expected a list of non-empty strings",
+        "tables.anime.columns.season_year.values[0]: must be a non-empty string, got 2024",
     ),
-    "bad reference date": (_set(["reference_date"], "June 30"), "reference_date: expected a date"),
+    "bad reference date": (_set(["reference_date"], "June 30"), "reference_date: must be a date YYYY-MM-DD"),
     "dimension name clashes with a metric": (
         _set(["dimensions", "clicks"], {"description": "x", "sql": "ad_impressions.clicked", "from": "ad_impressions"}),
         "metrics.clicks: a metric has the name of a dimension",
@@ -294,7 +325,8 @@ def test_invalid_model_names_the_file_and_key(case: str, tmp_path: Path) -> None
     with pytest.raises(ConfigError) as caught:
         load_semantic_model(path)
     message = str(caught.value)
-    assert f"{path}: {expected}" in message
+    key, _, what = expected.partition(": ")
+    assert re.search(rf"{re.escape(str(path))}:\d+: key '{re.escape(key)}': {re.escape(what)}", message), message
     assert isinstance(caught.value, SemanticModelError) and caught.value.problems
 
 
@@ -322,7 +354,7 @@ def test_duplicate_keys_are_rejected_with_their_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("", "the file is empty"), ("tables: [unclosed\n", "invalid YAML"), ("- a\n- b\n", "expected a mapping")],
+    [("", "the file is empty"), ("tables: [unclosed\n", "invalid YAML"), ("- a\n- b\n", "must be a mapping")],
 )
 def test_malformed_files(text: str, expected: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.yml"

@@ -28,7 +28,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def model_rows(registry_path: str | None = None) -> list[dict[str, Any]]:
     """One dict per registered model: slug, kind, model, config hash, re-run policy, readiness and its reason."""
-    from nl2sql_pipeline.generation.registry import load_registry, model_readiness
+    from nl2sql_pipeline.generation.readiness import model_readiness
+    from nl2sql_pipeline.generation.registry import load_registry
 
     rows = []
     for spec in load_registry(registry_path).values():

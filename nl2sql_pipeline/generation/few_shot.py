@@ -18,13 +18,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.config.checker import Checker, Field, line_of
+from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.errors import ConfigError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-EXAMPLE_KEYS: frozenset[str] = frozenset({"question", "sql", "database"})
+EXAMPLE_FIELDS: dict[str, Field] = {
+    "question": Field(str, required=True),
+    "sql": Field(str, required=True),
+    "database": Field(str),
+}
+EXAMPLE_KEYS: frozenset[str] = frozenset(EXAMPLE_FIELDS)
+TOP_FIELDS: dict[str, Field] = {
+    "examples": Field(list, required=True, fix="write 'examples:' holding a list of {question, sql} mappings"),
+}
 
 
 @dataclass(frozen=True)
@@ -54,25 +62,6 @@ def few_shot_dir() -> Path:
     return paths.data_dir() / "prompts" / "few_shot"
 
 
-def _example(path: Path, index: int, raw: object) -> FewShotExample:
-    where = f"{path}: example {index + 1}"
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: must be a mapping with question and sql, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - EXAMPLE_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(EXAMPLE_KEYS))})")
-    values: dict[str, str | None] = {}
-    for key in ("question", "sql", "database"):
-        value = raw.get(key)
-        if value is None and key == "database":
-            values[key] = None
-            continue
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{where}: {key!r} must be a non-empty string (write {key}: ...)")
-        values[key] = value.strip()
-    return FewShotExample(question=values["question"] or "", sql=values["sql"] or "", database=values["database"])
-
-
 def load_few_shot(name: str, directory: Path | None = None) -> FewShotSet:
     """Load and validate ``<directory>/<name>.yml`` (default ``data/prompts/few_shot``).
 
@@ -81,19 +70,19 @@ def load_few_shot(name: str, directory: Path | None = None) -> FewShotSet:
     if not NAME_RE.match(name):
         raise ConfigError(f"few-shot set name {name!r} is invalid (letters, digits, '.', '_', '-')")
     path = (directory or few_shot_dir()) / f"{name}.yml"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: few-shot file {name!r} not found (add it or fix the model's few_shot key)") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-    if not isinstance(document, dict) or set(document) != {"examples"}:
-        raise ConfigError(f"{path}: the top level must be exactly one key 'examples:' holding a list")
-    raw_examples = document["examples"]
-    if not isinstance(raw_examples, list) or not raw_examples:
-        raise ConfigError(f"{path}: 'examples' must be a non-empty list of {{question, sql}} mappings")
-    examples = tuple(_example(path, i, raw) for i, raw in enumerate(raw_examples))
+    if not path.is_file():
+        raise ConfigError(f"{path}: few-shot file {name!r} not found (add it or fix the model's few_shot key)")
+    text, document = read_yaml(path, ConfigError, missing="add it or fix the model's few_shot key")
+    check = Checker(path)
+    top = check.mapping(document, TOP_FIELDS) or {}
+    raw_examples = top.get("examples")
+    if raw_examples is not None and not raw_examples:
+        check.problem(line_of(document, "examples"), "examples", "the list is empty", "add at least one example")
+    examples: list[FewShotExample] = []
+    for index, raw in enumerate(raw_examples or []):
+        values = check.mapping(raw, EXAMPLE_FIELDS, key=f"examples[{index}]", line=line_of(raw_examples, index))
+        if values and values["question"] is not None and values["sql"] is not None:
+            examples.append(FewShotExample(values["question"], values["sql"], values["database"]))
+    check.raise_if_problems()
     content_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return FewShotSet(name=name, examples=examples, content_hash=content_hash)
+    return FewShotSet(name=name, examples=tuple(examples), content_hash=content_hash)

@@ -19,7 +19,6 @@ are unknown (None).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL
 from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.generation.registry import ModelSpec, PredictionsSource
+from nl2sql_pipeline.jsonl import parse_jsonl
 
 MAX_LISTED = 5
 
@@ -52,27 +52,34 @@ def _listed(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else "")
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise PredictionsError(f"{path}: predictions file not found (write it, or fix path: in models.yml)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise PredictionsError(f"{path}: cannot read the predictions file ({exc})") from exc
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return _read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise PredictionsError(f"{path}: cannot read the predictions file ({exc})") from exc
 
 
 def _read_jsonl(path: Path, queries: list[Case], probes: set[str]) -> list[Prediction]:
     wanted = {case.id for case in queries}
     found: dict[str, Prediction] = {}
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
+    lines, problems = parse_jsonl(
+        _read_bytes(path), str(path), line_fix='write one {"case_id": ..., "sql": ...} object per line'
+    )
+    if problems:
+        raise PredictionsError("\n".join(problems))
+    for item in lines:
+        number, data = item.line, item.value
         where = f"{path}:{number}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise PredictionsError(f"{where}: not a JSON object ({exc.args[0]}); write {{\"case_id\": ..., \"sql\": ...}}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("case_id"), str):
+        if not isinstance(data.get("case_id"), str):
             raise PredictionsError(f"{where}: each line needs a string \"case_id\" (and \"sql\")")
         case_id, sql = data["case_id"], data.get("sql", None)
         if "sql" not in data or not (sql is None or isinstance(sql, str)):
@@ -83,7 +90,7 @@ def _read_jsonl(path: Path, queries: list[Case], probes: set[str]) -> list[Predi
             raise PredictionsError(f"{where}: case {case_id!r} is a policy probe; probes are never generated, remove the line")
         if case_id not in wanted:
             raise PredictionsError(f"{where}: case {case_id!r} is not in the gold set (a prediction for another gold set?)")
-        found[case_id] = Prediction(case_id, clean_sql(sql), line, number)
+        found[case_id] = Prediction(case_id, clean_sql(sql), item.text, number)
     missing = [case.id for case in queries if case.id not in found]
     if missing:
         raise PredictionsError(

@@ -1,7 +1,7 @@
 """Build the ``PromptContext`` of a gold set from the semantic model and the built databases.
 
 The schema text is the database's DDL annotated with the semantic model's descriptions, the semantic
-text is ``SemanticModel.render_for_prompt()`` and the reference date is the model's. Both are read
+text is ``semantic_model.render_for_prompt(model)`` and the reference date is the model's. Both are read
 from files, so the same inputs give the same prompt (and the same cache keys) on every run.
 """
 
@@ -31,7 +31,7 @@ def build_prompt_context(
     Raises ConfigError when the semantic model does not describe a database, DatabaseNotFoundError
     when a database file has not been built.
     """
-    from nl2sql_pipeline.semantic_model import database_ddl_with_descriptions, load_semantic_model
+    from nl2sql_pipeline.semantic_model import database_ddl_with_descriptions, load_semantic_model, render_for_prompt
 
     model = semantic_model or load_semantic_model()
     texts: dict[str, DatabasePromptText] = {}
@@ -43,7 +43,7 @@ def build_prompt_context(
             )
         texts[name] = DatabasePromptText(
             schema_text=database_ddl_with_descriptions(resolve_database(name), model),
-            semantic_text=model.render_for_prompt(),
+            semantic_text=render_for_prompt(model),
             reference_date=model.reference_date.isoformat(),
         )
     return PromptContext(texts)

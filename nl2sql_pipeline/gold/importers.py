@@ -15,25 +15,24 @@ import csv
 import io
 import json
 import logging
-import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import sqlglot
 import yaml
-from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
+from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
-from nl2sql_pipeline.gold.validation import (
+from nl2sql_pipeline.jsonl import write_jsonl_lines
+from nl2sql_pipeline.sql_features import sql_features
+from nl2sql_pipeline.gold.case_rules import validate_records
+from nl2sql_pipeline.gold.records import (
     JSONL_SUFFIXES,
     POLICY_REJECTION_CATEGORY,
-    SQL_DIALECT,
     SUPPORTED_SUFFIXES,
     YAML_SUFFIXES,
     RawCase,
@@ -41,7 +40,6 @@ from nl2sql_pipeline.gold.validation import (
     read_jsonl_records,
     read_utf8_text,
     unknown_field_problems,
-    validate_records,
 )
 
 logger = logging.getLogger(__name__)
@@ -61,8 +59,6 @@ MISSING_HINTS: dict[str, str] = {
     "database": "or import the file with `nl2sql-eval gold import --database NAME`",
     "expected_sql": "or a 'sql' key in YAML, a 'sql', 'gold_sql' or 'query' column in CSV",
 }
-_DATE_LITERAL = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_DATE_FUNCTION_WORDS = re.compile(r"date|time|year|quarter|month|week|day|hour|minute|epoch|extract|now|today")
 _NON_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -78,34 +74,17 @@ class ImportOptions:
 # ---------------------------------------------------------------- category inference
 
 
-def _is_date_function(node: exp.Func) -> bool:
-    """True for a date/time function (``date_trunc``, ``extract``, ``year``, ``current_date``, ...)."""
-    name = node.name if isinstance(node, exp.Anonymous) else type(node).__name__
-    return bool(_DATE_FUNCTION_WORDS.search(name.lower()))
-
-
 def infer_category(sql: str) -> str:
     """Guess a category from SQL: ``multi_table`` if it joins, ``time`` if it filters on a date or
     timestamp literal or uses date functions, else ``single_table`` (also when it does not parse)."""
     try:
-        tree = sqlglot.parse_one(sql, dialect=SQL_DIALECT)
-    except SqlglotError:
+        features = sql_features(sql)
+    except (SqlglotError, ValueError):
         return "single_table"
-    if tree is None:
-        return "single_table"
-    if tree.find(exp.Join) is not None:
+    if "join" in features:
         return "multi_table"
-    for cast in tree.find_all(exp.Cast):
-        if cast.to.is_type(*exp.DataType.TEMPORAL_TYPES):
-            return "time"
-    for func in tree.find_all(exp.Func):
-        if not isinstance(func, exp.Cast) and _is_date_function(func):
-            return "time"
-    for clause in (exp.Where, exp.Having):
-        for node in tree.find_all(clause):
-            for literal in node.find_all(exp.Literal):
-                if literal.is_string and _DATE_LITERAL.match(literal.this):
-                    return "time"
+    if features.names & {"temporal_cast", "date_function", "date_literal_filter"}:
+        return "time"
     return "single_table"
 
 
@@ -166,24 +145,14 @@ def _map_yaml_item(item: dict[Any, Any], source: str, line: int) -> tuple[dict[s
     return data, problems
 
 
-def _yaml_error_line(exc: yaml.YAMLError) -> int:
-    """The 1-based line a PyYAML error points at (1 when it has no mark)."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 if mark is not None else 1
-
-
 def read_yaml_records(text: str, source: str, options: ImportOptions) -> tuple[list[RawCase], list[str]]:
     """Parse a YAML list of cases into raw cases, each located at its mapping's first line."""
-    loader = yaml.SafeLoader(text)
+    loader = StrictLoader(text)
     try:
         try:
             root = loader.get_single_node()
         except yaml.YAMLError as exc:
-            what = " ".join(str(getattr(exc, "problem", None) or exc).split())
-            context_mark = getattr(exc, "context_mark", None)
-            if getattr(exc, "context", None) and context_mark is not None:
-                what += f", {exc.context} started on line {context_mark.line + 1}"
-            return [], [problem(source, _yaml_error_line(exc), f"YAML syntax error: {what}", "fix the YAML syntax")]
+            return [], [describe_yaml_error(source, exc)]
         if root is None:
             return [], [problem(source, 1, "file has no cases", "write a YAML list of cases: - id: ...")]
         if not isinstance(root, yaml.SequenceNode):
@@ -217,7 +186,7 @@ def read_yaml_records(text: str, source: str, options: ImportOptions) -> tuple[l
             try:
                 item = loader.construct_document(node)
             except yaml.YAMLError as exc:
-                problems.append(problem(source, line, f"cannot read this item: {exc}", "fix the YAML value"))
+                problems.append(describe_yaml_error(source, exc, "fix the YAML value"))
                 continue
             data, item_problems = _map_yaml_item(item, source, line)
             problems += item_problems
@@ -434,18 +403,6 @@ def write_jsonl(cases: Sequence[Case], path: Path) -> Path:
         raise CaseValidationError(
             [f"{path}: duplicate case ids {', '.join(duplicates)} (give every case its own id before writing)"]
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for case in cases:
-                handle.write(case.to_json() + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    write_jsonl_lines(path, (case.to_json() for case in cases))
     logger.info("wrote %d cases to %s", len(cases), path)
     return path

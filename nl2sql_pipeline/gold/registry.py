@@ -19,20 +19,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.config.checker import Checker, Field, line_of
+from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.gold.validation import load_cases, unknown_field_problems
+from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.paths import data_dir as default_data_dir
-from nl2sql_pipeline.yaml_strict import load_strict
 
 logger = logging.getLogger(__name__)
 
 REGISTRY_FILE = "gold_sets.yml"
 GOLD_SUBDIR = "gold"
 SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*")
-ENTRY_FIELDS: tuple[str, ...] = ("file", "description")
+TOP_FIELDS: dict[str, Field] = {
+    "gold_sets": Field(dict, required=True, fix="write a top-level 'gold_sets:' mapping of key -> file"),
+}
+ENTRY_DECLARATIONS: dict[str, Field] = {
+    "file": Field(str, required=True, fix="give the gold-set file, e.g. file: <name>.jsonl, relative to data/gold/"),
+    "description": Field(str, default="", allow_empty=True, fix="quote it"),
+}
+ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
 
 @dataclass(frozen=True)
@@ -49,87 +55,40 @@ def registry_path(data_dir: Path | None = None) -> Path:
     return (data_dir or default_data_dir()) / GOLD_SUBDIR / REGISTRY_FILE
 
 
-def _line(node: yaml.Node | None) -> int:
-    """1-based line of a YAML node (1 when unknown)."""
-    return node.start_mark.line + 1 if node is not None else 1
-
-
-def _node_for(mapping: yaml.Node | None, key: str) -> yaml.Node | None:
-    """The value node of ``key`` in a mapping node (for its line), if any."""
-    if isinstance(mapping, yaml.MappingNode):
-        for key_node, value_node in mapping.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
-                return value_node
-    return None
-
-
-def _parse_entry(
-    key: Any, entry: Any, node: yaml.Node | None, gold_dir: Path, source: str
-) -> tuple[GoldSetInfo | None, list[str]]:
-    """Check one registry entry; return it (or None) and its problems."""
-    line = _line(node)
-    problems: list[str] = []
+def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_dir: Path) -> GoldSetInfo | None:
+    """Check one registry entry; return it, or None when it has problems (recorded in ``check``)."""
+    before = len(check.problems)
     if not isinstance(key, str) or not SLUG_PATTERN.fullmatch(key):
-        problems.append(
-            f"{source}:{line}: gold-set key {key!r} is not a slug "
-            "(use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)"
-        )
-    if not isinstance(entry, dict):
-        problems.append(f"{source}:{line}: gold set {key!r} must be a mapping (give it 'file:' and 'description:')")
-        return None, problems
-    problems += unknown_field_problems(list(entry), ENTRY_FIELDS, source, line)
-    file_name = entry.get("file")
-    description = entry.get("description", "")
-    if not isinstance(file_name, str) or not file_name.strip():
-        problems.append(
-            f"{source}:{line}: gold set {key!r} has no 'file' (add file: <name>.jsonl, relative to {gold_dir})"
-        )
-        return None, problems
+        check.problem(line, None, f"gold-set key {key!r} is not a slug",
+                      "use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
+    values = check.mapping(entry, ENTRY_DECLARATIONS, key=f"gold_sets.{key}", line=line)
+    if values is None or values["file"] is None:
+        return None
+    file_name = values["file"]
     path = (gold_dir / file_name).resolve()
     if Path(file_name).is_absolute() or not path.is_relative_to(gold_dir.resolve()):
-        problems.append(
-            f"{source}:{line}: gold set {key!r} points outside {gold_dir} "
-            "(give a path relative to the gold folder, without '..')"
-        )
-    if description is None:
-        description = ""
-    if not isinstance(description, str):
-        problems.append(f"{source}:{line}: the description of {key!r} must be text (quote it)")
-    if problems:
-        return None, problems
-    return GoldSetInfo(key=key, path=path, description=description.strip()), problems
+        check.problem(line_of(entry, "file") or line, f"gold_sets.{key}.file", f"points outside {gold_dir}",
+                      "give a path relative to the gold folder, without '..'")
+    if len(check.problems) > before:
+        return None
+    return GoldSetInfo(key=key, path=path, description=values["description"] or "")
 
 
 def list_gold_sets(data_dir: Path | None = None) -> dict[str, GoldSetInfo]:
     """The registered gold sets by key, in file order; raises ``ConfigError`` listing every problem."""
     path = registry_path(data_dir)
-    source = str(path)
     if not path.is_file():
-        raise ConfigError(f"{source}: no gold-set registry (create it with a 'gold_sets:' mapping of key -> file)")
-    text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = load_strict(text)  # a gold-set key registered twice must not silently win
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise ConfigError(f"{source}:{line}: YAML syntax error: {exc} (fix the YAML syntax)") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("gold_sets"), dict):
-        raise ConfigError(f"{source}:1: expected a top-level 'gold_sets:' mapping (see the format in the docs)")
-    problems = [
-        p.replace("unknown field", "unknown top-level key", 1)
-        for p in unknown_field_problems(list(data), ("gold_sets",), source, 1)
-    ]
-    sets_node = _node_for(root, "gold_sets")
-    gold_dir = path.parent
+        raise ConfigError(f"{path}: no gold-set registry (create it with a 'gold_sets:' mapping of key -> file)")
+    _, data = read_yaml(path, ConfigError, missing="create it with a 'gold_sets:' mapping of key -> file")
+    check = Checker(path)
+    top = check.mapping(data, TOP_FIELDS, unknown_fix="write a top-level 'gold_sets:' mapping of key -> file") or {}
+    sets = top.get("gold_sets") or {}
     found: dict[str, GoldSetInfo] = {}
-    for key, entry in data["gold_sets"].items():
-        info, entry_problems = _parse_entry(key, entry, _node_for(sets_node, str(key)), gold_dir, source)
-        problems += entry_problems
+    for key, entry in sets.items():
+        info = _parse_entry(check, key, entry, line_of(sets, key), path.parent)
         if info is not None:
             found[info.key] = info
-    if problems:
-        raise ConfigError("\n".join(problems))
+    check.raise_if_problems()
     return found
 
 

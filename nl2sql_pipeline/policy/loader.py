@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
-
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.config.checker import Checker, Field, line_of
+from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.policy.model import (
     ALL_TABLES,
@@ -21,24 +21,26 @@ from nl2sql_pipeline.policy.model import (
     Policy,
     function_pattern_matches,
 )
-from nl2sql_pipeline.yaml_strict import describe_yaml_error, load_strict
 
 POLICY_ENGINE_VERSION = "1"
 """Bumped whenever the engine's rules or built-in deny list change what a policy decides."""
 
-POLICY_KEYS: tuple[str, ...] = (
-    "name",
-    "allowed_tables",
-    "denied_columns",
-    "max_limit",
-    "max_joins",
-    "forbid_cartesian",
-    "denied_functions",
-    "allowed_table_functions",
-)
 POLICY_SUFFIXES: tuple[str, ...] = (".yml", ".yaml")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_BUDGET_FIX = "write an integer {}, or null for no budget"
+POLICY_FIELDS: dict[str, Field] = {
+    "name": Field(str, required=True, pattern=re.compile(_NAME_RE.pattern.strip("^$")),
+                  fix="use letters, digits, '_', '-', '.'"),
+    "allowed_tables": Field(object, required=True),
+    "denied_columns": Field(object, required=True, nullable=True),
+    "max_limit": Field(int, required=True, nullable=True, minimum=1, fix=_BUDGET_FIX.format(">= 1")),
+    "max_joins": Field(int, required=True, nullable=True, minimum=0, fix=_BUDGET_FIX.format(">= 0")),
+    "forbid_cartesian": Field(bool, required=True),
+    "denied_functions": Field(object, required=True, nullable=True),
+    "allowed_table_functions": Field(object, required=True, nullable=True),
+}
+POLICY_KEYS: tuple[str, ...] = tuple(POLICY_FIELDS)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _FUNCTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
 
@@ -87,63 +89,53 @@ def resolve_policy_path(name_or_path: str | Path) -> tuple[Path, str | None]:
 def load_policy(name_or_path: str | Path = "default") -> Policy:
     """Load a policy by name (``data/policies/<name>.yml``) or path, validating every key strictly."""
     path, expected_name = resolve_policy_path(name_or_path)
-    try:
-        data = load_strict(path.read_text(encoding="utf-8"))  # a duplicated key must not silently win
-    except yaml.YAMLError as exc:
-        raise ConfigError(describe_yaml_error(path, exc, "invalid YAML: ")) from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the policy file ({exc})") from exc
+    _, data = read_yaml(path, ConfigError, missing="pass an existing .yml file or a policy name")
     policy = policy_from_mapping(data, source=path)
     if expected_name is not None and policy.name != expected_name.lower():
         raise ConfigError(
-            f"{path}: key 'name' is {policy.name!r} but the file is policy {expected_name!r} "
-            f"(set name: {expected_name} or rename the file)"
+            f"{path}:{line_of(data, 'name') or 1}: key 'name' is {policy.name!r} but the file is policy "
+            f"{expected_name!r} (set name: {expected_name} or rename the file)"
         )
     return policy
 
 
 def policy_from_mapping(data: Any, source: str | Path = "<policy>") -> Policy:
-    """Validate the parsed content of a policy file and build the ``Policy``; ``source`` names it in errors."""
-    where = str(source)
-    if not isinstance(data, Mapping):
-        raise ConfigError(
-            f"{where}: a policy must be a mapping of keys ({', '.join(POLICY_KEYS)}), got {type(data).__name__}"
-        )
-    unknown = sorted(str(key) for key in data if key not in POLICY_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed keys: {', '.join(POLICY_KEYS)})")
-    missing = [key for key in POLICY_KEYS if key not in data]
-    if missing:
-        raise ConfigError(
-            f"{where}: missing key(s) {', '.join(missing)} (every policy states all of: "
-            f"{', '.join(POLICY_KEYS)}; see data/policies/default.yml)"
-        )
-    name = data["name"]
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ConfigError(f"{where}: key 'name' must be a non-empty name of letters, digits, '_', '-', '.', got {name!r}")
-    denied_functions = _function_list(data, "denied_functions", where)
-    allowed_table_functions = _function_list(data, "allowed_table_functions", where)
+    """Validate the parsed content of a policy file and build the ``Policy``; ``source`` names it in errors.
+
+    Raises ConfigError listing every problem (``<file>:<line>: key '<key>': <what> (<fix>)``).
+    """
+    check = Checker(source)
+    values = check.mapping(data, POLICY_FIELDS, unknown_fix=f"write the keys {', '.join(POLICY_KEYS)}")
+    if values is None:
+        check.raise_if_problems()
+    assert values is not None
+    denied_functions = _function_list(check, data, "denied_functions")
+    allowed_table_functions = _function_list(check, data, "allowed_table_functions")
     for function in allowed_table_functions:
+        line = line_of(data, "allowed_table_functions")
         if function.endswith("*"):
-            raise ConfigError(f"{where}: key 'allowed_table_functions': {function!r} must be a plain name, not a pattern")
+            check.problem(line, "allowed_table_functions", f"{function!r} must be a plain name, not a pattern",
+                          "list table functions by their full name")
+            continue
         clash = [p for p in BUILTIN_DENIED_FUNCTIONS + denied_functions if function_pattern_matches(p, function)]
         if clash:
-            raise ConfigError(
-                f"{where}: key 'allowed_table_functions' lists {function!r}, which is a denied function "
-                f"(matches {clash[0]!r}); remove it"
-            )
-    policy = Policy(
-        name=name.lower(),
-        allowed_tables=_allowed_tables(data["allowed_tables"], where),
-        denied_columns=_denied_columns(data["denied_columns"], where),
-        max_limit=_budget(data, "max_limit", where, minimum=1),
-        max_joins=_budget(data, "max_joins", where, minimum=0),
-        forbid_cartesian=_boolean(data, "forbid_cartesian", where),
+            check.problem(line, "allowed_table_functions",
+                          f"lists {function!r}, which is a denied function (matches {clash[0]!r})", "remove it")
+    allowed_tables = _allowed_tables(check, data)
+    denied_columns = _denied_columns(check, data)
+    check.raise_if_problems()
+    where = str(source)
+    return Policy(
+        name=values["name"].lower(),
+        allowed_tables=allowed_tables,
+        denied_columns=denied_columns,
+        max_limit=values["max_limit"],
+        max_joins=values["max_joins"],
+        forbid_cartesian=values["forbid_cartesian"],
         denied_functions=denied_functions,
         allowed_table_functions=allowed_table_functions,
         source=None if where == "<policy>" else Path(source),
     )
-    return policy
 
 
 def policies_hash(names: Iterable[str]) -> str:
@@ -155,65 +147,56 @@ def policies_hash(names: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-def _allowed_tables(value: Any, where: str) -> Any:
+def _allowed_tables(check: Checker, data: Mapping[str, Any]) -> Any:
+    value = data.get("allowed_tables")
+    line = line_of(data, "allowed_tables")
+    if value is None:  # reported as a missing key
+        return ()
     if value == ALL_TABLES:
         return ALL_TABLES
     if not isinstance(value, list) or not value:
-        raise ConfigError(
-            f"{where}: key 'allowed_tables' must be \"*\" or a non-empty list of table names, got {value!r}"
-        )
+        check.problem(line, "allowed_tables", f'must be "*" or a non-empty list of table names, got {value!r}',
+                      'write allowed_tables: "*" or [anime, studios]')
+        return ()
     tables = []
-    for item in value:
+    for index, item in enumerate(value):
         if not isinstance(item, str) or not _IDENT_RE.match(item):
-            raise ConfigError(f"{where}: key 'allowed_tables': {item!r} is not a table name (write e.g. anime)")
+            check.problem(line_of(value, index) or line, "allowed_tables", f"{item!r} is not a table name",
+                          "write e.g. anime")
+            continue
         tables.append(item.lower())
     return tuple(sorted(set(tables)))
 
 
-def _denied_columns(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        value = []
+def _denied_columns(check: Checker, data: Mapping[str, Any]) -> tuple[str, ...]:
+    value = data.get("denied_columns") or []
+    line = line_of(data, "denied_columns")
     if not isinstance(value, list):
-        raise ConfigError(f"{where}: key 'denied_columns' must be a list of table.column strings, got {value!r}")
+        check.problem(line, "denied_columns", f"must be a list of table.column strings, got {value!r}",
+                      "write denied_columns: [users.email]")
+        return ()
     columns = []
-    for item in value:
+    for index, item in enumerate(value):
         parts = item.split(".") if isinstance(item, str) else []
         if len(parts) != 2 or not all(_IDENT_RE.match(part) for part in parts):
-            raise ConfigError(
-                f"{where}: key 'denied_columns': {item!r} is not of the form table.column (write e.g. users.email)"
-            )
+            check.problem(line_of(value, index) or line, "denied_columns", f"{item!r} is not of the form table.column",
+                          "write e.g. users.email")
+            continue
         columns.append(item.lower())
     return tuple(sorted(set(columns)))
 
 
-def _function_list(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = data[key]
-    if value is None:
-        value = []
+def _function_list(check: Checker, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key) or []
+    line = line_of(data, key)
     if not isinstance(value, list):
-        raise ConfigError(f"{where}: key '{key}' must be a list of function names, got {value!r}")
+        check.problem(line, key, f"must be a list of function names, got {value!r}", f"write {key}: [name, prefix*]")
+        return ()
     names = []
-    for item in value:
+    for index, item in enumerate(value):
         if not isinstance(item, str) or not _FUNCTION_RE.match(item):
-            raise ConfigError(
-                f"{where}: key '{key}': {item!r} is not a function name (letters, digits, '_'; "
-                f"a trailing '*' makes a prefix)"
-            )
+            check.problem(line_of(value, index) or line, key, f"{item!r} is not a function name",
+                          "letters, digits, '_'; a trailing '*' makes a prefix")
+            continue
         names.append(item.lower())
     return tuple(sorted(set(names)))
-
-
-def _budget(data: Mapping[str, Any], key: str, where: str, minimum: int) -> int | None:
-    value = data[key]
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{where}: key '{key}' must be an integer >= {minimum} or null (no budget), got {value!r}")
-    return value
-
-
-def _boolean(data: Mapping[str, Any], key: str, where: str) -> bool:
-    value = data[key]
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: key '{key}' must be true or false, got {value!r}")
-    return value

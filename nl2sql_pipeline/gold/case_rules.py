@@ -1,0 +1,353 @@
+"""The rules a gold-set case must satisfy: every problem of one case, and of a file's raw records.
+
+``validate_case_dict`` checks one case given with native field names; ``validate_records`` checks every
+raw record of a file (plus duplicate ids) and builds the cases, or raises one ``CaseValidationError``
+listing every problem sorted by line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+
+from nl2sql_pipeline.cases import (
+    ALL_FIELDS,
+    CATEGORIES,
+    DIFFICULTIES,
+    EXPECTED_OUTCOMES,
+    OUTCOME_POLICY_REJECTION,
+    REQUIRED_FIELDS,
+    Case,
+    case_from_dict,
+)
+from nl2sql_pipeline.errors import CaseValidationError
+from nl2sql_pipeline.gold.records import (
+    FOLLOW_UP_CATEGORY,
+    ID_PATTERN,
+    POLICY_REJECTION_CATEGORY,
+    SQL_DIALECT,
+    TURN_FIELDS,
+    RawCase,
+    problem,
+    unknown_field_problems,
+)
+from nl2sql_pipeline.jsonl import json_type_name as _type_name
+
+logger = logging.getLogger(__name__)
+
+
+def sql_parse_problem(sql: str) -> str | None:
+    """Why ``sql`` is not exactly one parseable DuckDB query, or ``None`` when it is (fails closed)."""
+    if not sql.strip():
+        return "is empty"
+    try:
+        trees = [tree for tree in sqlglot.parse(sql, dialect=SQL_DIALECT) if tree is not None]
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        if first.get("line") is not None:
+            return f"does not parse: {first.get('description')} at SQL line {first['line']}, column {first.get('col')}"
+        return f"does not parse: {exc}"
+    except SqlglotError as exc:  # tokenizer errors (an unclosed quote, ...)
+        return f"does not parse: {exc}"
+    if not trees:
+        return "holds no statement"
+    if len(trees) > 1:
+        return f"holds {len(trees)} statements, expected one query"
+    if not isinstance(trees[0], exp.Query):
+        return f"is not a query (parsed as {type(trees[0]).__name__}; expected SELECT, WITH or a set operation)"
+    return None
+
+
+def _check_sql_value(value: Any, name: str, source: str, line: int) -> list[str]:
+    """Problems of ``expected_sql``: a string or a non-empty list of strings, each one parseable query."""
+    if isinstance(value, str):
+        statements = [value]
+    elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        statements = list(value)
+    else:
+        return [
+            problem(
+                source,
+                line,
+                f"{name} must be a string or a non-empty list of strings, got {_type_name(value)}",
+                f'write "{name}": "SELECT ..." or a list of acceptable alternatives',
+            )
+        ]
+    problems = []
+    for index, sql in enumerate(statements):
+        why = sql_parse_problem(sql)
+        if why:
+            label = name if len(statements) == 1 else f"{name}[{index}]"
+            problems.append(problem(source, line, f"{label} {why}", "fix the SQL: it must be one DuckDB query"))
+    return problems
+
+
+def _check_follow_up(value: Any, source: str, line: int) -> list[str]:
+    """Problems of ``follow_up_context``: a list of ``{question, sql}`` with parseable SQL."""
+    fix = 'write a list of {"question": "...", "sql": "SELECT ..."} turns'
+    if not isinstance(value, list):
+        return [problem(source, line, f"follow_up_context must be a list, got {_type_name(value)}", fix)]
+    problems = []
+    for index, turn in enumerate(value):
+        label = f"follow_up_context[{index}]"
+        if not isinstance(turn, dict):
+            problems.append(problem(source, line, f"{label} must be an object, got {_type_name(turn)}", fix))
+            continue
+        problems += [
+            p.replace("unknown field", f"{label}: unknown field", 1)
+            for p in unknown_field_problems(list(turn), TURN_FIELDS, source, line)
+        ]
+        question = turn.get("question")
+        if not isinstance(question, str) or not question.strip():
+            problems.append(problem(source, line, f"{label}.question must be a non-empty string", fix))
+        sql = turn.get("sql")
+        if not isinstance(sql, str):
+            problems.append(problem(source, line, f"{label}.sql must be a string, got {_type_name(sql)}", fix))
+        else:
+            why = sql_parse_problem(sql)
+            if why:
+                problems.append(problem(source, line, f"{label}.sql {why}", "fix the SQL: it must be one DuckDB query"))
+    return problems
+
+
+def _is_json_value(value: Any) -> bool:
+    """True when ``value`` survives a JSON round trip (YAML can hold dates, sets, binary, ...)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, list):
+        return all(_is_json_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json_value(v) for k, v in value.items())
+    return False
+
+
+def validate_case_dict(
+    data: Mapping[str, Any],
+    source: str,
+    line: int,
+    *,
+    missing_hints: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Every problem of one case given with native field names (empty list when it is valid).
+
+    ``missing_hints`` adds format-specific advice to a missing field's fix (e.g. an importer option).
+    """
+    hints = missing_hints or {}
+    problems = unknown_field_problems(list(data), ALL_FIELDS, source, line)
+
+    def missing(name: str) -> None:
+        extra = f", {hints[name]}" if name in hints else ""
+        problems.append(problem(source, line, f"missing required field '{name}'", f"add a '{name}' field{extra}"))
+
+    for name in REQUIRED_FIELDS:
+        if name not in data or data[name] is None:
+            missing(name)
+        elif not isinstance(data[name], str) or not data[name].strip():
+            got = _type_name(data[name]) if not isinstance(data[name], str) else "an empty string"
+            fix = "quote it" if isinstance(data[name], (int, float, bool)) else f"give {name} a non-empty text value"
+            problems.append(problem(source, line, f"{name} must be a non-empty string, got {got}", fix))
+
+    case_id = data.get("id")
+    if isinstance(case_id, str) and case_id.strip() and not ID_PATTERN.fullmatch(case_id):
+        problems.append(
+            problem(
+                source,
+                line,
+                f"id '{case_id}' has characters ids cannot hold",
+                "use letters, digits, '.', '_' and '-' only, starting with a letter or digit",
+            )
+        )
+    database = data.get("database")
+    if isinstance(database, str) and database.strip() and not ID_PATTERN.fullmatch(database):
+        problems.append(
+            problem(
+                source,
+                line,
+                f"database '{database}' is not a database name",
+                "use the name of a sample database (letters, digits, '.', '_', '-'), not a path",
+            )
+        )
+    category = data.get("category")
+    if isinstance(category, str) and category.strip() and category not in CATEGORIES:
+        problems.append(
+            problem(source, line, f"unknown category '{category}'", f"use one of: {', '.join(CATEGORIES)}")
+        )
+    if "difficulty" in data:
+        difficulty = data["difficulty"]
+        if not isinstance(difficulty, str) or difficulty not in DIFFICULTIES:
+            problems.append(
+                problem(source, line, f"unknown difficulty {difficulty!r}", f"use one of: {', '.join(DIFFICULTIES)}")
+            )
+    outcome = data.get("expected_outcome")
+    if outcome is not None and outcome not in EXPECTED_OUTCOMES:
+        problems.append(
+            problem(
+                source, line, f"unknown expected_outcome {outcome!r}", f"use one of: {', '.join(EXPECTED_OUTCOMES)}"
+            )
+        )
+    if "tags" in data:
+        tags = data["tags"]
+        if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
+            problems.append(
+                problem(source, line, "tags must be a list of non-empty strings", 'write "tags": ["join", "filter"]')
+            )
+    for name in ("semantic_model", "sql_policy"):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(
+                problem(source, line, f"{name} must be a non-empty string, got {_type_name(value)}", f"name the {name}")
+            )
+    if "candidate_selection" in data and data["candidate_selection"] is not None:
+        count = data["candidate_selection"]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+            problems.append(
+                problem(
+                    source,
+                    line,
+                    f"candidate_selection must be an integer >= 2, got {count!r}",
+                    "give the number of candidates to sample, 2 or more, or remove the field",
+                )
+            )
+    if "expected_answer" in data and not _is_json_value(data["expected_answer"]):
+        problems.append(
+            problem(
+                source,
+                line,
+                f"expected_answer of type {_type_name(data['expected_answer'])} cannot be stored as JSON",
+                "quote it as a string: YAML turns unquoted dates into date objects",
+            )
+        )
+    follow_up = data.get("follow_up_context")
+    if follow_up is not None:
+        problems += _check_follow_up(follow_up, source, line)
+    if category == FOLLOW_UP_CATEGORY and not follow_up:
+        problems.append(
+            problem(
+                source,
+                line,
+                "a follow_up case has no follow_up_context",
+                'add the earlier turns as "follow_up_context": [{"question": ..., "sql": ...}]',
+            )
+        )
+    problems += _rejection_problems(data, source, line, missing)
+    return problems
+
+
+def _rejection_problems(
+    data: Mapping[str, Any], source: str, line: int, missing: Callable[[str], None]
+) -> list[str]:
+    """Problems of the expected_sql / policy-probe pairing; ``missing`` records a missing field."""
+    problems: list[str] = []
+    category = data.get("category")
+    outcome_rejects = data.get("expected_outcome") == OUTCOME_POLICY_REJECTION
+    category_rejects = category == POLICY_REJECTION_CATEGORY
+    if outcome_rejects and isinstance(category, str) and not category_rejects:
+        problems.append(
+            problem(
+                source,
+                line,
+                f"a policy probe (expected_outcome: policy_rejection) has category '{category}'",
+                "set category to policy_rejection",
+            )
+        )
+    if category_rejects and not outcome_rejects:
+        problems.append(
+            problem(
+                source,
+                line,
+                "category policy_rejection without expected_outcome: policy_rejection",
+                'add "expected_outcome": "policy_rejection"',
+            )
+        )
+    probe_sql = data.get("policy_probe_sql")
+    if outcome_rejects or category_rejects:
+        if probe_sql is None:
+            problems.append(
+                problem(
+                    source,
+                    line,
+                    "a policy-rejection case has no policy_probe_sql",
+                    'add "policy_probe_sql": the SQL the policy must reject',
+                )
+            )
+        elif not isinstance(probe_sql, str) or not probe_sql.strip():
+            problems.append(
+                problem(source, line, "policy_probe_sql must be a non-empty string", "give the SQL to reject")
+            )
+        if data.get("expected_sql") is not None:
+            problems.append(
+                problem(
+                    source,
+                    line,
+                    "a policy-rejection case has expected_sql",
+                    "remove expected_sql: a probe's only expectation is that its SQL is rejected",
+                )
+            )
+        return problems
+    if probe_sql is not None:
+        problems.append(
+            problem(
+                source,
+                line,
+                "policy_probe_sql on a case that is not a policy-rejection case",
+                'remove it, or set "expected_outcome" and "category" to policy_rejection',
+            )
+        )
+    if data.get("expected_sql") is None:
+        missing("expected_sql")
+    else:
+        problems += _check_sql_value(data["expected_sql"], "expected_sql", source, line)
+    return problems
+
+
+def validate_records(
+    records: Sequence[RawCase],
+    source: str,
+    *,
+    problems: Sequence[str] = (),
+    missing_hints: Mapping[str, str] | None = None,
+) -> list[Case]:
+    """Validate raw cases and build them; raise ``CaseValidationError`` with every problem found.
+
+    ``problems`` are earlier problems of the same file (from reading it), reported first.
+    """
+    found = list(problems)
+    cases: list[Case] = []
+    first_line_of: dict[str, int] = {}
+    for record in records:
+        record_problems = validate_case_dict(record.data, source, record.line, missing_hints=missing_hints)
+        case_id = record.data.get("id")
+        if isinstance(case_id, str):
+            if case_id in first_line_of:
+                record_problems.append(
+                    problem(
+                        source,
+                        record.line,
+                        f"duplicate id '{case_id}' (first used on line {first_line_of[case_id]})",
+                        "give every case its own id",
+                    )
+                )
+            else:
+                first_line_of[case_id] = record.line
+        found += record_problems
+        if not record_problems:
+            cases.append(case_from_dict(record.data))
+    if not found and not records:
+        found.append(problem(source, 1, "file has no cases", "add at least one case"))
+    if found:
+        raise CaseValidationError(sorted(found, key=lambda p: _problem_line(p, source)))
+    logger.info("%s: %d valid cases", source, len(cases))
+    return cases
+
+
+def _problem_line(text: str, source: str) -> int:
+    """The line number of a problem of ``source`` (0 for a file-level problem), to sort by line."""
+    match = re.match(r"(\d+):", text[len(source) + 1:]) if text.startswith(f"{source}:") else None
+    return int(match.group(1)) if match else 0
