@@ -1,4 +1,8 @@
-"""Asset checks on run scores: the correctness floor and the regression gate, per gold x model partition.
+"""Asset checks: the blocking gold preflight per gold version, and the gates on run scores per gold x model.
+
+``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, twice alike; gold scores 100%
+against itself; policies hold (``nl2sql_pipeline.preflight``). When it fails, nothing downstream of the
+gold version runs.
 
 They apply exactly the gates of ``nl2sql-eval run --min-correctness/--max-regression``
 (``nl2sql_pipeline.runs.gates.gate_run``), with the thresholds of the ``eval_settings`` resource
@@ -11,17 +15,42 @@ import warnings
 import dagster as dg
 import pandas as pd
 
-from assets.partitions import gold_model_partitions
+from assets.partitions import gold_model_partitions, gold_sets_partitions
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.codec import run_scores_from_frame
+from nl2sql_pipeline.codec import cases_from_frame, run_scores_from_frame
+from nl2sql_pipeline.preflight import run_preflight
 from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run
 from resources.settings import EvalSettings
 
 # Partitioned asset checks are a preview feature of Dagster 1.13: they are what ties a check to its partition.
 warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec")
 
+PREFLIGHT_CHECK = "gold_preflight"
 CORRECTNESS_FLOOR_CHECK = "correctness_floor"
 REGRESSION_CHECK = "no_regression"
+
+
+@dg.asset_check(
+    asset="gold_set",
+    name=PREFLIGHT_CHECK,
+    blocking=True,
+    partitions_def=gold_sets_partitions,
+    description="Every expected SQL runs, twice alike; gold scores 100% against itself; policies hold.",
+)
+def gold_preflight(eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.AssetCheckResult:
+    cases = cases_from_frame(gold_set)
+    report = run_preflight(cases, paths.database_path, eval_settings.limits(), eval_settings.compare_config())
+    return dg.AssetCheckResult(
+        passed=report.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "queries_run": report.queries_run,
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in report.problems) or "none"),
+            "flags": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.flags) or "none"),
+            "problem_count": len(report.problems),
+            "flag_count": len(report.flags),
+        },
+    )
 
 
 def _run_row(run_scores: pd.DataFrame) -> dict:
@@ -78,3 +107,4 @@ def no_regression(eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.A
 
 
 GATE_CHECKS = [correctness_floor, no_regression]
+GOLD_CHECKS = [gold_preflight]

@@ -1,4 +1,4 @@
-"""Sample database and gold-set assets, with the blocking gold preflight."""
+"""Sample database and gold-set assets (the blocking gold preflight is an asset check in ``assets/checks.py``)."""
 
 
 import json
@@ -10,12 +10,8 @@ from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.codec import cases_from_frame, cases_to_frame, oracle_rows_to_frame
-from nl2sql_pipeline.preflight import run_preflight
 from nl2sql_pipeline.report import markdown_table
 from resources.settings import EvalSettings
-
-PREFLIGHT_CHECK = "gold_preflight"
-
 
 @dg.asset(group_name="gold", description="The anime_platform sample DuckDB database (built when missing).")
 def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -40,19 +36,16 @@ def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     partitions_def=gold_sets_partitions,
     deps=[sample_database],
     io_manager_key="parquet_io_manager",
-    check_specs=[dg.AssetCheckSpec(PREFLIGHT_CHECK, asset="gold_set", blocking=True,
-                                   description="Every expected SQL runs, twice alike; gold scores 100% against itself; policies hold.")],
     description="The validated cases of one gold-set version (one row per case).",
 )
-def gold_set(context: dg.AssetExecutionContext, eval_settings: EvalSettings):
+def gold_set(context: dg.AssetExecutionContext) -> dg.Output:
     from nl2sql_pipeline.gold.registry import load_gold_set
 
     key = context.partition_key
     cases = load_gold_set(key)
     frame = cases_to_frame(cases)
-    report = run_preflight(cases, paths.database_path, eval_settings.limits(), eval_settings.compare_config())
     composition = frame.groupby(["domain", "category"]).size().unstack(fill_value=0)
-    yield dg.Output(
+    return dg.Output(
         frame,
         metadata={
             "cases": len(cases),
@@ -60,18 +53,7 @@ def gold_set(context: dg.AssetExecutionContext, eval_settings: EvalSettings):
             "composition": dg.MetadataValue.md(markdown_table(composition)),
         },
     )
-    yield dg.AssetCheckResult(
-        check_name=PREFLIGHT_CHECK,
-        passed=report.passed,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata={
-            "queries_run": report.queries_run,
-            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in report.problems) or "none"),
-            "flags": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.flags) or "none"),
-            "problem_count": len(report.problems),
-            "flag_count": len(report.flags),
-        },
-    )
+
 
 
 @dg.asset(

@@ -6,7 +6,7 @@ gold x model ones (see ``nl2sql_cli.runner``).
 
 from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
-from assets.checks import GATE_CHECKS
+from assets.checks import GATE_CHECKS, GOLD_CHECKS
 from assets.gold import gold_set, oracle_results, sample_database
 from assets.scores import run_scores
 from assets.verdicts import case_verdicts
@@ -21,6 +21,6 @@ ALL_ASSETS = [
     run_scores,
     baselines,
 ]
-ASSET_CHECKS = [*GATE_CHECKS]
+ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]

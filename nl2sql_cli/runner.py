@@ -16,7 +16,7 @@ import pandas as pd
 
 from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from resources.build import build_resources
-from assets.gold import PREFLIGHT_CHECK
+from assets.checks import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_pipeline.codec import run_scores_from_frame

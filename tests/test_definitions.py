@@ -50,10 +50,9 @@ def test_gold_preflight_is_a_blocking_check_on_gold_set():
     assert "gold_preflight" in checks
     assert checks["gold_preflight"].asset_key == dg.AssetKey("gold_set")
     spec = next(s for s in defs.resolve_all_asset_specs() if s.key == dg.AssetKey("gold_set"))
-    node = graph.get(dg.AssetKey("gold_set"))
-    assets_def = node.assets_def
-    check_spec = next(iter(assets_def.check_specs))
+    check_spec = graph.get_check_spec(checks["gold_preflight"])
     assert check_spec.blocking is True
+    assert check_spec.partitions_def is not None, "one preflight status per gold version"
     assert spec.group_name == "gold"
 
 
