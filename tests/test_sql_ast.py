@@ -107,3 +107,37 @@ def test_the_sandbox_reuses_the_policys_parse_and_still_refuses(db):
         assert not refused.ok and refused.error_class == "forbidden"
         assert statement_check(hostile) is not None
     assert run_query(db, sql).rows == [(1,), (2,)]
+
+
+def test_the_pool_follows_a_link_pointed_at_another_database(tmp_path, monkeypatch):
+    monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
+    first, second = tmp_path / "first.duckdb", tmp_path / "second.duckdb"
+    for path, value in ((first, 1), (second, 2)):
+        with duckdb.connect(str(path)) as con:
+            con.execute(f"CREATE TABLE t AS SELECT {value} AS x")
+    link = tmp_path / "current.duckdb"
+    link.symlink_to(first)
+    try:
+        assert run_query(link, "SELECT x FROM t").rows == [(1,)]
+        assert run_query(link, "SELECT x FROM t").rows == [(1,)]
+        link.unlink()
+        link.symlink_to(second)
+        assert run_query(link, "SELECT x FROM t").rows == [(2,)]
+    finally:
+        release_sandboxes()
+
+
+def test_the_benchmark_launcher_imports_sqlglot_from_source(tmp_path):
+    """``benchmarks/pure_sqlglot.py`` gives the base revision the build it had: pure Python."""
+    import subprocess
+    import sys
+
+    from sqlglot import tokens
+
+    launcher = Path(__file__).resolve().parent.parent / "benchmarks" / "pure_sqlglot.py"
+    script = tmp_path / "which.py"
+    script.write_text("import sqlglot.tokens as t, sqlglot.parser as p\nprint(t.SQLGLOTC_INSTALLED, p.__file__)\n")
+    out = subprocess.run([sys.executable, str(launcher), str(script)], capture_output=True, text=True, check=True)
+    installed, parser_file = out.stdout.split()
+    assert installed == "False" and parser_file.endswith("parser.py")
+    assert tokens.SQLGLOTC_INSTALLED  # this process has the compiled build (a dependency of the project)
