@@ -48,6 +48,7 @@ class SandboxPool:
         self.idle_close_s = idle_close_s
         self._lock = threading.Lock()
         self._entries: dict[tuple, _Entry] = {}
+        self._resolved: dict[tuple, Path] = {}
 
     def run(self, db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:
         """Run ``sql`` on a fresh connection of the pooled sandbox for ``db_path`` and ``limits``.
@@ -82,11 +83,12 @@ class SandboxPool:
         """Drop (without closing) what a forked child inherited: DuckDB instances do not survive fork."""
         self._lock = threading.Lock()
         self._entries = {}
+        self._resolved = {}
 
     def _acquire(self, db_path: Path, limits: SandboxLimits) -> _Entry:
-        resolved = db_path.resolve()
-        stat = _require_file(resolved)
+        stat = _require_file(db_path)
         identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        resolved = self._resolve(db_path, stat)
         key = (resolved, limits, os.environ.get(paths.STORAGE_ENV_VAR))
         with self._lock:
             entry = self._entries.get(key)
@@ -100,6 +102,17 @@ class SandboxPool:
                 self._entries[key] = entry
             entry.in_use += 1
             return entry
+
+    def _resolve(self, db_path: Path, stat: os.stat_result) -> Path:
+        """``db_path.resolve()``, remembered per (path as given, file): a link pointed elsewhere resolves anew."""
+        key = (str(db_path), os.getcwd() if not db_path.is_absolute() else "", stat.st_dev, stat.st_ino)
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            resolved = db_path.resolve()
+            if len(self._resolved) >= 256:
+                self._resolved.clear()
+            self._resolved[key] = resolved
+        return resolved
 
     def _open(self, resolved: Path, limits: SandboxLimits) -> Sandbox:
         """A new sandbox; idle pooled ones on the same file with other DuckDB settings are closed first."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import duckdb
 
+from nl2sql_pipeline import sql_ast
+
 _PIVOT_RESULT_TYPES = frozenset(
     {
         duckdb.ExpectedResultType.CHANGED_ROWS,
@@ -37,7 +39,7 @@ def parse_single_query(sql: str) -> duckdb.Statement:
     if not sql.strip():
         raise StatementRefused("empty SQL: there is no query to run")
     try:
-        statements = duckdb.extract_statements(sql)
+        statements = sql_ast.duckdb_statements(sql)
     except duckdb.ParserException:
         raise
     except duckdb.Error as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
@@ -26,6 +26,7 @@ from nl2sql_pipeline.generation.failures import CONTENT_FILTERED, NO_SQL, NOT_RE
 from nl2sql_pipeline.generation.prompts import (
     Message,
     PromptContext,
+    PromptHasher,
     assistant_message,
     load_template,
     opening_messages,
@@ -52,11 +53,12 @@ class CallRequest:
     candidate_index: int
     opening: tuple[Message, ...]
     user_turns: tuple[Message, ...]
+    hasher: PromptHasher | None = field(default=None, compare=False, repr=False)  # the opening hashed once
 
     def cache_key(self, spec: ModelSpec, messages: list[Message]) -> CacheKey:
         """The cache key of one turn: the model, the exact messages, the case, sample and candidate."""
-        return CacheKey(spec.config_hash, prompt_hash(messages), self.case.fingerprint, self.sample_index,
-                        self.candidate_index)
+        digest = self.hasher.hash(messages) if self.hasher is not None else prompt_hash(messages)
+        return CacheKey(spec.config_hash, digest, self.case.fingerprint, self.sample_index, self.candidate_index)
 
 
 def plan_calls(cases: list[Case], spec: ModelSpec, context: PromptContext, samples: int = 1) -> list[CallRequest]:
@@ -66,25 +68,29 @@ def plan_calls(cases: list[Case], spec: ModelSpec, context: PromptContext, sampl
         raise GenerationError(f"samples must be >= 1, got {samples} (ask for at least one sample)")
     template = load_template(spec.prompt_template)
     requests: list[CallRequest] = []
+    openings: dict[str, tuple[tuple[Message, ...], PromptHasher]] = {}  # the opening depends on the database only
     for case in cases:
         if case.is_probe:
             continue
-        texts = context.for_case(case)
-        opening = tuple(
-            opening_messages(
-                case,
-                spec,
-                schema_text=texts.schema_text,
-                semantic_text=texts.semantic_text,
-                reference_date=texts.reference_date,
-                template=template,
+        if case.database not in openings:
+            texts = context.for_case(case)
+            opening = tuple(
+                opening_messages(
+                    case,
+                    spec,
+                    schema_text=texts.schema_text,
+                    semantic_text=texts.semantic_text,
+                    reference_date=texts.reference_date,
+                    template=template,
+                )
             )
-        )
+            openings[case.database] = (opening, PromptHasher(opening))
+        opening, hasher = openings[case.database]
         turns = tuple(user_message(template, question) for question in turn_questions(case))
         n_candidates = case.candidate_selection or spec.candidates
         for sample_index in range(samples):
             for candidate_index in range(n_candidates):
-                requests.append(CallRequest(case, sample_index, candidate_index, opening, turns))
+                requests.append(CallRequest(case, sample_index, candidate_index, opening, turns, hasher))
     return requests
 
 

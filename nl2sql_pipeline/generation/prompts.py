@@ -205,6 +205,40 @@ def prompt_hash(messages: list[Message]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
+def _message_json(message: Message) -> bytes:
+    return json.dumps(
+        {"role": message["role"], "content": message["content"]}, ensure_ascii=False, separators=(",", ":")
+    ).encode("utf-8")
+
+
+class PromptHasher:
+    """``prompt_hash`` of conversations that all open with the same messages, the opening hashed once.
+
+    The opening (system prompt with the schema, few-shot turns) is most of a prompt's bytes and is
+    the same for every case of a database: its part of the hash is computed here once, and each
+    conversation only adds its own turns. ``hash(messages)`` equals ``prompt_hash(messages)``.
+    """
+
+    def __init__(self, opening: Sequence[Message]):
+        self.opening = tuple(opening)
+        state = hashlib.sha256(b"[")
+        for index, message in enumerate(self.opening):
+            state.update(b"," + _message_json(message) if index else _message_json(message))
+        self._state = state
+
+    def hash(self, messages: Sequence[Message]) -> str:
+        """``prompt_hash(messages)``; ``messages`` usually start with the opening (else hashed in full)."""
+        count = len(self.opening)
+        head = messages[:count]
+        if len(head) != count or any(a is not b and a != b for a, b in zip(head, self.opening)):
+            return prompt_hash(list(messages))
+        state = self._state.copy()
+        for index in range(count, len(messages)):
+            state.update(b"," + _message_json(messages[index]) if index else _message_json(messages[index]))
+        state.update(b"]")
+        return state.hexdigest()[:16]
+
+
 def messages_text(messages: list[Message]) -> str:
     """All message contents joined (for token estimates)."""
     return "\n".join(str(m.get("content") or "") for m in messages)

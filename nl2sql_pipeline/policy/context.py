@@ -2,30 +2,29 @@
 
 ``QueryContext`` is lazy: DuckDB's parser runs when a rule first asks for the statements, sqlglot's
 tokenizer and parser when a rule first asks for the tree, and the tree is walked exactly once to
-index its nodes by type. Whatever fails to parse raises ``QueryParseError``: the engine fails closed.
+index its nodes by type. The parses come from ``sql_ast`` (cached by the text, shared with the
+sandbox's statement check and other readers), so the rules only read the tree, never modify it. Whatever fails to parse raises ``QueryParseError``: the engine fails closed.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-import threading
 from dataclasses import dataclass
 from typing import Iterator, Literal, TypeVar
 
 import duckdb
 from sqlglot import exp
-from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
+from nl2sql_pipeline import sql_ast
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.policy.model import Policy, function_pattern_matches
 from nl2sql_pipeline.policy.schema import DatabaseSchema
 
 E = TypeVar("E", bound=exp.Expr)
 
-_DIALECT = DuckDB()
 _PATH_LIKE_RE = re.compile(r"[/\\:.*?~]")
 _NON_NAME_TOKENS = frozenset(
     {
@@ -39,16 +38,6 @@ _NON_NAME_TOKENS = frozenset(
         TokenType.HEREDOC_STRING,
     }
 )
-_THREAD_STATE = threading.local()
-
-
-def _parser_connection() -> duckdb.DuckDBPyConnection:
-    """A private in-memory DuckDB connection per thread, used only for its parser."""
-    con = getattr(_THREAD_STATE, "connection", None)
-    if con is None:
-        con = duckdb.connect(":memory:")
-        _THREAD_STATE.connection = con
-    return con
 
 
 class QueryParseError(Nl2SqlError):
@@ -148,7 +137,7 @@ class QueryContext:
     def statements(self) -> list[duckdb.Statement]:
         """DuckDB's own split of the text into statements (with their types)."""
         try:
-            return list(_parser_connection().extract_statements(self.sql))
+            return list(sql_ast.duckdb_statements(self.sql))
         except duckdb.Error as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise QueryParseError(f"DuckDB cannot parse the SQL: {first_line}") from exc
@@ -157,15 +146,16 @@ class QueryContext:
     def tokens(self) -> list[Token]:
         """sqlglot's tokens of the text (the tree is parsed from these, not re-tokenized)."""
         try:
-            return _DIALECT.tokenize(self.sql)
+            return list(sql_ast.tokens(self.sql))
         except SqlglotError as exc:
             raise QueryParseError(f"sqlglot cannot tokenize the SQL: {_short(exc)}") from exc
 
     @functools.cached_property
     def tree(self) -> exp.Expr:
         """The one sqlglot expression of the text."""
+        self.tokens  # a tokenizer error is reported as such, before any parse error
         try:
-            expressions = [e for e in _DIALECT.parser().parse(self.tokens, self.sql) if e is not None]
+            expressions = sql_ast.statements(self.sql)
         except SqlglotError as exc:
             raise QueryParseError(f"sqlglot cannot parse the SQL: {_short(exc)}") from exc
         if len(expressions) != 1:
