@@ -10,6 +10,7 @@ ordered list applied by ``convert.convert_sql``:
 3. ``like_is_case_insensitive``: SQLite's LIKE ignores ASCII case: ILIKE.
 4. ``text_compared_with_numbers``: a TEXT column compared with a number is compared as text in SQLite
    (the number becomes a string); a numeric column that also holds text is cast with TRY_CAST.
+5. ``integer_division``: ``/`` of two integers truncates in SQLite, not in DuckDB.
 
 >>> from sqlglot import parse_one
 >>> double_quoted_strings(parse_one('SELECT a FROM t WHERE b = "x"', read="sqlite"), {"t": {"a": 0, "b": 0}}).sql("duckdb")
@@ -220,10 +221,43 @@ def text_compared_with_numbers(tree: exp.Expression, columns: ColumnInfo) -> exp
     return tree
 
 
+_BIGINT = exp.DataType.build("BIGINT")
+
+
+def _is_integer(node: exp.Expression, tables: Mapping[str, str], columns: ColumnInfo) -> bool:
+    """True when SQLite computes ``node`` as an integer (integer columns, literals, counts, sums of those)."""
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _is_integer(node.this, tables, columns)
+    if isinstance(node, exp.Literal):
+        return node.is_int
+    if isinstance(node, exp.Column):
+        return getattr(_column_of(node, tables, columns), "duckdb_type", None) == "BIGINT"
+    if isinstance(node, exp.Count):
+        return True
+    if isinstance(node, (exp.Sum, exp.Max, exp.Min)):
+        return _is_integer(node.this, tables, columns)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        return _is_integer(node.this, tables, columns) and _is_integer(node.expression, tables, columns)
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(*exp.DataType.INTEGER_TYPES)
+    return False
+
+
+def integer_division(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+    """``a / b`` of two integers truncates in SQLite: typed so sqlglot writes DuckDB's truncating form."""
+    tables = _table_names(tree)
+    for div in list(tree.find_all(exp.Div)):
+        if _is_integer(div.this, tables, columns) and _is_integer(div.expression, tables, columns):
+            div.this.type = _BIGINT
+            div.expression.type = _BIGINT
+    return tree
+
+
 SQLITE_FIXES: tuple[Fix, ...] = (
     double_quoted_strings,
     bare_columns_in_aggregates,
     like_is_case_insensitive,
     text_compared_with_numbers,
+    integer_division,
 )
 """The fixes applied to SQLite queries, in order (later fixes see the literals earlier ones made)."""

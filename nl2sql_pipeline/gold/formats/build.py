@@ -102,7 +102,8 @@ class ImportResult:
         parts = [f"imported {len(self.cases)} of {self.questions} questions into {self.gold_path}"]
         if dropped:
             why = ", ".join(f"{n} {status}" for status, n in sorted(dropped.items()))
-            parts.append(f"{sum(dropped.values())} gold queries left out ({why})")
+            count = sum(dropped.values())
+            parts.append(f"{count} gold {'query' if count == 1 else 'queries'} left out ({why})")
         rewritten = sum(1 for q in self.queries if q.fixes and q.status in ("verified", "runs"))
         if rewritten:
             parts.append(f"{rewritten} rewritten by dialect fixes")
