@@ -351,3 +351,29 @@ def test_cli_gold_import_format_writes_the_gold_file_and_reports(tmp_path, capsy
     assert "no database file for nowhere" in capsys.readouterr().err
     assert main(["gold", "import", "--format", "bird", str(src), "--out", str(out), "--source-dialect", "klingon"]) == 2
     assert "unknown source dialect 'klingon'" in capsys.readouterr().err
+
+
+def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt(tmp_path):
+    from nl2sql_pipeline.errors import CaseValidationError
+    from nl2sql_pipeline.generation.prompts import build_messages
+    from nl2sql_pipeline.generation.registry import ModelSpec
+
+    base = {"id": "c1", "domain": "d", "category": "single_table", "question": "How many pets?",
+            "expected_sql": "SELECT count(*) FROM pets"}
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({**base, "database": "databases/pets_1.duckdb", "hint": "pets are animals"}) + "\n"
+                    + json.dumps({**base, "id": "c2", "database": "pets_1"}) + "\n")
+    hinted, plain_case = load_cases(good)
+    assert hinted.database == "databases/pets_1.duckdb" and hinted.hint == "pets are animals"
+    assert plain_case.hint is None and "hint" not in plain_case.to_dict()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**base, "database": "../secret", "hint": ""}) + "\n")
+    with pytest.raises(CaseValidationError) as caught:
+        load_cases(bad)
+    assert any("database '../secret' is not a database name" in p for p in caught.value.problems)
+    assert any("hint must be a non-empty string" in p for p in caught.value.problems)
+
+    spec = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
+    texts = {"schema_text": "CREATE TABLE pets (id INTEGER);", "semantic_text": "", "reference_date": "2026-06-30"}
+    assert build_messages(hinted, spec, **texts)[-1]["content"].strip() == "How many pets?\nHint: pets are animals"
+    assert build_messages(plain_case, spec, **texts)[-1]["content"].strip() == "How many pets?"
