@@ -9,9 +9,11 @@ loose): an INTEGER column holding only integers becomes BIGINT, one that also ho
 VARCHAR; a TEXT column stays VARCHAR even when its values look like numbers (SQLite compares it as
 text too). Primary keys, extra keys (e.g. from Spider's ``tables.json``) and foreign keys are declared
 when DuckDB can enforce them on the data: unique, non-null keys; foreign keys onto a declared key with
-every value present in the parent. Tables are created parents first, then by name; rows are copied in
-rowid order, so the same SQLite file always gives the same tables, types, keys and rows. The file is
-written under a temporary name and renamed, and the evaluation only ever opens it read-only.
+every value present in the parent (a UNIQUE constraint is added to a parent whose referenced columns
+are not its primary key; a table referencing itself keeps no foreign key). Tables are created parents
+first, then by name; rows are copied in rowid order, so the same SQLite file always gives the same
+tables, types, keys and rows. The file is written under a temporary name and renamed, and the
+evaluation only ever opens it read-only.
 """
 
 from __future__ import annotations
@@ -234,16 +236,28 @@ def _key_problem(con: sqlite3.Connection, table: SourceTable, columns: Sequence[
 
 
 def _foreign_key_problem(
-    con: sqlite3.Connection, tables: Mapping[str, SourceTable], keys: Mapping[str, tuple[str, ...]], fk: ForeignKey
+    con: sqlite3.Connection,
+    tables: Mapping[str, SourceTable],
+    keys: Mapping[str, tuple[str, ...]],
+    uniques: dict[str, list[tuple[str, ...]]],
+    fk: ForeignKey,
 ) -> str | None:
-    """Why ``fk`` cannot be declared in DuckDB (None when it can): DuckDB needs the parent's declared
-    key, equal column types, and every non-null child value present in the parent."""
+    """Why ``fk`` cannot be declared in DuckDB (None when it can): DuckDB needs a primary key or UNIQUE
+    constraint on the parent columns (added to ``uniques`` when the data allows), equal column types,
+    every non-null child value present in the parent, and no reference of a table to itself (DuckDB
+    checks those row by row while the rows are copied)."""
     child, parent = tables[fk.table], tables[fk.parent]
     if len(fk.columns) != len(fk.parent_columns) or not fk.columns:
         return "its column lists differ in length"
+    if fk.table == fk.parent:
+        return "a table referencing itself cannot be copied with the key declared"
     parent_key = tuple(c.lower() for c in keys.get(parent.name, ()))
-    if parent_key != tuple(c.lower() for c in fk.parent_columns):
-        return f"{fk.parent}({', '.join(fk.parent_columns)}) is not the parent's primary key"
+    wanted = tuple(c.lower() for c in fk.parent_columns)
+    if parent_key != wanted and wanted not in [tuple(c.lower() for c in u) for u in uniques.get(parent.name, [])]:
+        why = _key_problem(con, parent, fk.parent_columns)
+        if why:
+            return f"{fk.parent}({', '.join(fk.parent_columns)}) is not a key of the parent: {why}"
+        uniques.setdefault(parent.name, []).append(tuple(parent.column(c).name for c in fk.parent_columns))  # type: ignore[union-attr]
     for col, parent_col in zip(fk.columns, fk.parent_columns):
         mine, theirs = child.column(col), parent.column(parent_col)
         if mine is None or theirs is None:
@@ -289,10 +303,19 @@ def _normalize_extra(tables: Mapping[str, SourceTable], extra: ExtraKeys) -> tup
     return pks, fks
 
 
-def plan_keys(
-    con: sqlite3.Connection, tables: Mapping[str, SourceTable], extra: ExtraKeys
-) -> tuple[dict[str, tuple[str, ...]], list[ForeignKey], list[str]]:
-    """The primary and foreign keys DuckDB will hold, and a note for every key left out and why."""
+@dataclass
+class KeyPlan:
+    """The keys DuckDB will hold: primary keys, UNIQUE constraints foreign keys point at, foreign keys,
+    and a note for every key left out and why."""
+
+    primary: dict[str, tuple[str, ...]]
+    unique: dict[str, list[tuple[str, ...]]]
+    foreign: list[ForeignKey]
+    notes: list[str]
+
+
+def plan_keys(con: sqlite3.Connection, tables: Mapping[str, SourceTable], extra: ExtraKeys) -> KeyPlan:
+    """The keys DuckDB will hold (see ``KeyPlan``), each checked against the data."""
     extra_pks, extra_fks = _normalize_extra(tables, extra)
     notes: list[str] = []
     keys: dict[str, tuple[str, ...]] = {}
@@ -306,6 +329,7 @@ def plan_keys(
         else:
             keys[name] = tuple(tables[name].column(c).name for c in candidate)  # type: ignore[union-attr]
     seen: set[tuple] = set()
+    uniques: dict[str, list[tuple[str, ...]]] = {}
     fks: list[ForeignKey] = []
     for fk in [fk for t in sorted(tables) for fk in tables[t].foreign_keys] + extra_fks:
         identity = (fk.table.lower(), tuple(c.lower() for c in fk.columns), fk.parent.lower(),
@@ -313,7 +337,7 @@ def plan_keys(
         if identity in seen:
             continue
         seen.add(identity)
-        why = _foreign_key_problem(con, tables, keys, fk)
+        why = _foreign_key_problem(con, tables, keys, uniques, fk)
         label = f"foreign key {fk.table}({', '.join(fk.columns)}) -> {fk.parent}({', '.join(fk.parent_columns)})"
         if why:
             notes.append(f"{label} not declared: {why}")
@@ -328,15 +352,19 @@ def plan_keys(
             notes.append(f"foreign key {fk.table} -> {fk.parent} not declared: the tables reference each other")
         else:
             kept.append(fk)
-    return keys, kept, notes
+    return KeyPlan(keys, uniques, kept, notes)
 
 
-def _create_table_sql(table: SourceTable, key: tuple[str, ...], fks: Sequence[ForeignKey]) -> str:
+def _create_table_sql(table: SourceTable, plan: KeyPlan) -> str:
     parts = [
         f"{quote(c.name)} {c.duckdb_type}{' NOT NULL' if c.not_null else ''}" for c in table.columns
     ]
+    key = plan.primary.get(table.name, ())
+    fks = [fk for fk in plan.foreign if fk.table == table.name]
     if key:
         parts.append(f"PRIMARY KEY ({', '.join(quote(c) for c in key)})")
+    for unique in plan.unique.get(table.name, []):
+        parts.append(f"UNIQUE ({', '.join(quote(c) for c in unique)})")
     for fk in fks:
         parts.append(
             f"FOREIGN KEY ({', '.join(quote(c) for c in fk.columns)}) "
@@ -389,13 +417,13 @@ def copy_sqlite_to_duckdb(
         tables = read_tables(con)
         if not tables:
             raise SqliteCopyError(f"{source} holds no table")
-        keys, fks, notes = plan_keys(con, tables, extra_keys)
+        plan = plan_keys(con, tables, extra_keys)
         counts: dict[str, int] = {}
         out = duckdb.connect(str(tmp))
         try:
-            for name in _creation_order(tables, fks):
+            for name in _creation_order(tables, plan.foreign):
                 table = tables[name]
-                out.execute(_create_table_sql(table, keys.get(name, ()), [fk for fk in fks if fk.table == name]))
+                out.execute(_create_table_sql(table, plan))
                 schema = pa.schema([(c.name, _ARROW_TYPES[c.duckdb_type]) for c in table.columns])
                 counts[name] = 0
                 for batch in _batches(con, table, schema):
@@ -414,9 +442,9 @@ def copy_sqlite_to_duckdb(
     finally:
         con.close()
     os.replace(tmp, target)
-    for note in notes:
+    for note in plan.notes:
         logger.info("%s: %s", source.name, note)
-    return CopiedDatabase(target, tables, counts, notes)
+    return CopiedDatabase(target, tables, counts, plan.notes)
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

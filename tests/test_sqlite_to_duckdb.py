@@ -23,6 +23,10 @@ INSERT INTO city VALUES (1, 'Paris', 'FR', 2100000, 105.4, 'c. 250 BC', '007', 9
                         (3, 'Köln', 'DE', 1080000, 405, -38, '1', NULL);
 INSERT INTO visit VALUES (1, 10, X'00FF'), (9, 11, NULL);
 INSERT INTO dup VALUES (1, 'a'), (NULL, 'b');
+CREATE TABLE person (id INTEGER PRIMARY KEY, boss INT REFERENCES person(id), email TEXT);
+CREATE TABLE login (email TEXT REFERENCES person(email), at TEXT);
+INSERT INTO person VALUES (1, 2, 'a@x'), (2, NULL, 'b@x');
+INSERT INTO login VALUES ('b@x', '2024-01-01');
 """
 
 
@@ -57,7 +61,7 @@ def test_types_follow_affinity_and_the_values_stored(source, tmp_path):
     assert types[("visit", "note")] == "BLOB"
     rows = run_query(copied.path, "SELECT name, population, code_text, score FROM city ORDER BY id").rows
     assert rows == [("Paris", "2100000", "007", 9.0), ("Lyon", "unknown", "42", 7.5), ("Köln", "1080000", "1", None)]
-    assert copied.row_counts == {"city": 3, "country": 2, "dup": 2, "visit": 2}
+    assert copied.row_counts == {"city": 3, "country": 2, "dup": 2, "login": 1, "person": 2, "visit": 2}
 
 
 def test_keys_are_declared_where_the_data_allows_and_every_other_one_is_noted(source, tmp_path):
@@ -67,9 +71,15 @@ def test_keys_are_declared_where_the_data_allows_and_every_other_one_is_noted(so
     keys = sorted((t, k, tuple(c)) for t, k, c in con.execute(
         "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
         "WHERE constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')").fetchall())
+    unique = con.execute("SELECT table_name, constraint_column_names FROM duckdb_constraints() "
+                         "WHERE constraint_type = 'UNIQUE'").fetchall()
     con.close()
+    assert unique == [("person", ["email"])]  # what login(email) points at
     assert keys == [("city", "FOREIGN KEY", ("country",)), ("city", "PRIMARY KEY", ("id",)),
-                    ("country", "PRIMARY KEY", ("code",)), ("visit", "PRIMARY KEY", ("city_id", "visitor_id"))]
+                    ("country", "PRIMARY KEY", ("code",)), ("login", "FOREIGN KEY", ("email",)),
+                    ("person", "PRIMARY KEY", ("id",)), ("visit", "PRIMARY KEY", ("city_id", "visitor_id"))]
+    assert "foreign key person(boss) -> person(id) not declared: a table referencing itself cannot be copied " \
+        "with the key declared" in copied.notes
     assert "primary key dup(id) not declared: it holds NULL values" in copied.notes
     assert "foreign key visit(city_id) -> city(id) not declared: some values have no parent row" in copied.notes
     assert "foreign key visit(visitor_id) -> city(id) not declared: some values have no parent row" in copied.notes
@@ -79,7 +89,7 @@ def test_the_copy_is_deterministic_and_replaces_an_earlier_one(source, tmp_path)
     first = copy_sqlite_to_duckdb(source, tmp_path / "a.duckdb")
     second = copy_sqlite_to_duckdb(source, tmp_path / "b.duckdb")
     again = copy_sqlite_to_duckdb(source, tmp_path / "a.duckdb")
-    dump = lambda p: [run_query(p, f"SELECT * FROM {t}").rows for t in ("city", "country", "dup", "visit")]  # noqa: E731
+    dump = lambda p: [run_query(p, f"SELECT * FROM {t}").rows for t in ("city", "country", "dup", "visit", "person")]  # noqa: E731
     assert dump(first.path) == dump(second.path) == dump(again.path)
     assert _types(first.path) == _types(second.path)
     assert first.notes == second.notes
