@@ -377,3 +377,26 @@ def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt
     texts = {"schema_text": "CREATE TABLE pets (id INTEGER);", "semantic_text": "", "reference_date": "2026-06-30"}
     assert build_messages(hinted, spec, **texts)[-1]["content"].strip() == "How many pets?\nHint: pets are animals"
     assert build_messages(plain_case, spec, **texts)[-1]["content"].strip() == "How many pets?"
+
+
+def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_policy_refuses(tmp_path):
+    data = tmp_path / "mine"
+    data.mkdir()
+    con = duckdb.connect(str(data / "shop.duckdb"))
+    con.execute("CREATE TABLE orders AS SELECT range AS id, range % 7 AS amount FROM range(3000)")
+    con.close()
+    (data / "q.jsonl").write_text(
+        json.dumps({"question": "Big orders?", "sql": "SELECT id FROM orders WHERE amount > 5 LIMIT 5000",
+                    "database": "shop", "tags": ["limits"], "difficulty": "hard"}) + "\n"
+        + json.dumps({"question": "Order count?", "sql": "SELECT count(*) FROM orders", "database": "shop"}) + "\n")
+    out = tmp_path / "gold" / "mine.jsonl"
+    result = import_benchmark("plain", data / "q.jsonl", out)
+    cases = load_cases(out)
+    assert [c.id for c in cases] == ["q-1", "q-2"] and cases[0].tags == ("plain", "limits")
+    assert cases[0].difficulty == "hard"
+    assert (out.parent / "databases" / "shop.duckdb").is_file()
+    assert [q.status for q in result.queries] == ["runs", "runs"]
+    assert result.queries[0].policy and "1000" in result.queries[0].policy and result.queries[1].policy is None
+    assert "1 refused by the default policy" in result.summary()
+    verdicts, _ = _gold_echo(cases, out.parent)
+    assert [v.outcome for v in verdicts] == [outcomes.POLICY_REJECTED, outcomes.CORRECT]
