@@ -113,7 +113,8 @@ def _import_format(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     dropped = [q for q in result.queries if q.sql is None]
     for query in dropped[:MAX_LISTED_DROPS]:
-        print(f"left out {query.case_id}[{query.alternative}] ({query.location}): {query.status}: {query.reason}",
+        reason = query.reason.splitlines()[0] if query.reason else ""
+        print(f"left out {query.case_id}[{query.alternative}] ({query.location}): {query.status}: {reason}",
               file=sys.stderr)
     if len(dropped) > MAX_LISTED_DROPS:
         print(f"... and {len(dropped) - MAX_LISTED_DROPS} more in {result.report_path}", file=sys.stderr)

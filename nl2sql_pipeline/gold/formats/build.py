@@ -28,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from nl2sql_pipeline.cases import DIFFICULTIES, Case
 from nl2sql_pipeline.dialect import ConversionCheck, ConversionError, convert_sql, verify_conversion
 from nl2sql_pipeline.dialect.verify import CONVERSION_FAILED
 from nl2sql_pipeline.errors import CaseValidationError
@@ -36,7 +37,6 @@ from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceDatabase, SourceQuestion
 from nl2sql_pipeline.gold.importers import infer_category, write_jsonl
 from nl2sql_pipeline.gold.records import RawCase
-from nl2sql_pipeline.cases import DIFFICULTIES, Case
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
 from nl2sql_pipeline.sqlite_to_duckdb import copy_sqlite_to_duckdb, database_file_name
 
@@ -215,7 +215,7 @@ def build_gold(
         if kept:
             records.append(_case_record(question, kept, relative, number))  # type: ignore[arg-type]
         else:
-            logger.warning("%s (%s): no gold query kept", question.id, question.location)
+            logger.info("%s (%s): no gold query kept", question.id, question.location)
     cases = validate_records(records, str(out)) if records else []
     result = ImportResult(cases, out, report_path_for(out), len(source.questions), queries, reports)
     _write_report(result, source, dialect)
