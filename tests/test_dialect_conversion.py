@@ -28,7 +28,7 @@ def db(tmp_path):
     con = sqlite3.connect(source)
     con.executescript(
         "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, year TEXT, n INT, mixed INT);"
-        "INSERT INTO t VALUES (1, 'Ann', '2014', 3, 1), (2, 'bob', '2015', 4, 'x'), (3, 'Cy', '9', 4, 2);"
+        "INSERT INTO t VALUES (1, 'Ann', '2014', 9, 1), (2, 'bob', '2015', 4, 'x'), (3, 'Cy', '9', 6, 2);"
     )
     con.commit()
     con.close()
@@ -51,6 +51,8 @@ def db(tmp_path):
         ("SELECT name FROM t WHERE year IN (2014, 9)", "SELECT name FROM t WHERE year IN ('2014', '9')",
          ("text_compared_with_numbers",)),
         ("SELECT name FROM t WHERE mixed = 1", "SELECT name FROM t WHERE TRY_CAST(mixed AS DOUBLE) = 1",
+         ("text_compared_with_numbers",)),
+        ("SELECT a.name FROM t AS a JOIN t AS b ON a.year = b.n", "SELECT a.name FROM t AS a JOIN t AS b ON TRY_CAST(a.year AS DOUBLE) = b.n",
          ("text_compared_with_numbers",)),
         ("SELECT sum(n) / count(*) FROM t", "SELECT CAST(TRUNC(SUM(n) / NULLIF(COUNT(*), 0)) AS BIGINT) FROM t",
          ("integer_division",)),
@@ -82,3 +84,14 @@ def test_postgres_gold_is_transpiled_and_only_checked_to_run(db):
     assert check.status == "runs" and "no source engine" in check.reason
     failing = verify_conversion(convert_sql("SELECT nosuch FROM t", "postgres"), copied.path)
     assert failing.status == "duckdb_failed" and not failing.kept
+
+
+def test_the_check_catches_what_the_fixes_are_for(db):
+    """Without the fixes, DuckDB would answer these differently from SQLite (or not at all)."""
+    source, copied = db
+    for sql in ("SELECT sum(n) / count(*) FROM t", "SELECT count(*) FROM t AS a JOIN t AS b ON a.name = b.n",
+                "SELECT name FROM t WHERE name LIKE 'b%'", "SELECT name, max(n) FROM t"):
+        unfixed = convert_sql(sql, "duckdb")  # DuckDB SQL: transpiled as is, no SQLite fix
+        unfixed = type(unfixed)(sql, unfixed.sql, "sqlite", ())
+        assert not verify_conversion(unfixed, copied.path, source).kept, sql
+        assert verify_conversion(convert_sql(sql, "sqlite", copied.column_types()), copied.path, source).kept, sql

@@ -9,7 +9,8 @@ ordered list applied by ``convert.convert_sql``:
    one MIN/MAX they come from that row (``arg_min``/``arg_max``), else from any row (``any_value``).
 3. ``like_is_case_insensitive``: SQLite's LIKE ignores ASCII case: ILIKE.
 4. ``text_compared_with_numbers``: a TEXT column compared with a number is compared as text in SQLite
-   (the number becomes a string); a numeric column that also holds text is cast with TRY_CAST.
+   (the number becomes a string); a numeric column that also holds text, or a text column compared
+   with a numeric column (a join on keys declared with different types), is cast with TRY_CAST.
 5. ``integer_division``: ``/`` of two integers truncates in SQLite, not in DuckDB.
 
 >>> from sqlglot import parse_one
@@ -204,12 +205,23 @@ def text_compared_with_numbers(tree: exp.Expression, columns: ColumnInfo) -> exp
         else:
             column.replace(exp.TryCast(this=column.copy(), to=exp.DataType.build("DOUBLE")))
 
+    def numeric(column: exp.Column) -> bool:
+        return getattr(_column_of(column, tables, columns), "duckdb_type", None) in ("BIGINT", "DOUBLE")
+
+    def text(column: exp.Column) -> bool:
+        return getattr(_column_of(column, tables, columns), "duckdb_type", None) == "VARCHAR"
+
     for node in list(tree.find_all(*_COMPARISONS)):
         left, right = node.this, node.expression
         if isinstance(left, exp.Column) and _is_number(right):
             fix(left, [right])
         elif isinstance(right, exp.Column) and _is_number(left):
             fix(right, [left])
+        elif isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            # SQLite compares a text column with a numeric one as numbers (numeric affinity wins)
+            for one, other in ((left, right), (right, left)):
+                if text(one) and numeric(other):
+                    one.replace(exp.TryCast(this=one.copy(), to=exp.DataType.build("DOUBLE")))
     for node in list(tree.find_all(exp.In)):
         values = list(node.expressions)
         if isinstance(node.this, exp.Column) and values and all(_is_number(v) for v in values):
