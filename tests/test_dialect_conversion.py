@@ -90,7 +90,7 @@ def test_the_check_catches_what_the_fixes_are_for(db):
     """Without the fixes, DuckDB would answer these differently from SQLite (or not at all)."""
     source, copied = db
     for sql in ("SELECT sum(n) / count(*) FROM t", "SELECT count(*) FROM t AS a JOIN t AS b ON a.name = b.n",
-                "SELECT name FROM t WHERE name LIKE 'b%'", "SELECT name, max(n) FROM t"):
+                "SELECT name FROM t WHERE name LIKE 'B%'", "SELECT name, max(n) FROM t"):
         unfixed = convert_sql(sql, "duckdb")  # DuckDB SQL: transpiled as is, no SQLite fix
         unfixed = type(unfixed)(sql, unfixed.sql, "sqlite", ())
         assert not verify_conversion(unfixed, copied.path, source).kept, sql
