@@ -401,6 +401,38 @@ def _batches(con: sqlite3.Connection, table: SourceTable, schema: pa.Schema) -> 
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _copy_views(
+    con: sqlite3.Connection, out: duckdb.DuckDBPyConnection, tables: Mapping[str, SourceTable], notes: list[str]
+) -> None:
+    """Recreate the SQLite views in DuckDB (their SELECT converted by ``dialect.convert_sql``, in name
+    order, retried while one view reads another); a view that cannot be created is noted."""
+    from nl2sql_pipeline.dialect.convert import ConversionError, convert_sql
+
+    columns = {t.lower(): {c.name.lower(): c for c in table.columns} for t, table in tables.items()}
+    pending: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY name"):
+        select = re.sub(r"(?is)^\s*CREATE\s+(TEMP\w*\s+)?VIEW\s+(IF\s+NOT\s+EXISTS\s+)?.+?\s+AS\s+", "", sql or "", count=1)
+        try:
+            pending[name] = convert_sql(select, "sqlite", columns).sql
+        except ConversionError as exc:
+            problems[name] = str(exc)
+    while pending:
+        created = []
+        for name, select in pending.items():
+            try:
+                out.execute(f"CREATE VIEW {quote(name)} AS {select}")
+                created.append(name)
+            except duckdb.Error as exc:
+                problems[name] = str(exc).splitlines()[0]
+        for name in created:
+            pending.pop(name)
+            problems.pop(name, None)
+        if not created:
+            break
+    notes += [f"view {name} not created: {why}" for name, why in sorted(problems.items())]
+
+
 def copy_sqlite_to_duckdb(
     sqlite_path: str | Path, duckdb_path: str | Path, extra_keys: ExtraKeys = ExtraKeys()
 ) -> CopiedDatabase:
@@ -431,6 +463,7 @@ def copy_sqlite_to_duckdb(
                     out.execute(f"INSERT INTO {quote(name)} SELECT * FROM _batch")
                     out.unregister("_batch")
                     counts[name] += batch.num_rows
+            _copy_views(con, out, tables, plan.notes)
             out.execute("CHECKPOINT")
         except (duckdb.Error, sqlite3.Error, pa.ArrowException) as exc:
             raise SqliteCopyError(f"copying {source} into {target} failed: {exc}") from exc

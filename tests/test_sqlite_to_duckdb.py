@@ -27,6 +27,8 @@ CREATE TABLE person (id INTEGER PRIMARY KEY, boss INT REFERENCES person(id), ema
 CREATE TABLE login (email TEXT REFERENCES person(email), at TEXT);
 INSERT INTO person VALUES (1, 2, 'a@x'), (2, NULL, 'b@x');
 INSERT INTO login VALUES ('b@x', '2024-01-01');
+CREATE VIEW french_city AS SELECT name FROM city WHERE country LIKE 'fr';
+CREATE VIEW broken AS SELECT nosuch FROM city;
 """
 
 
@@ -61,6 +63,8 @@ def test_types_follow_affinity_and_the_values_stored(source, tmp_path):
     assert types[("visit", "note")] == "BLOB"
     rows = run_query(copied.path, "SELECT name, population, code_text, score FROM city ORDER BY id").rows
     assert rows == [("Paris", "2100000", "007", 9.0), ("Lyon", "unknown", "42", 7.5), ("Köln", "1080000", "1", None)]
+    assert sorted(run_query(copied.path, "SELECT name FROM french_city").rows) == [("Lyon",), ("Paris",)]
+    assert any(n.startswith("view broken not created: ") for n in copied.notes)
     assert copied.row_counts == {"city": 3, "country": 2, "dup": 2, "login": 1, "person": 2, "visit": 2}
 
 
