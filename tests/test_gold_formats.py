@@ -400,3 +400,24 @@ def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_
     assert "1 refused by the default policy" in result.summary()
     verdicts, _ = _gold_echo(cases, out.parent)
     assert [v.outcome for v in verdicts] == [outcomes.POLICY_REJECTED, outcomes.CORRECT]
+
+
+def test_a_question_that_makes_an_invalid_case_is_reported_at_its_source_line(tmp_path):
+    data = tmp_path / "plain"
+    _sqlite(data / "pets_1.sqlite", PETS_SQL).close()
+    (data / "q.jsonl").write_text(
+        json.dumps({"id": "ok", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n\n"
+        + json.dumps({"id": "bad id", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n"
+        + json.dumps({"id": "x", "question": "Pets?", "db_id": "pets_1"}) + "\n")
+    from nl2sql_pipeline.errors import CaseValidationError
+
+    with pytest.raises(CaseValidationError) as caught:
+        import_benchmark("plain", data / "q.jsonl", tmp_path / "gold" / "g.jsonl", source_dialect="sqlite")
+    assert caught.value.problems == [f"{data / 'q.jsonl'}:4: missing or empty sql "
+                                     "(give every row a question, its SQL and its database name)"]
+    (data / "q.jsonl").write_text(
+        json.dumps({"id": "bad id", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n")
+    with pytest.raises(CaseValidationError) as caught:
+        import_benchmark("plain", data / "q.jsonl", tmp_path / "gold" / "g.jsonl", source_dialect="sqlite")
+    assert caught.value.problems[0].startswith(f"{data / 'q.jsonl'}:1: id 'bad id' has characters ids cannot hold")
+    assert not (tmp_path / "gold" / "g.jsonl").exists()

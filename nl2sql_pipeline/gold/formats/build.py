@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -167,6 +168,19 @@ def _case_record(question: SourceQuestion, kept: list[str], relative: str, numbe
     return RawCase(line=number, data=data)
 
 
+def _validate(records: list[RawCase], out: Path, locations: dict[int, str]) -> list[Case]:
+    """Validate the cases to write; a problem names the question's own place in the source files."""
+    if not records:
+        return []
+    try:
+        return validate_records(records, str(out))
+    except CaseValidationError as exc:
+        prefix = re.compile(rf"^{re.escape(str(out))}:(\d+): ")
+        raise CaseValidationError(
+            [prefix.sub(lambda m: f"{locations.get(int(m.group(1)), m.group(0))}: ", p) for p in exc.problems]
+        ) from exc
+
+
 def build_gold(
     source: BenchmarkSource,
     out: Path,
@@ -216,7 +230,7 @@ def build_gold(
             records.append(_case_record(question, kept, relative, number))  # type: ignore[arg-type]
         else:
             logger.info("%s (%s): no gold query kept", question.id, question.location)
-    cases = validate_records(records, str(out)) if records else []
+    cases = _validate(records, out, {n: q.location for n, q in enumerate(source.questions, start=1)})
     result = ImportResult(cases, out, report_path_for(out), len(source.questions), queries, reports)
     _write_report(result, source, dialect)
     if not cases:
