@@ -176,9 +176,17 @@ def open_sqlite(path: Path) -> sqlite3.Connection:
     return con
 
 
-def _stored_classes(con: sqlite3.Connection, table: str, column: str) -> set[str]:
-    rows = con.execute(f"SELECT DISTINCT typeof({quote(column)}) FROM {quote(table)}").fetchall()
-    return {r[0] for r in rows} - {"null"}
+STORAGE_CLASSES: tuple[str, ...] = ("integer", "real", "text", "blob")
+
+
+def _stored_classes(con: sqlite3.Connection, table: str, columns: Sequence[str]) -> list[set[str]]:
+    """Per column, the SQLite storage classes its values use (``null`` left out), in one table scan."""
+    if not columns:
+        return []
+    probes = [f"max(typeof({quote(c)}) = '{k}')" for c in columns for k in STORAGE_CLASSES]
+    row = con.execute(f"SELECT {', '.join(probes)} FROM {quote(table)}").fetchone() or ()
+    n = len(STORAGE_CLASSES)
+    return [{k for k, hit in zip(STORAGE_CLASSES, row[i * n : (i + 1) * n]) if hit} for i in range(len(columns))]
 
 
 def read_tables(con: sqlite3.Connection) -> dict[str, SourceTable]:
@@ -192,10 +200,11 @@ def read_tables(con: sqlite3.Connection) -> dict[str, SourceTable]:
     tables: dict[str, SourceTable] = {}
     for name in names:
         info = con.execute(f"PRAGMA table_info({quote(name)})").fetchall()
+        stored = _stored_classes(con, name, [r[1] for r in info])
         columns = []
-        for _cid, col, declared, not_null, _default, _pk in info:
+        for (_cid, col, declared, not_null, _default, _pk), classes in zip(info, stored):
             col_affinity = affinity(declared or "")
-            chosen = duckdb_type(col_affinity, _stored_classes(con, name, col))
+            chosen = duckdb_type(col_affinity, classes)
             columns.append(SourceColumn(col, declared or "", col_affinity, chosen, bool(not_null)))
         primary_key = tuple(r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5]))
         tables[name] = SourceTable(name, columns, primary_key)

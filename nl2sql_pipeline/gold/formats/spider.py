@@ -1,4 +1,5 @@
-"""Spider: ``dev.json`` / ``train_spider.json`` + ``tables.json`` + ``database/<db>/<db>.sqlite``.
+"""Spider: ``dev.json`` / ``train_spider.json`` + ``tables.json`` + ``database/<db>/<db>.sqlite``
+(a split's own ``<split>_tables.json`` and ``<split>_database/`` first, as Spider's test release has).
 
 ``SRC`` is the Spider folder (``dev.json`` is read) or one question file inside it. Each item gives
 ``db_id``, ``question`` and ``query`` (SQLite SQL). ``tables.json`` declares primary and foreign keys
@@ -131,7 +132,7 @@ def read_spider(src: Path, databases: Path | None = None) -> BenchmarkSource:
         )
         for index, item, sql in items
     ]
-    keys = read_tables_json(first_existing(folder, TABLE_FILES))
-    db_folder = databases or first_existing(folder, DATABASE_FOLDERS)
+    keys = read_tables_json(first_existing(folder, (f"{split}_tables.json",) + TABLE_FILES))
+    db_folder = databases or first_existing(folder, (f"{split}_database",) + DATABASE_FOLDERS)
     dbs = collect_databases({q.db_id for q in questions}, db_folder, keys, path)
     return BenchmarkSource("spider", path, "sqlite", questions, dbs)
