@@ -79,8 +79,8 @@ def _aggregates(select: exp.Select) -> list[exp.AggFunc]:
 
 
 def _grouped(select: exp.Select) -> tuple[set[str], set[str]]:
-    """The SQL of every GROUP BY expression and the lower-case names of grouped columns
-    (positions and projection aliases resolved)."""
+    """The SQL of every GROUP BY expression and the grouped columns as lower-case ``qualifier.name``
+    (``.name`` when unqualified; positions and projection aliases resolved)."""
     group = select.args.get("group")
     exprs: list[exp.Expression] = list(group.expressions) if group else []
     by_alias = {p.alias.lower(): p.this for p in select.expressions if isinstance(p, exp.Alias)}
@@ -94,8 +94,16 @@ def _grouped(select: exp.Select) -> tuple[set[str], set[str]]:
         else:
             resolved.append(item)
     sql = {e.sql().lower() for e in resolved}
-    names = {c.name.lower() for e in resolved for c in e.find_all(exp.Column)}
+    names = {f"{c.table.lower()}.{c.name.lower()}" for e in resolved for c in e.find_all(exp.Column)}
     return sql, names
+
+
+def _is_grouped(column: exp.Column, grouped_names: set[str]) -> bool:
+    """True when ``column`` is a grouped column: same qualifier and name, or either one unqualified."""
+    name, table = column.name.lower(), column.table.lower()
+    if f"{table}.{name}" in grouped_names or f".{name}" in grouped_names:
+        return True
+    return not table and any(g.endswith(f".{name}") for g in grouped_names)
 
 
 def _bare_columns(part: exp.Expression, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]) -> list[exp.Column]:
@@ -106,7 +114,7 @@ def _bare_columns(part: exp.Expression, grouped_sql: set[str], grouped_names: se
     for node in _own_nodes(part, skip=(exp.AggFunc, exp.Window)):
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
             name = node.name.lower()
-            if name in grouped_names or (not node.table and name in aliases):
+            if _is_grouped(node, grouped_names) or (not node.table and name in aliases):
                 continue
             if any(isinstance(a, (exp.AggFunc, exp.Window)) for a in _ancestors(node, part)):
                 continue
