@@ -351,6 +351,10 @@ def test_cli_gold_import_format_writes_the_gold_file_and_reports(tmp_path, capsy
     assert "no database file for nowhere" in capsys.readouterr().err
     assert main(["gold", "import", "--format", "bird", str(src), "--out", str(out), "--source-dialect", "klingon"]) == 2
     assert "unknown source dialect 'klingon'" in capsys.readouterr().err
+    assert main(["gold", "import", str(src / "dev.json"), "--out", str(out), "--source-dialect", "sqlite"]) == 2
+    assert "need --format" in capsys.readouterr().err
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out), "--database", "x"]) == 2
+    assert "cannot be used with --format" in capsys.readouterr().err
 
 
 def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt(tmp_path):

@@ -71,6 +71,9 @@ def _import(args: argparse.Namespace) -> int:
     source, out = Path(args.file), Path(args.out)
     if args.format:
         return _import_format(args)
+    if args.source_dialect or args.databases:
+        print("error: --source-dialect and --databases need --format spider|bird|defog|plain", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if out.suffix.lower() != ".jsonl":
         print(f"error: --out {out} must end in .jsonl (the native gold-set format)", file=sys.stderr)
         return EXIT_BAD_INPUT
