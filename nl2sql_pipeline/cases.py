@@ -36,6 +36,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
     "candidate_selection",
     "expected_outcome",
     "policy_probe_sql",
+    "hint",
 )
 ALL_FIELDS: tuple[str, ...] = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
@@ -67,6 +68,7 @@ class Case:
     candidate_selection: int | None = None  # N candidates, chosen by execution consistency
     expected_outcome: str = OUTCOME_RESULT
     policy_probe_sql: str | None = None
+    hint: str | None = None  # extra knowledge given with the question (BIRD's ``evidence``)
 
     @property
     def is_probe(self) -> bool:
@@ -89,6 +91,8 @@ class Case:
             "policy_probe_sql": self.policy_probe_sql,
             "follow_up_context": [asdict(t) for t in self.follow_up_context],
         }
+        if self.hint is not None:  # only when set: cases without a hint keep their fingerprints
+            definition["hint"] = self.hint
         blob = json.dumps(definition, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -119,6 +123,8 @@ class Case:
             out["expected_outcome"] = self.expected_outcome
         if self.policy_probe_sql is not None:
             out["policy_probe_sql"] = self.policy_probe_sql
+        if self.hint is not None:
+            out["hint"] = self.hint
         return out
 
     def to_json(self) -> str:
@@ -152,6 +158,7 @@ def case_from_dict(data: dict[str, Any]) -> Case:
         candidate_selection=data.get("candidate_selection"),
         expected_outcome=data.get("expected_outcome") or OUTCOME_RESULT,
         policy_probe_sql=data.get("policy_probe_sql"),
+        hint=data.get("hint"),
     )
 
 

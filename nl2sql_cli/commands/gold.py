@@ -69,6 +69,11 @@ def _import(args: argparse.Namespace) -> int:
     from nl2sql_pipeline.gold.importers import import_cases, write_jsonl
 
     source, out = Path(args.file), Path(args.out)
+    if args.format:
+        return _import_format(args)
+    if args.source_dialect or args.databases:
+        print("error: --source-dialect and --databases need --format spider|bird|defog|plain", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if out.suffix.lower() != ".jsonl":
         print(f"error: --out {out} must end in .jsonl (the native gold-set format)", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -79,6 +84,44 @@ def _import(args: argparse.Namespace) -> int:
         _print_problems(exc.problems, str(source))
         return EXIT_BAD_INPUT
     print(f"imported {summarize(cases)} from {source} into {out}")
+    return EXIT_OK
+
+
+MAX_LISTED_DROPS = 20
+
+
+def _import_format(args: argparse.Namespace) -> int:
+    """``gold import --format spider|bird|defog|plain``: databases copied beside OUT, gold SQL converted
+    to DuckDB and checked; every query left out is listed (stderr) and in the report file."""
+    from nl2sql_pipeline.errors import CaseValidationError
+    from nl2sql_pipeline.gold.formats import import_benchmark
+    from nl2sql_pipeline.sqlite_to_duckdb import SqliteCopyError
+
+    source, out = Path(args.file), Path(args.out)
+    unused = [f"--{name}" for name in ("domain", "category", "database") if getattr(args, name)]
+    if unused:
+        print(f"error: {', '.join(unused)} cannot be used with --format (the benchmark names its databases; "
+              "domains are database ids, categories are inferred)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        result = import_benchmark(
+            args.format, source, out, source_dialect=args.source_dialect,
+            databases=Path(args.databases) if args.databases else None,
+        )
+    except CaseValidationError as exc:
+        _print_problems(exc.problems, str(source))
+        return EXIT_BAD_INPUT
+    except SqliteCopyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    dropped = [q for q in result.queries if q.sql is None]
+    for query in dropped[:MAX_LISTED_DROPS]:
+        reason = query.reason.splitlines()[0] if query.reason else ""
+        print(f"left out {query.case_id}[{query.alternative}] ({query.location}): {query.status}: {reason}",
+              file=sys.stderr)
+    if len(dropped) > MAX_LISTED_DROPS:
+        print(f"... and {len(dropped) - MAX_LISTED_DROPS} more in {result.report_path}", file=sys.stderr)
+    print(result.summary())
     return EXIT_OK
 
 
@@ -170,12 +213,32 @@ def register(subparsers: Any) -> None:
     validate.add_argument("--database", metavar="DB", help="also check tables against a DuckDB file or database name")
     validate.set_defaults(handler=_validate)
 
-    imports = actions.add_parser("import", help="convert a YAML or CSV gold set to JSONL")
-    imports.add_argument("file", metavar="FILE", help="the YAML or CSV file to import")
+    imports = actions.add_parser(
+        "import", help="convert a YAML or CSV gold set, or a Spider/BIRD/defog/plain benchmark, to JSONL"
+    )
+    imports.add_argument(
+        "file", metavar="FILE", help="the YAML or CSV file to import (with --format: the benchmark folder or file)"
+    )
     imports.add_argument("--out", metavar="OUT.jsonl", required=True, help="the JSONL file to write")
     imports.add_argument("--domain", help="domain of cases that name none (default: imported)")
     imports.add_argument("--category", help="category of cases that name none (default: inferred from the SQL)")
     imports.add_argument("--database", help="database of cases that name none (required if a case names none)")
+    imports.add_argument(
+        "--format",
+        choices=("spider", "bird", "defog", "plain"),
+        help="a public benchmark format: its databases are copied into OUT's folder (databases/<db>.duckdb) "
+        "and its gold SQL converted to DuckDB and checked (report: OUT.import-report.json)",
+    )
+    imports.add_argument(
+        "--source-dialect", metavar="DIALECT",
+        help="dialect of the gold SQL with --format (default: sqlite for spider/bird, postgres for defog, "
+        "duckdb for plain; any sqlglot dialect)",
+    )
+    imports.add_argument(
+        "--databases", metavar="DIR",
+        help="with --format: the folder holding <db>.sqlite, <db>/<db>.sqlite or <db>.duckdb "
+        "(default: the benchmark's own database folder, or the file's folder)",
+    )
     imports.set_defaults(handler=_import)
 
     lister = actions.add_parser("list", help="the registered gold sets with their case counts")

@@ -193,8 +193,16 @@ def build_messages(
     for turn, reply in zip(case.follow_up_context, replies):
         messages.append(user_message(tpl, turn.question))
         messages.append(assistant_message(reply))
-    messages.append(user_message(tpl, case.question))
+    messages.append(user_message(tpl, question_with_hint(case)))
     return messages
+
+
+def question_with_hint(case: Case) -> str:
+    """The scored question, then the case's hint (BIRD's ``evidence``) on its own line when it has one.
+
+    Cases without a hint ask exactly their question, so their prompts (and prompt hashes) do not change.
+    """
+    return f"{case.question}\nHint: {case.hint}" if case.hint else case.question
 
 
 def prompt_hash(messages: list[Message]) -> str:

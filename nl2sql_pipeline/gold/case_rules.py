@@ -63,6 +63,11 @@ def sql_parse_problem(sql: str) -> str | None:
     return None
 
 
+def _is_database_file(reference: str) -> bool:
+    """True for the path of a DuckDB file (``databases/shop.duckdb``, relative to the gold file's folder)."""
+    return reference.endswith(".duckdb") and reference.strip() == reference and "\n" not in reference
+
+
 def _check_sql_value(value: Any, name: str, source: str, line: int) -> list[str]:
     """Problems of ``expected_sql``: a string or a non-empty list of strings, each one parseable query."""
     if isinstance(value, str):
@@ -165,13 +170,19 @@ def validate_case_dict(
             )
         )
     database = data.get("database")
-    if isinstance(database, str) and database.strip() and not ID_PATTERN.fullmatch(database):
+    if (
+        isinstance(database, str)
+        and database.strip()
+        and not ID_PATTERN.fullmatch(database)
+        and not _is_database_file(database)
+    ):
         problems.append(
             problem(
                 source,
                 line,
                 f"database '{database}' is not a database name",
-                "use the name of a sample database (letters, digits, '.', '_', '-'), not a path",
+                "use the name of a sample database (letters, digits, '.', '_', '-'), "
+                "or the path of a .duckdb file relative to the gold file's folder",
             )
         )
     category = data.get("category")
@@ -198,7 +209,7 @@ def validate_case_dict(
             problems.append(
                 problem(source, line, "tags must be a list of non-empty strings", 'write "tags": ["join", "filter"]')
             )
-    for name in ("semantic_model", "sql_policy"):
+    for name in ("semantic_model", "sql_policy", "hint"):
         value = data.get(name)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             problems.append(

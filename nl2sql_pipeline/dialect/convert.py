@@ -1,0 +1,71 @@
+"""``convert_sql``: gold SQL of another dialect as one DuckDB query, with the source dialect's fixes.
+
+sqlglot transpiles the syntax; the fixes of ``DIALECT_FIXES`` (SQLite's today) restore the meaning
+sqlglot does not carry over (see ``sqlite_fixes``). The names of the fixes that changed the query are
+kept, so a report can say what was rewritten. DuckDB SQL is parsed and regenerated unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from nl2sql_pipeline.dialect.sqlite_fixes import SQLITE_FIXES, ColumnInfo, Fix
+from nl2sql_pipeline.errors import Nl2SqlError
+
+TARGET_DIALECT = "duckdb"
+DIALECT_FIXES: dict[str, tuple[Fix, ...]] = {"sqlite": SQLITE_FIXES}
+"""The ordered fixes per source dialect (a dialect without an entry is transpiled only)."""
+
+
+class ConversionError(Nl2SqlError):
+    """A query cannot be converted: it does not parse in its dialect, or is not one query."""
+
+
+@dataclass(frozen=True)
+class ConvertedSql:
+    """A query converted to DuckDB: the original, the DuckDB SQL and the fixes that changed it."""
+
+    source_sql: str
+    sql: str
+    source_dialect: str
+    fixes: tuple[str, ...] = ()
+
+
+def known_dialect(name: str) -> bool:
+    """True when sqlglot knows the dialect ``name`` (``sqlite``, ``postgres``, ``mysql``, ...)."""
+    try:
+        sqlglot.Dialect.get_or_raise(name)
+    except (ValueError, SqlglotError):
+        return False
+    return True
+
+
+def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None) -> ConvertedSql:
+    """Convert ``sql`` from ``source_dialect`` to DuckDB; raises ``ConversionError`` when it cannot.
+
+    >>> convert_sql("SELECT name FROM singer WHERE name LIKE 'a%'", "sqlite", {}).sql
+    "SELECT name FROM singer WHERE name ILIKE 'a%'"
+    """
+    text = sql.strip().rstrip(";").strip()
+    try:
+        trees = [t for t in sqlglot.parse(text, read=source_dialect) if t is not None]
+    except (SqlglotError, ValueError) as exc:
+        raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
+    if len(trees) != 1 or not isinstance(trees[0], exp.Query):
+        raise ConversionError(f"is not exactly one query in {source_dialect} ({len(trees)} statements)")
+    tree = trees[0]
+    applied = []
+    for fix in DIALECT_FIXES.get(source_dialect, ()):
+        before = tree.sql(dialect=TARGET_DIALECT)
+        tree = fix(tree, columns or {})
+        if tree.sql(dialect=TARGET_DIALECT) != before:
+            applied.append(fix.__name__)
+    try:
+        out = tree.sql(dialect=TARGET_DIALECT)
+    except SqlglotError as exc:
+        raise ConversionError(f"cannot be written as DuckDB SQL: {exc}") from exc
+    return ConvertedSql(sql, out, source_dialect, tuple(applied))

@@ -1,0 +1,283 @@
+"""Rewrites that make a SQLite query mean in DuckDB what it meant in SQLite (after sqlglot's transpile).
+
+Each fix is a function ``(tree, columns) -> tree``: ``columns`` maps lower-case table names to their
+columns (``sqlite_to_duckdb.SourceColumn``: declared affinity and DuckDB type). ``SQLITE_FIXES`` is the
+ordered list applied by ``convert.convert_sql``:
+
+1. ``double_quoted_strings``: SQLite reads ``"x"`` as the string 'x' when no column x exists.
+2. ``bare_columns_in_aggregates``: SQLite accepts selected columns neither grouped nor aggregated; with
+   one MIN/MAX they come from that row (``arg_min``/``arg_max``), else from any row (``any_value``).
+3. ``like_is_case_insensitive``: SQLite's LIKE ignores ASCII case: ILIKE.
+4. ``text_compared_with_numbers``: a TEXT column compared with a number is compared as text in SQLite
+   (the number becomes a string); a numeric column that also holds text, or a text column compared
+   with a numeric column (a join on keys declared with different types), is cast with TRY_CAST.
+5. ``integer_division``: ``/`` of two integers truncates in SQLite, not in DuckDB.
+
+>>> from sqlglot import parse_one
+>>> double_quoted_strings(parse_one('SELECT a FROM t WHERE b = "x"', read="sqlite"), {"t": {"a": 0, "b": 0}}).sql("duckdb")
+"SELECT a FROM t WHERE b = 'x'"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from sqlglot import exp
+
+ColumnInfo = Mapping[str, Mapping[str, Any]]
+"""Lower-case table name -> lower-case column name -> column (``SourceColumn``) or anything."""
+Fix = Callable[[exp.Expression, ColumnInfo], exp.Expression]
+
+_SCOPE_BOUNDARIES = (exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except)
+
+
+def _own_nodes(node: exp.Expression, skip: tuple[type, ...] = ()) -> Iterator[exp.Expression]:
+    """``node`` and its descendants in the same query scope (subqueries not entered; ``skip`` types
+    yielded but not entered)."""
+    yield node
+    if isinstance(node, skip):
+        return
+    for child in node.iter_expressions():
+        if isinstance(child, _SCOPE_BOUNDARIES):
+            continue
+        yield from _own_nodes(child, skip)
+
+
+def _aliases(select: exp.Select) -> set[str]:
+    return {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias) and p.alias}
+
+
+def double_quoted_strings(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+    """``"x"`` that names no column of any table nor any alias becomes the string literal 'x'."""
+    known = {name for table in columns.values() for name in table}
+    aliases = {a.lower() for a in (n.alias for n in tree.find_all(exp.Alias)) if a}
+    for column in list(tree.find_all(exp.Column)):
+        identifier = column.this
+        if (
+            isinstance(identifier, exp.Identifier)
+            and identifier.quoted
+            and not column.table
+            and identifier.name.lower() not in known
+            and identifier.name.lower() not in aliases
+        ):
+            column.replace(exp.Literal.string(identifier.name))
+    return tree
+
+
+def _aggregates(select: exp.Select) -> list[exp.AggFunc]:
+    """Aggregate calls of ``select``'s own scope (projections, HAVING, ORDER BY; windows left out)."""
+    parts = list(select.expressions) + [select.args.get("having"), select.args.get("order")]
+    found = []
+    for part in parts:
+        if part is None:
+            continue
+        for node in _own_nodes(part, skip=(exp.Window, exp.AggFunc)):
+            if isinstance(node, exp.AggFunc) and not isinstance(node.parent, exp.Window):
+                found.append(node)
+    return found
+
+
+def _grouped(select: exp.Select) -> tuple[set[str], set[str]]:
+    """The SQL of every GROUP BY expression and the grouped columns as lower-case ``qualifier.name``
+    (``.name`` when unqualified; positions and projection aliases resolved)."""
+    group = select.args.get("group")
+    exprs: list[exp.Expression] = list(group.expressions) if group else []
+    by_alias = {p.alias.lower(): p.this for p in select.expressions if isinstance(p, exp.Alias)}
+    resolved = []
+    for item in exprs:
+        if isinstance(item, exp.Literal) and item.is_int and 0 < int(item.name) <= len(select.expressions):
+            target = select.expressions[int(item.name) - 1]
+            resolved.append(target.this if isinstance(target, exp.Alias) else target)
+        elif isinstance(item, exp.Column) and not item.table and item.name.lower() in by_alias:
+            resolved.append(by_alias[item.name.lower()])
+        else:
+            resolved.append(item)
+    sql = {e.sql().lower() for e in resolved}
+    names = {f"{c.table.lower()}.{c.name.lower()}" for e in resolved for c in e.find_all(exp.Column)}
+    return sql, names
+
+
+def _is_grouped(column: exp.Column, grouped_names: set[str]) -> bool:
+    """True when ``column`` is a grouped column: same qualifier and name, or either one unqualified."""
+    name, table = column.name.lower(), column.table.lower()
+    if f"{table}.{name}" in grouped_names or f".{name}" in grouped_names:
+        return True
+    return not table and any(g.endswith(f".{name}") for g in grouped_names)
+
+
+def _bare_columns(part: exp.Expression, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]) -> list[exp.Column]:
+    """Columns of ``part`` outside any aggregate and not grouped."""
+    if part.sql().lower() in grouped_sql:
+        return []
+    found = []
+    for node in _own_nodes(part, skip=(exp.AggFunc, exp.Window)):
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            name = node.name.lower()
+            if _is_grouped(node, grouped_names) or (not node.table and name in aliases):
+                continue
+            if any(isinstance(a, (exp.AggFunc, exp.Window)) for a in _ancestors(node, part)):
+                continue
+            found.append(node)
+    return found
+
+
+def _ancestors(node: exp.Expression, stop: exp.Expression) -> Iterator[exp.Expression]:
+    current = node.parent
+    while current is not None and current is not stop:
+        yield current
+        current = current.parent
+    if current is stop:
+        yield stop
+
+
+def bare_columns_in_aggregates(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+    """Wrap columns an aggregated SELECT neither groups nor aggregates, as SQLite evaluates them."""
+    for select in list(tree.find_all(exp.Select)):
+        aggregates = _aggregates(select)
+        if not aggregates and not select.args.get("group"):
+            continue
+        grouped_sql, grouped_names = _grouped(select)
+        aliases = _aliases(select)
+        parts = [p.this if isinstance(p, exp.Alias) else p for p in select.expressions]
+        for extra in ("having", "order"):
+            if select.args.get(extra) is not None:
+                parts.append(select.args[extra])
+        bare = [c for part in parts for c in _bare_columns(part, grouped_sql, grouped_names, aliases)]
+        if not bare:
+            continue
+        extreme = aggregates[0] if len(aggregates) == 1 and isinstance(aggregates[0], (exp.Max, exp.Min)) else None
+        for column in bare:
+            if extreme is not None:
+                wrapper = exp.ArgMax if isinstance(extreme, exp.Max) else exp.ArgMin
+                replacement: exp.Expression = wrapper(this=column.copy(), expression=extreme.this.copy())
+            else:
+                replacement = exp.AnyValue(this=column.copy())
+            if column.parent is select:
+                replacement = exp.alias_(replacement, column.name)
+            column.replace(replacement)
+    return tree
+
+
+def like_is_case_insensitive(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+    """``a LIKE b`` becomes ``a ILIKE b`` (SQLite's LIKE ignores ASCII case; DuckDB's does not)."""
+    for like in list(tree.find_all(exp.Like)):
+        like.replace(exp.ILike(this=like.this.copy(), expression=like.expression.copy()))
+    return tree
+
+
+def _table_names(tree: exp.Expression) -> dict[str, str]:
+    """Alias or name (lower case) -> table name (lower case) of every table the query reads."""
+    names: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        names[table.alias_or_name.lower()] = table.name.lower()
+        names.setdefault(table.name.lower(), table.name.lower())
+    return names
+
+
+def _column_of(column: exp.Column, tables: Mapping[str, str], columns: ColumnInfo) -> Any:
+    """The source column a query column reads, when it can be told (None otherwise)."""
+    name = column.name.lower()
+    if column.table:
+        table = columns.get(tables.get(column.table.lower(), column.table.lower()), {})
+        return table.get(name)
+    found = {id(columns[t][name]): columns[t][name] for t in set(tables.values()) if name in columns.get(t, {})}
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _is_number(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Literal) and node.is_number
+
+
+def _as_text(node: exp.Expression) -> exp.Expression:
+    text = node.this.name if isinstance(node, exp.Neg) else node.name
+    return exp.Literal.string(f"-{text}" if isinstance(node, exp.Neg) else text)
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def text_compared_with_numbers(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+    """Comparisons of a column holding text with a number literal, made as SQLite makes them."""
+    tables = _table_names(tree)
+
+    def fix(column: exp.Column, literals: list[exp.Expression]) -> None:
+        source = _column_of(column, tables, columns)
+        if source is None or getattr(source, "duckdb_type", None) != "VARCHAR":
+            return
+        if getattr(source, "affinity", None) == "TEXT":
+            for literal in literals:
+                literal.replace(_as_text(literal))
+        else:
+            column.replace(exp.TryCast(this=column.copy(), to=exp.DataType.build("DOUBLE")))
+
+    def numeric(column: exp.Column) -> bool:
+        return getattr(_column_of(column, tables, columns), "duckdb_type", None) in ("BIGINT", "DOUBLE")
+
+    def text(column: exp.Column) -> bool:
+        return getattr(_column_of(column, tables, columns), "duckdb_type", None) == "VARCHAR"
+
+    for node in list(tree.find_all(*_COMPARISONS)):
+        left, right = node.this, node.expression
+        if isinstance(left, exp.Column) and _is_number(right):
+            fix(left, [right])
+        elif isinstance(right, exp.Column) and _is_number(left):
+            fix(right, [left])
+        elif isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            # SQLite compares a text column with a numeric one as numbers (numeric affinity wins)
+            for one, other in ((left, right), (right, left)):
+                if text(one) and numeric(other):
+                    one.replace(exp.TryCast(this=one.copy(), to=exp.DataType.build("DOUBLE")))
+    for node in list(tree.find_all(exp.In)):
+        values = list(node.expressions)
+        if isinstance(node.this, exp.Column) and values and all(_is_number(v) for v in values):
+            fix(node.this, values)
+    for node in list(tree.find_all(exp.Between)):
+        bounds = [node.args.get("low"), node.args.get("high")]
+        if isinstance(node.this, exp.Column) and all(b is not None and _is_number(b) for b in bounds):
+            fix(node.this, bounds)  # type: ignore[arg-type]
+    return tree
+
+
+_BIGINT = exp.DataType.build("BIGINT")
+
+
+def _is_integer(node: exp.Expression, tables: Mapping[str, str], columns: ColumnInfo) -> bool:
+    """True when SQLite computes ``node`` as an integer (integer columns, literals, counts, sums of those)."""
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _is_integer(node.this, tables, columns)
+    if isinstance(node, exp.Literal):
+        return node.is_int
+    if isinstance(node, exp.Column):
+        return getattr(_column_of(node, tables, columns), "duckdb_type", None) == "BIGINT"
+    if isinstance(node, exp.Count):
+        return True
+    if isinstance(node, (exp.Sum, exp.Max, exp.Min)):
+        return _is_integer(node.this, tables, columns)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        return _is_integer(node.this, tables, columns) and _is_integer(node.expression, tables, columns)
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(*exp.DataType.INTEGER_TYPES)
+    return False
+
+
+def integer_division(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+    """``a / b`` of two integers truncates in SQLite: typed so sqlglot writes DuckDB's truncating form."""
+    tables = _table_names(tree)
+    for div in list(tree.find_all(exp.Div)):
+        if _is_integer(div.this, tables, columns) and _is_integer(div.expression, tables, columns):
+            div.this.type = _BIGINT
+            div.expression.type = _BIGINT
+    return tree
+
+
+SQLITE_FIXES: tuple[Fix, ...] = (
+    double_quoted_strings,
+    bare_columns_in_aggregates,
+    like_is_case_insensitive,
+    text_compared_with_numbers,
+    integer_division,
+)
+"""The fixes applied to SQLite queries, in order (later fixes see the literals earlier ones made)."""

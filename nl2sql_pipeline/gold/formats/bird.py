@@ -1,0 +1,53 @@
+"""BIRD: ``dev.json`` (``question_id``, ``db_id``, ``question``, ``evidence``, ``SQL``, ``difficulty``)
++ ``dev_tables.json`` + ``dev_databases/<db>/<db>.sqlite``.
+
+``evidence`` (the external knowledge BIRD gives with each question) is kept as the case's ``hint``;
+``difficulty`` simple/moderate/challenging becomes easy/medium/hard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nl2sql_pipeline.errors import CaseValidationError
+from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceQuestion, text_field
+from nl2sql_pipeline.gold.formats.spider import (
+    collect_databases,
+    first_existing,
+    question_file,
+    read_items,
+    read_tables_json,
+)
+
+QUESTION_FILES: tuple[str, ...] = ("dev.json", "train.json")
+DIFFICULTIES: dict[str, str] = {"simple": "easy", "moderate": "medium", "challenging": "hard"}
+
+
+def read_bird(src: Path, databases: Path | None = None) -> BenchmarkSource:
+    """Read a BIRD folder (or question file); ``databases`` overrides ``<split>_databases/``."""
+    path = question_file(src, QUESTION_FILES)
+    folder = path.parent
+    items, problems = read_items(path, "BIRD", ("SQL", "sql", "query"))
+    if problems:
+        raise CaseValidationError(problems)
+    split = path.stem
+    questions = []
+    for index, item, sql in items:
+        qid = item.get("question_id", index)
+        difficulty = text_field(item, ("difficulty",))
+        questions.append(
+            SourceQuestion(
+                id=f"bird-{split}-{qid}",
+                question=text_field(item, ("question",)) or "",
+                db_id=item["db_id"],
+                sql=(sql,),
+                location=f"{path}: item {index}",
+                hint=text_field(item, ("evidence",)),
+                difficulty=DIFFICULTIES.get((difficulty or "").lower()),
+                tags=("bird",),
+            )
+        )
+    keys = read_tables_json(first_existing(folder, (f"{split}_tables.json", "tables.json")))
+    db_folder = databases or first_existing(folder, (f"{split}_databases", "databases", "database"))
+    dbs = collect_databases({q.db_id for q in questions}, db_folder, keys, path)
+    return BenchmarkSource("bird", path, "sqlite", questions, dbs)

@@ -1,0 +1,265 @@
+"""From a read benchmark to a native gold file: copy the databases, convert and check every gold query.
+
+    result = build_gold(source, Path("gold/spider-dev.jsonl"), source_dialect="sqlite")
+
+1. Every database the questions use is written to ``<gold folder>/databases/<db>.duckdb`` (SQLite files
+   copied by ``sqlite_to_duckdb``, DuckDB files copied as they are); cases name it by that relative path.
+2. Every gold alternative is converted to DuckDB (``dialect.convert_sql``) and checked
+   (``dialect.verify_conversion``): with a SQLite source the original runs in SQLite and the
+   conversion must return the same result in the DuckDB sandbox.
+3. An alternative that does not convert, fails on either engine or returns another result is left out
+   of the case; a question left with no alternative is left out of the gold file. Nothing is dropped
+   silently: every query is listed in the report (``<gold stem>.import-report.json``) with its status,
+   the fixes applied and the reason, and the summary counts what was dropped and why. Kept queries the
+   default SQL policy would refuse are flagged in the report (they stay: a run may use another policy).
+4. The cases are validated by the same rules as any gold file and written as JSONL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from nl2sql_pipeline.cases import DIFFICULTIES, Case
+from nl2sql_pipeline.dialect import ConversionCheck, ConversionError, convert_sql, verify_conversion
+from nl2sql_pipeline.dialect.verify import CONVERSION_FAILED
+from nl2sql_pipeline.errors import CaseValidationError
+from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
+from nl2sql_pipeline.gold.case_rules import validate_records
+from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceDatabase, SourceQuestion
+from nl2sql_pipeline.gold.importers import infer_category, write_jsonl
+from nl2sql_pipeline.gold.records import RawCase
+from nl2sql_pipeline.policy.engine import SQLPolicyEngine
+from nl2sql_pipeline.sqlite_to_duckdb import copy_sqlite_to_duckdb, database_file_name
+
+logger = logging.getLogger(__name__)
+
+DATABASES_FOLDER = "databases"
+REPORT_SUFFIX = ".import-report.json"
+
+
+@dataclass(frozen=True)
+class QueryReport:
+    """One gold alternative: what it was, what it became, and whether it was kept."""
+
+    case_id: str
+    alternative: int
+    location: str
+    database: str
+    status: str
+    reason: str
+    fixes: tuple[str, ...]
+    source_sql: str
+    sql: str | None
+    policy: str | None = None
+    """Why the default SQL policy refuses the kept query (None when it allows it)."""
+
+
+@dataclass
+class DatabaseReport:
+    """One copied database: its file (relative to the gold folder), tables, rows and what was left out."""
+
+    db_id: str
+    file: str
+    source: str
+    tables: int
+    rows: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportResult:
+    """What an import wrote: the cases, the gold file, the report file and the per-query reports."""
+
+    cases: list[Case]
+    gold_path: Path
+    report_path: Path
+    questions: int
+    queries: list[QueryReport]
+    databases: list[DatabaseReport]
+
+    @property
+    def dropped(self) -> Counter[str]:
+        """Status -> number of alternatives left out."""
+        return Counter(q.status for q in self.queries if q.sql is None)
+
+    @property
+    def policy_refused(self) -> int:
+        """Kept queries the default policy refuses."""
+        return sum(1 for q in self.queries if q.policy)
+
+    def summary(self) -> str:
+        """One line: kept questions, what was dropped and why, where the report is."""
+        dropped = self.dropped
+        parts = [f"imported {len(self.cases)} of {self.questions} questions into {self.gold_path}"]
+        if dropped:
+            why = ", ".join(f"{n} {status}" for status, n in sorted(dropped.items()))
+            count = sum(dropped.values())
+            parts.append(f"{count} gold {'query' if count == 1 else 'queries'} left out ({why})")
+        rewritten = sum(1 for q in self.queries if q.fixes and q.status in ("verified", "runs"))
+        if rewritten:
+            parts.append(f"{rewritten} rewritten by dialect fixes")
+        if self.policy_refused:
+            parts.append(f"{self.policy_refused} refused by the default policy")
+        return "; ".join(parts) + f"; report: {self.report_path}"
+
+
+def report_path_for(gold_path: Path) -> Path:
+    """``gold/x.jsonl`` -> ``gold/x.import-report.json``."""
+    return gold_path.with_name(gold_path.stem + REPORT_SUFFIX)
+
+
+def _copy_database(db: SourceDatabase, target: Path) -> tuple[DatabaseReport, dict[str, dict[str, Any]]]:
+    """Write ``db`` as the DuckDB file ``target``; its report, and its columns for the SQLite fixes
+    (lower-case table -> column -> ``SourceColumn``; empty for a DuckDB source)."""
+    if db.is_sqlite:
+        copied = copy_sqlite_to_duckdb(db.path, target, db.extra_keys)
+        report = DatabaseReport(db.db_id, "", str(db.path), len(copied.tables), sum(copied.row_counts.values()),
+                                copied.notes)
+        return report, copied.column_types()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(db.path, tmp)
+    os.replace(tmp, target)
+    con = duckdb.connect(str(target), read_only=True)
+    try:
+        tables = con.execute("SELECT count(*), coalesce(sum(estimated_size), 0) FROM duckdb_tables()").fetchone()
+    finally:
+        con.close()
+    return DatabaseReport(db.db_id, "", str(db.path), int(tables[0]), int(tables[1])), {}
+
+
+def _check_alternative(
+    question: SourceQuestion, index: int, sql: str, dialect: str, db: SourceDatabase, file: Path,
+    columns: dict[str, dict[str, Any]], relative: str, limits: SandboxLimits,
+) -> QueryReport:
+    try:
+        converted = convert_sql(sql, dialect, columns)
+    except ConversionError as exc:
+        return QueryReport(question.id, index, question.location, relative, CONVERSION_FAILED,
+                           f"the original {exc}", (), sql, None)
+    check: ConversionCheck = verify_conversion(converted, file, db.path if db.is_sqlite else None, limits)
+    return QueryReport(question.id, index, question.location, relative, check.status, check.reason,
+                       converted.fixes, sql, converted.sql if check.kept else None)
+
+
+def _case_record(question: SourceQuestion, kept: list[str], relative: str, number: int) -> RawCase:
+    data: dict[str, Any] = {
+        "id": question.id,
+        "domain": question.db_id,
+        "category": infer_category(kept[0]),
+        "question": question.question,
+        "database": relative,
+        "expected_sql": kept[0] if len(kept) == 1 else kept,
+        "tags": list(dict.fromkeys(question.tags)),
+    }
+    if question.difficulty in DIFFICULTIES:
+        data["difficulty"] = question.difficulty
+    if question.hint:
+        data["hint"] = question.hint
+    return RawCase(line=number, data=data)
+
+
+def _validate(records: list[RawCase], out: Path, locations: dict[int, str]) -> list[Case]:
+    """Validate the cases to write; a problem names the question's own place in the source files."""
+    if not records:
+        return []
+    try:
+        return validate_records(records, str(out))
+    except CaseValidationError as exc:
+        prefix = re.compile(rf"^{re.escape(str(out))}:(\d+): ")
+        raise CaseValidationError(
+            [prefix.sub(lambda m: f"{locations.get(int(m.group(1)), m.group(0))}: ", p) for p in exc.problems]
+        ) from exc
+
+
+def build_gold(
+    source: BenchmarkSource,
+    out: Path,
+    source_dialect: str | None = None,
+    limits: SandboxLimits = SandboxLimits(),
+) -> ImportResult:
+    """Copy the databases, convert and check the gold SQL, write ``out`` and its report (see module doc).
+
+    Raises ``CaseValidationError`` when the written cases would not validate, and
+    ``sqlite_to_duckdb.SqliteCopyError`` when a database cannot be copied.
+    """
+    out = Path(out)
+    dialect = source_dialect or source.default_dialect
+    db_folder = out.parent / DATABASES_FOLDER
+    db_folder.mkdir(parents=True, exist_ok=True)
+    release_sandboxes()  # a re-import replaces database files this process may hold open
+    used = sorted({q.db_id for q in source.questions})
+    files: dict[str, Path] = {}
+    columns: dict[str, dict[str, dict[str, Any]]] = {}
+    reports: list[DatabaseReport] = []
+    for db_id in used:
+        db = source.databases[db_id]
+        files[db_id] = db_folder / database_file_name(db_id)
+        report, columns[db_id] = _copy_database(db, files[db_id])
+        report.file = f"{DATABASES_FOLDER}/{files[db_id].name}"
+        reports.append(report)
+    engines: dict[str, SQLPolicyEngine] = {}
+    queries: list[QueryReport] = []
+    records: list[RawCase] = []
+    for number, question in enumerate(source.questions, start=1):
+        db = source.databases[question.db_id]
+        relative = f"{DATABASES_FOLDER}/{files[question.db_id].name}"
+        checked = [
+            _check_alternative(question, i, sql, dialect, db, files[question.db_id], columns[question.db_id], relative, limits)
+            for i, sql in enumerate(question.sql)
+        ]
+        if question.db_id not in engines:
+            engines[question.db_id] = SQLPolicyEngine.for_database(files[question.db_id])
+        for i, report in enumerate(checked):
+            if report.sql is not None:
+                decision = engines[question.db_id].check(report.sql)
+                if not decision.allowed:
+                    checked[i] = QueryReport(**{**asdict(report), "policy": f"{decision.rule}: {decision.reason}"})
+        queries += checked
+        kept = [r.sql for r in checked if r.sql is not None]
+        if kept:
+            records.append(_case_record(question, kept, relative, number))  # type: ignore[arg-type]
+        else:
+            logger.info("%s (%s): no gold query kept", question.id, question.location)
+    cases = _validate(records, out, {n: q.location for n, q in enumerate(source.questions, start=1)})
+    result = ImportResult(cases, out, report_path_for(out), len(source.questions), queries, reports)
+    _write_report(result, source, dialect)
+    if not cases:
+        raise CaseValidationError(
+            [f"{source.source}: no gold query could be kept ({result.summary()}); read the report for why"]
+        )
+    write_jsonl(cases, out)
+    logger.info(result.summary())
+    return result
+
+
+def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -> None:
+    """The JSON report: summary counts, databases (with what was left out) and every query checked."""
+    statuses = Counter(q.status for q in result.queries)
+    data = {
+        "format": source.format,
+        "source": str(source.source),
+        "source_dialect": dialect,
+        "gold_file": str(result.gold_path),
+        "summary": {
+            "questions": result.questions,
+            "cases_written": len(result.cases),
+            "queries_by_status": dict(sorted(statuses.items())),
+            "queries_left_out": sum(result.dropped.values()),
+            "kept_queries_refused_by_default_policy": result.policy_refused,
+        },
+        "databases": [asdict(d) for d in result.databases],
+        "queries": [asdict(q) for q in result.queries],
+    }
+    tmp = result.report_path.with_name(f".{result.report_path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, result.report_path)

@@ -1,0 +1,169 @@
+"""Plain question/SQL/database files (CSV or JSONL), and defog sql-eval's CSV.
+
+Plain: one row (CSV with a header) or one JSON object per line with ``question``, the SQL (``sql``,
+``query``, ``expected_sql``, ``gold_sql`` or ``SQL``) and the database (``database``, ``db_id``,
+``db_name`` or ``db``); optional ``id``, ``hint``/``evidence``, ``difficulty``, ``tags``.
+
+defog sql-eval: ``question``, ``query`` (Postgres SQL), ``db_name``, optional ``query_category`` (kept
+as a tag ``defog:<category>``) and ``instructions`` (kept as the hint). A query lists acceptable
+variants: ``;`` separates alternative queries, and ``{a, b}`` means any non-empty subset of the columns
+a, b in that order (``GROUP BY {}`` repeats the chosen columns), as defog expands them.
+
+Databases are looked up by name under ``--databases DIR`` (default: the file's folder):
+``<db>.duckdb``, ``<db>.sqlite`` or ``<db>/<db>.sqlite``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from nl2sql_pipeline.errors import CaseValidationError
+from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceQuestion, text_field
+from nl2sql_pipeline.gold.formats.spider import collect_databases
+from nl2sql_pipeline.gold.records import problem
+
+SQL_NAMES: tuple[str, ...] = ("sql", "query", "expected_sql", "gold_sql", "SQL")
+DATABASE_NAMES: tuple[str, ...] = ("database", "db_id", "db_name", "db")
+HINT_NAMES: tuple[str, ...] = ("hint", "evidence", "instructions")
+MAX_ALTERNATIVES = 64
+"""More expanded alternatives than this for one query is an error (the braces are probably a typo)."""
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line, row) of a CSV with a header or of a JSONL file; raises ``CaseValidationError``."""
+    if not path.is_file():
+        raise CaseValidationError([f"{path}: no such file (give the CSV or JSONL file)"])
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() in (".jsonl", ".json"):
+        rows, problems = [], []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                problems.append(problem(str(path), number, f"not valid JSON: {exc}", "write one JSON object per line"))
+                continue
+            if not isinstance(value, dict):
+                problems.append(problem(str(path), number, "line is not a JSON object", "write one object per line"))
+                continue
+            rows.append((number, value))
+        if problems:
+            raise CaseValidationError(problems)
+        return rows
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows = []
+    start = 2
+    try:
+        for row in reader:
+            rows.append((start, {k.strip(): v for k, v in row.items() if k is not None}))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise CaseValidationError([problem(str(path), start, f"malformed CSV: {exc}", "check the quoting of cells")]) from exc
+    return rows
+
+
+def _find_braces(sql: str) -> tuple[int, int] | None:
+    start = sql.find("{")
+    while start != -1 and sql[start : start + 2] == "{}":  # the GROUP BY {} placeholder
+        start = sql.find("{", start + 2)
+    if start == -1:
+        return None
+    end = sql.find("}", start)
+    return (start, end) if end != -1 else None
+
+
+def expand_alternatives(query: str) -> list[str]:
+    """defog's minimal-query expansion: ``;`` separates alternatives, ``{a, b}`` any non-empty subset.
+
+    >>> expand_alternatives("SELECT {u.id, u.name} FROM u GROUP BY {}")
+    ['SELECT u.id FROM u GROUP BY u.id', 'SELECT u.name FROM u GROUP BY u.name', 'SELECT u.id, u.name FROM u GROUP BY u.id, u.name']
+    """
+    out: list[str] = []
+    for part in query.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        braces = _find_braces(part)
+        if braces is None:
+            out.append(part)
+            continue
+        start, end = braces
+        options = [o.strip() for o in part[start + 1 : end].split(",") if o.strip()]
+        for size in range(1, len(options) + 1):
+            for chosen in itertools.combinations(options, size):
+                columns = ", ".join(chosen)
+                right = part[end + 1 :].replace("GROUP BY {}", f"GROUP BY {columns}")
+                out.extend(expand_alternatives(part[:start] + columns + right))
+    return list(dict.fromkeys(out))
+
+
+def _tags(row: dict[str, Any], extra: tuple[str, ...]) -> tuple[str, ...]:
+    value = row.get("tags")
+    if isinstance(value, list):
+        tags = [str(t).strip() for t in value]
+    elif isinstance(value, str):
+        tags = [t.strip() for t in value.replace(";", ",").split(",")]
+    else:
+        tags = []
+    return extra + tuple(t for t in tags if t)
+
+
+def _read(src: Path, databases: Path | None, fmt: str, dialect: str) -> BenchmarkSource:
+    questions = []
+    problems = []
+    rows = _rows(src)
+    if not rows:
+        raise CaseValidationError([problem(str(src), 1, "file has no questions", "add one row per question")])
+    stem = "".join(c if c.isalnum() or c in "._-" else "-" for c in src.stem).strip("-._") or fmt
+    for number, (line, row) in enumerate(rows, start=1):
+        question, sql, db_id = text_field(row, ("question",)), text_field(row, SQL_NAMES), text_field(row, DATABASE_NAMES)
+        missing = [n for n, v in (("question", question), ("sql", sql), ("database", db_id)) if v is None]
+        if missing:
+            problems.append(problem(str(src), line, f"missing or empty {', '.join(missing)}",
+                                    "give every row a question, its SQL and its database name"))
+            continue
+        extra: tuple[str, ...] = (fmt,)
+        category = text_field(row, ("query_category",))
+        if fmt == "defog" and category:
+            extra += (f"defog:{category}",)
+        alternatives = expand_alternatives(sql or "") if fmt == "defog" else [sql or ""]
+        if len(alternatives) > MAX_ALTERNATIVES:
+            problems.append(problem(str(src), line, f"the query expands to {len(alternatives)} alternatives",
+                                    f"keep at most {MAX_ALTERNATIVES}: fewer columns in {{...}}"))
+            continue
+        if not alternatives:
+            problems.append(problem(str(src), line, "the query is empty", "give the SQL"))
+            continue
+        difficulty = text_field(row, ("difficulty",))
+        questions.append(
+            SourceQuestion(
+                id=text_field(row, ("id",)) or f"{fmt if fmt == 'defog' else stem}-{number}",
+                question=question or "",
+                db_id=db_id or "",
+                sql=tuple(alternatives),
+                location=f"{src}:{line}",
+                hint=text_field(row, HINT_NAMES),
+                difficulty=difficulty.lower() if difficulty else None,
+                tags=_tags(row, extra),
+            )
+        )
+    if problems:
+        raise CaseValidationError(problems)
+    dbs = collect_databases({q.db_id for q in questions}, databases or src.parent, {}, src)
+    return BenchmarkSource(fmt, src, dialect, questions, dbs)
+
+
+def read_plain(src: Path, databases: Path | None = None) -> BenchmarkSource:
+    """Read a plain CSV/JSONL of question, SQL and database (DuckDB SQL unless told otherwise)."""
+    return _read(src, databases, "plain", "duckdb")
+
+
+def read_defog(src: Path, databases: Path | None = None) -> BenchmarkSource:
+    """Read a defog sql-eval CSV (Postgres SQL with ``{a,b}`` and ``;`` alternatives)."""
+    return _read(src, databases, "defog", "postgres")
