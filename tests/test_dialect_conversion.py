@@ -60,7 +60,7 @@ def db(tmp_path):
          ("text_compared_with_numbers",)),
         ("SELECT a.name FROM t AS a JOIN t AS b ON a.year = b.n", "SELECT a.name FROM t AS a JOIN t AS b ON TRY_CAST(a.year AS DOUBLE) = b.n",
          ("text_compared_with_numbers",)),
-        ("SELECT sum(n) / count(*) FROM t", "SELECT CAST(TRUNC(SUM(n) / NULLIF(COUNT(*), 0)) AS BIGINT) FROM t",
+        ("SELECT sum(n) / count(*) FROM t", "SELECT CAST(TRUNC(SUM(n) / COUNT(*)) AS BIGINT) FROM t",
          ("integer_division",)),
         ("SELECT CAST(sum(n) AS REAL) / count(*) FROM t", "SELECT CAST(SUM(n) AS DOUBLE) / NULLIF(COUNT(*), 0) FROM t", ()),
     ],
