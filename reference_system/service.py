@@ -123,7 +123,7 @@ def answer(request: SystemRequest) -> SystemResponse:
         answer=text,
         columns=tuple(columns) if columns is not None else None,
         rows=tuple(tuple(r) for r in rows) if rows is not None else None,
-        usage=Usage(call.input_tokens, call.output_tokens),
+        usage=Usage(call.input_tokens, call.output_tokens, call.token_source),  # offline models: estimated
         cost_usd=call.cost_usd,
         timings_ms={
             "generate": (generated - started) * 1000.0,

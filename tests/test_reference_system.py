@@ -5,8 +5,10 @@ it; and a system whose rows differ from its own SQL's result is flagged."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from types import MappingProxyType
 
+import pandas as pd
 import pytest
 
 from nl2sql_pipeline import outcomes, paths
@@ -75,7 +77,9 @@ def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     assert {v.system_rows_vs_gold for v in queries} == {"match"}
     # the accounting of a model: harness latency, the system's own, tokens it reported, cost
     assert all(r.latency_ms and r.system_latency_ms is not None for r in records)
-    assert {r.token_source for r in records} == {"measured"} and {r.cost_usd for r in records} == {0.0}
+    # gold-echo's tokens are estimates: the system says so, and the record keeps it (as for the bare model)
+    assert {r.token_source for r in records} == {"estimated"} and {r.cost_usd for r in records} == {0.0}
+    assert any("estimated" in w for w in scores.warnings)
     assert {r.cost_source for r in records} == {"reported"}
 
 
@@ -137,3 +141,16 @@ def test_an_async_callable_is_awaited(world):
     cases = [c for c in world["cases"] if not c.is_probe][:3]
     _, verdicts, scores = evaluate({**world, "cases": cases}, spec)
     assert scores["semantic_correctness_rate"] == 1.0 and verdicts[0].system_rows_vs_sql is None
+
+
+def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(isolated_home, capsys):
+    from nl2sql_cli import main as cli
+
+    assert cli.main(["run", "--gold-set", "multidomain-v1", "--model", "reference-python", "--json"]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{"):])
+    scores = next(run["scores"] for run in report["runs"] if run["model"] == "reference-python")
+    assert scores["semantic_correctness_rate"] == 1.0 and scores["skipped_count"] == 0
+    verdicts = pd.read_parquet(next((isolated_home / "assets" / "case_verdicts").rglob("*.parquet")))
+    queries = verdicts[~verdicts["is_probe"]]
+    assert queries["answer"].notna().all() and set(queries["system_rows_vs_sql"]) == {"match"}

@@ -16,7 +16,7 @@ Response::
      "sql": "SELECT ..." | null,       # null: the system gave no SQL (a no_sql outcome)
      "answer": "..." | null,           # the natural-language answer shown to the user
      "columns": ["name", ...] | null, "rows": [[...], ...] | null,   # the rows the system showed
-     "usage": {"input_tokens": 12, "output_tokens": 3} | null,
+     "usage": {"input_tokens": 12, "output_tokens": 3, "source": "measured" | "estimated"} | null,
      "cost_usd": 0.0012 | null,
      "timings_ms": {"total": 812.0, ...} | null,
      "error": {"message": "...", "status": 503} | null}   # a failure the system reports (status as HTTP's)
@@ -108,12 +108,16 @@ class SystemRequest:
         )
 
 
+TOKEN_SOURCES: tuple[str, ...] = ("measured", "estimated")
+
+
 @dataclass(frozen=True)
 class Usage:
-    """Tokens the system reports having used."""
+    """Tokens the system reports having used; ``source`` says whether a tokenizer counted them."""
 
     input_tokens: int
     output_tokens: int
+    source: str = "measured"
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,10 @@ def _check_usage(data: Mapping[str, Any]) -> Usage | None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ContractError(f'"usage.{name}" must be a whole number >= 0, got {value!r}')
         values.append(value)
-    return Usage(*values)
+    source = usage.get("source", "measured")
+    if source not in TOKEN_SOURCES:
+        raise ContractError(f'"usage.source" must be one of {", ".join(TOKEN_SOURCES)}, got {source!r}')
+    return Usage(*values, source=source)
 
 
 def _check_cost(data: Mapping[str, Any]) -> float | None:

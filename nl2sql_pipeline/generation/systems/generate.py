@@ -36,7 +36,7 @@ from nl2sql_pipeline.generation.systems.contract import (
     Turn,
 )
 from nl2sql_pipeline.generation.systems.transport import call_system, response_cost, response_of
-from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_MEASURED
+from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, TOKEN_SOURCE_MEASURED
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +111,11 @@ class _Tally:
     calls: int = 0
     attempts: int = 0
 
+    estimated: bool = False
+
     def add(self, spec: ModelSpec, call: ModelCall, response: SystemResponse) -> None:
-        self.tokens_known = self.tokens_known and call.token_source == TOKEN_SOURCE_MEASURED
+        self.tokens_known = self.tokens_known and call.token_source in (TOKEN_SOURCE_MEASURED, TOKEN_SOURCE_ESTIMATED)
+        self.estimated = self.estimated or call.token_source == TOKEN_SOURCE_ESTIMATED
         self.input_tokens += call.input_tokens
         self.output_tokens += call.output_tokens
         cost, source = response_cost(spec, response)
@@ -168,7 +171,7 @@ def _answered(unit: SystemUnit, spec: ModelSpec, call: ModelCall, response: Syst
         latency_ms=call.latency_ms,
         input_tokens=tally.input_tokens if known else None,
         output_tokens=tally.output_tokens if known else None,
-        token_source=TOKEN_SOURCE_MEASURED if known else None,
+        token_source=(TOKEN_SOURCE_ESTIMATED if tally.estimated else TOKEN_SOURCE_MEASURED) if known else None,
         cost_usd=tally.cost_usd,
         cached=cached,
         cold_start=call.cold_start,

@@ -2,8 +2,8 @@
 
 The ``ModelCall`` is the cached part, as for a model: ``raw_reply`` holds the validated response as
 JSON text (SQL, answer, rows, usage, cost, timings), ``latency_ms`` the harness's own measure (the
-system's figure stays in the response). Tokens are the system's report (``measured``) or unknown
-(None → 0 with no source); cost is the system's report, else computed from the entry's prices, else
+system's figure stays in the response). Tokens are the system's report (``measured``, or
+``estimated`` when it says so) or unknown (None in the record); cost is the system's report, else computed from the entry's prices, else
 unknown. A transport or HTTP failure, or a response that breaks the contract, propagates as an
 exception for ``dispatch`` to classify.
 """
@@ -19,7 +19,8 @@ from nl2sql_pipeline.generation.model_spec import ModelSpec
 from nl2sql_pipeline.generation.records import ModelCall
 from nl2sql_pipeline.generation.systems.contract import SystemRequest, SystemResponse, parse_response, parse_response_text
 from nl2sql_pipeline.generation.systems.spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON
-from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_MEASURED
+
+TOKEN_SOURCE_UNKNOWN = "unknown"  # the system reported no usage: the record's tokens are None
 
 COST_SOURCE_REPORTED = "reported"  # the system said what the call cost
 COST_SOURCE_PRICES = "prices"  # computed from the entry's prices and the reported tokens
@@ -72,7 +73,7 @@ def call_system(spec: ModelSpec, request: SystemRequest) -> ModelCall:
         latency_ms=latency_ms,
         input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0,
-        token_source=TOKEN_SOURCE_MEASURED if usage else "unknown",
+        token_source=usage.source if usage else TOKEN_SOURCE_UNKNOWN,
         cost_usd=cost,
         mutation=None,
         finish_reason="stop",
