@@ -116,6 +116,13 @@ def lying_system(request: SystemRequest) -> SystemResponse:
                           rows=((999,),))
 
 
+def slow_system(request: SystemRequest) -> dict:
+    import time
+
+    time.sleep(1.0)
+    return {"sql": "SELECT 1"}
+
+
 async def async_echo_system(request: SystemRequest) -> dict:
     return {"sql": request.calibration["expected_sql"]}
 
@@ -154,3 +161,12 @@ def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(is
     verdicts = pd.read_parquet(next((isolated_home / "assets" / "case_verdicts").rglob("*.parquet")))
     queries = verdicts[~verdicts["is_probe"]]
     assert queries["answer"].notna().all() and set(queries["system_rows_vs_sql"]) == {"match"}
+
+
+def test_a_python_callable_slower_than_its_timeout_is_a_timeout(world):
+    spec = reference_spec(world, "python")
+    spec = dataclasses.replace(spec, slug="slow", timeout_s=0.2, system=dataclasses.replace(
+        spec.system, target="test_reference_system:slow_system"))
+    records = generate_candidates([c for c in world["cases"] if not c.is_probe][:1], spec, cache=None,
+                                  context=world["context"])
+    assert records[0].error_class == "timeout" and "within 0.2 s" in records[0].error_message

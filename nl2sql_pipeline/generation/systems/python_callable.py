@@ -1,9 +1,9 @@
 """``kind: python``: the system is a Python callable, ``package.module:callable``, sync or async.
 
 It is called with a ``contract.SystemRequest`` and returns a ``contract.SystemResponse`` or a dict of
-the same fields (validated either way). An ``async def`` callable (or one returning an awaitable) is
-run to completion with a deadline of the entry's ``timeout_s``; a synchronous one runs in the calling
-thread (a timeout cannot interrupt it). An exception it raises is classified like a provider's: one
+the same fields (validated either way), within the entry's ``timeout_s``: a synchronous callable runs
+in a worker thread the harness stops waiting for at the deadline (a ``timeout``; the thread is left to
+finish), an ``async def`` one (or one returning an awaitable) is awaited under ``asyncio.wait_for``. An exception it raises is classified like a provider's: one
 with an HTTP-like ``status_code`` attribute maps as that status would.
 """
 
@@ -45,10 +45,31 @@ def resolve_target(target: str) -> Callable[..., Any]:
     return found
 
 
+def _call_with_deadline(function: Callable[..., Any], request: SystemRequest, timeout_s: float) -> Any:
+    """Run a synchronous callable in a daemon thread; TimeoutError when it outlives ``timeout_s`` (the
+    thread cannot be killed: it is left to finish, its result dropped)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = function(request)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name=f"system-call-{request.request_id}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError(f"the callable did not return within {timeout_s:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
 def call_python(target: str, request: SystemRequest, timeout_s: float) -> Any:
-    """Call the target with ``request``; its raw result (awaited within ``timeout_s`` when async)."""
+    """Call the target with ``request`` within ``timeout_s``; its raw result (awaited when async)."""
     function = resolve_target(target)
-    result = function(request)
+    result = _call_with_deadline(function, request, timeout_s)
     if inspect.isawaitable(result):
         async def bounded() -> Any:
             return await asyncio.wait_for(result, timeout=timeout_s)
