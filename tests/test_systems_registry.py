@@ -123,3 +123,26 @@ def test_the_contract_round_trips_and_validates():
     assert info.value.status_code == 429
     with pytest.raises(contract.ContractError, match='"columns" names 2'):
         contract.parse_response({"sql": "x", "columns": ["a", "b"], "rows": [[1]]})
+
+
+def test_the_answer_columns_round_trip_through_the_codec():
+    import dataclasses
+
+    from nl2sql_pipeline.codec import candidates_from_frame, candidates_to_frame, verdicts_from_frame, verdicts_to_frame
+    from nl2sql_pipeline.generation.records import CandidateRecord
+    from nl2sql_pipeline.records import Verdict
+
+    record = CandidateRecord(case_id="c", case_fingerprint="f", sample_index=0, candidate_index=0,
+                             generated_sql="SELECT 1", raw_reply="{}", error_class=None, error_message=None,
+                             latency_ms=3.0, input_tokens=None, output_tokens=None, token_source=None, cost_usd=0.5,
+                             cached=False, mutation=None, model_config_hash="h", prompt_hash="p", answer="one",
+                             system_rows='{"columns": ["a"], "rows": [[1]]}', system_latency_ms=2.0,
+                             cost_source="reported")
+    assert candidates_from_frame(candidates_to_frame([record])) == [record]
+    values = {f.name: None for f in dataclasses.fields(Verdict)}
+    values.update(case_id="c", case_fingerprint="f", domain="d", category="k", tags=(), is_probe=False,
+                  sample_index=0, outcome="correct", correct=True, score_exact=1.0, score_partial=1.0,
+                  candidate_count=1, selected_candidate_index=0, first_candidate_correct=True, cold_start=False,
+                  answer="one", system_rows_vs_sql="mismatch", system_rows_disagree=True, system_rows_reason="r")
+    verdict = Verdict(**values)
+    assert verdicts_from_frame(verdicts_to_frame([verdict])) == [verdict]
