@@ -146,3 +146,13 @@ def test_the_answer_columns_round_trip_through_the_codec():
                   answer="one", system_rows_vs_sql="mismatch", system_rows_disagree=True, system_rows_reason="r")
     verdict = Verdict(**values)
     assert verdicts_from_frame(verdicts_to_frame([verdict])) == [verdict]
+
+
+def test_systems_are_model_partitions_like_models():
+    from assets.jobs import run_tags_for_partition
+    from assets.sensors import partition_keys_from_registries
+
+    _, slugs = partition_keys_from_registries()
+    assert {"reference-python", "reference-command", "reference-http", "gold-echo"} <= set(slugs)
+    tags = run_tags_for_partition("multidomain-v1|reference-python")
+    assert tags["nl2sql/model"] == "reference-python" and tags["nl2sql/provider"] == "system:reference-python"
