@@ -260,6 +260,10 @@ def _candidate(values: dict[str, Any]) -> CandidateRecord:
         calls=int(values.get("calls") or 0),
         attempts=int(values.get("attempts") or 0),
         cold_start=bool(values.get("cold_start")),
+        answer=_str(values.get("answer")),
+        system_rows=_str(values.get("system_rows")),
+        system_latency_ms=_float(values.get("system_latency_ms")),
+        cost_source=_str(values.get("cost_source")),
     )
 
 
@@ -389,6 +393,7 @@ _VERDICT_CONVERTERS = {
     "correct": bool,
     "first_candidate_correct": bool,
     "cold_start": bool,
+    "system_rows_disagree": bool,
     "candidate_count": int,
     "selected_candidate_index": int,
     "score_exact": float,
@@ -404,7 +409,8 @@ def _verdict(row: dict[str, Any]) -> Verdict:
             value = tuple(t for t in (value or "").split(",") if t)
         elif value is not None and name in _VERDICT_CONVERTERS:
             value = _VERDICT_CONVERTERS[name](value)
-        elif value is None and name in ("is_probe", "correct", "first_candidate_correct", "cold_start"):
+        elif value is None and name in ("is_probe", "correct", "first_candidate_correct", "cold_start",
+                                        "system_rows_disagree"):
             value = False
         values[name] = value
     return Verdict(**values)

@@ -120,6 +120,14 @@ class Verdict:
     cold_start: bool
     mutation: str | None
     skip_reason: str | None
+    # A system's own answer (``stages.system_answer``; None/False for models): the natural-language answer,
+    # its own latency, the rows it showed against the gold and against its SQL's sandbox result, the flag.
+    answer: str | None = None
+    system_latency_ms: float | None = None
+    system_rows_vs_gold: str | None = None  # 'match' | 'mismatch' | None (no rows shown)
+    system_rows_vs_sql: str | None = None  # 'match' | 'mismatch' | None
+    system_rows_disagree: bool = False  # it showed the user something other than what its SQL returns
+    system_rows_reason: str | None = None
 
 
 class RunScoresError(ValueError):

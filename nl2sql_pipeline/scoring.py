@@ -80,6 +80,16 @@ def _warnings(queries: Sequence[Verdict], scored: Sequence[Verdict], skipped: Se
     return warnings
 
 
+def _system_warnings(scored: Sequence[Verdict]) -> list[str]:
+    """What a system's own answers add: cases where the rows it showed differ from its SQL's result."""
+    disagree = [v.case_id for v in scored if v.system_rows_disagree]
+    if not disagree:
+        return []
+    shown = ", ".join(disagree[:5]) + (f" and {len(disagree) - 5} more" if len(disagree) > 5 else "")
+    return [f"{len(disagree)} cases: the system showed rows that differ from its own SQL's result ({shown}); "
+            "see system_rows_reason in case_verdicts"]
+
+
 def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     """The scores of one run. Rates are over scored query verdicts; None where nothing was scored."""
     if not verdicts:
@@ -138,7 +148,7 @@ def score_run(verdicts: Sequence[Verdict]) -> RunScores:
         "total_cost_usd": None if unknown_cost else float(_known(costs).sum()),
         "token_source": "estimated" if estimated else ("measured" if scored else None),
         "outcome_counts": dict(sorted(Counter(v.outcome for v in queries).items())),
-        "warnings": _warnings(queries, scored, skipped, env_errors, estimated, unknown_cost),
+        "warnings": _warnings(queries, scored, skipped, env_errors, estimated, unknown_cost) + _system_warnings(scored),
     }
     for dim in RATE_DIMENSIONS:
         values[f"per_{dim}"] = _breakdown(scored, dim)

@@ -38,7 +38,7 @@ def model_rows(registry_path: str | None = None) -> list[dict[str, Any]]:
             {
                 "slug": spec.slug,
                 "kind": spec.kind,
-                "model": spec.model,
+                "model": spec.system.target_text if spec.system is not None else spec.model,  # a system: its address
                 "config_hash": spec.config_hash,
                 "rerun": spec.rerun,
                 "few_shot": spec.few_shot.name if spec.few_shot else None,

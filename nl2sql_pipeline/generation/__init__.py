@@ -15,6 +15,7 @@
     dispatch.py          one call: limiter, retries with backoff, classification, run stop
     conversation.py      one unit (case x sample x candidate), follow-up turns answered by the model
     predictions.py       kind: predictions models, replayed from a file
+    systems/             kind: http | python | command: a team's own system through its contract
     records.py           CandidateRecord / ModelCall and the summary
     generate.py          the loop: units in a thread pool -> CandidateRecord in plan order
 

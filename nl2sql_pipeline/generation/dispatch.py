@@ -15,6 +15,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,8 +78,11 @@ def limiter_for(spec: ModelSpec, *, window_s: float | None = None) -> RateLimite
     if spec.is_offline or (limits.requests_per_minute is None and limits.tokens_per_minute is None):
         return NoLimit()
     kwargs: dict[str, Any] = {} if window_s is None else {"window_s": window_s}
+    key = provider_key(spec.model, spec.api_base)
+    if spec.system is not None:  # a system's budget is its own: keyed by its address
+        key = f"system@{spec.system.target_text}"
     return SharedRateLimiter(
-        provider_key(spec.model, spec.api_base),
+        key,
         requests_per_window=limits.requests_per_minute,
         tokens_per_window=limits.tokens_per_minute,
         **kwargs,
@@ -121,10 +125,16 @@ def dispatch(
     *,
     case_id: str,
     metadata: dict[str, Any] | None = None,
+    send: Callable[[], ModelCall] | None = None,
 ) -> Dispatched:
-    """Send ``messages`` to ``spec`` with pacing and retries; never raises for a provider failure."""
+    """Send ``messages`` to ``spec`` with pacing and retries; never raises for a provider failure.
+
+    ``send`` replaces the litellm call (a system's own transport, ``generation.systems``); ``messages``
+    then only size the limiter's token estimate.
+    """
     estimate = estimate_request_tokens(spec, messages)
-    warm_up(spec)  # once per process and model, before the first timed call
+    if send is None:
+        warm_up(spec)  # once per process and model, before the first timed call
     attempts = 0
     while True:
         stopped = control.stopped()
@@ -140,7 +150,7 @@ def dispatch(
             return Dispatched(None, stopped, attempts)
         attempts += 1
         try:
-            call = call_model(spec, messages, metadata=metadata)
+            call = send() if send is not None else call_model(spec, messages, metadata=metadata)
         except Exception as exc:  # any provider failure is a per-candidate outcome, never a crashed run
             failure = classify_exception(exc)
             rejected = failure.status_code is not None and 400 <= failure.status_code < 500  # no tokens spent

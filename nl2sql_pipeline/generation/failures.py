@@ -199,7 +199,9 @@ def _transport_class(chain: list[BaseException]) -> str | None:
         "Timeout", "APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"
     }:
         return TIMEOUT
-    if names & {"RemoteProtocolError", "ReadError", "WriteError", "ConnectionResetError", "BrokenPipeError"}:
+    if names & {"RemoteProtocolError", "ReadError", "WriteError", "ConnectionResetError", "BrokenPipeError"} or any(
+        isinstance(e, (ConnectionResetError, BrokenPipeError)) for e in chain  # subclasses: a system's process died
+    ):
         return PROVIDER_ERROR  # the connection broke mid-request: worth a retry
     return None
 

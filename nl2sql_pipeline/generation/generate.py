@@ -85,6 +85,17 @@ def generate_candidates(
         records = prediction_records(cases, spec, samples)
         logger.info("%s: %s", spec.slug, generation_summary(records))
         return records
+    if spec.is_system:
+        from nl2sql_pipeline.generation.systems.generate import generate_system_candidates
+
+        records = generate_system_candidates(
+            cases, spec, cache=cache, context=context, samples=samples,
+            control=RunControl(limiter=limiter if limiter is not None else limiter_for(spec)),
+            readiness=_ReadinessOnce(spec),
+            workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
+        )
+        logger.info("%s: %s", spec.slug, generation_summary(records))
+        return records
     if context is None:
         from nl2sql_pipeline.errors import GenerationError
 

@@ -18,11 +18,12 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from nl2sql_pipeline.generation.few_shot import FewShotSet
+from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS, SystemConfig
 
 KIND_OFFLINE = "offline"
 KIND_LITELLM = "litellm"
 KIND_PREDICTIONS = "predictions"
-KINDS: tuple[str, ...] = (KIND_OFFLINE, KIND_LITELLM, KIND_PREDICTIONS)
+KINDS: tuple[str, ...] = (KIND_OFFLINE, KIND_LITELLM, KIND_PREDICTIONS, *SYSTEM_KINDS)
 
 PREDICTION_FORMATS: tuple[str, ...] = ("jsonl", "lines")
 RERUN_ON_CONFIG_CHANGE = "on_config_change"
@@ -98,6 +99,7 @@ class ModelSpec:
     retry: RetryPolicy = RetryPolicy()
     timeout_s: float = DEFAULT_TIMEOUT_S
     predictions: PredictionsSource | None = None
+    system: SystemConfig | None = None  # kind: http | python | command (generation.systems)
 
     def canonical_config(self) -> dict[str, Any]:
         """Everything that can change the model's outputs (description, prices, limits, retries,
@@ -110,6 +112,8 @@ class ModelSpec:
                 "content_hash": self.predictions.content_hash or "missing",
                 "version": self.version,
             }
+        if self.system is not None:
+            return {"kind": self.kind, "version": self.version, **self.system.canonical()}
         config: dict[str, Any] = {
             "kind": self.kind,
             "model": self.model,
@@ -138,6 +142,11 @@ class ModelSpec:
     def is_replay(self) -> bool:
         """True for a ``kind: predictions`` entry (scored from a file, no provider)."""
         return self.kind == KIND_PREDICTIONS
+
+    @property
+    def is_system(self) -> bool:
+        """True for a team's own system (``kind: http | python | command``), called through its contract."""
+        return self.system is not None
 
 
 

@@ -42,6 +42,11 @@ def model_readiness(spec: ModelSpec, *, timeout_s: float = READINESS_TIMEOUT_S) 
     """
     if spec.is_offline:
         return Readiness(True, "built-in offline model")
+    if spec.system is not None:
+        from nl2sql_pipeline.generation.systems.readiness import system_readiness
+
+        ready, reason = system_readiness(spec.system, timeout_s=timeout_s)
+        return Readiness(ready, reason)
     if spec.predictions is not None:
         source = spec.predictions
         if not source.path.is_file():

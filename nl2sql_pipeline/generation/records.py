@@ -74,6 +74,12 @@ class CandidateRecord:
     calls: int = 0
     attempts: int = 0
     cold_start: bool = False  # latency includes the provider client's set-up: left out of latency figures
+    # A system's own answer (kind: http | python | command; None for models): its natural-language answer,
+    # the rows it showed as JSON {"columns": [...], "rows": [[...]]}, its own latency, where the cost came from.
+    answer: str | None = None
+    system_rows: str | None = None
+    system_latency_ms: float | None = None
+    cost_source: str | None = None  # 'reported' | 'prices' | None (models: litellm's bookkeeping)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a plain dict (one DataFrame row)."""

@@ -43,6 +43,7 @@ from nl2sql_pipeline.generation.model_spec import (  # noqa: F401 - re-exported:
     RetryPolicy,
     file_content_hash,
 )
+from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS
 from nl2sql_pipeline.generation.readiness import (  # noqa: F401 - re-exported for existing callers
     READINESS_TIMEOUT_S,
     Readiness,
@@ -245,6 +246,11 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
         return None
     if kind == KIND_PREDICTIONS:
         return _parse_predictions(check, slug, entry)
+    if kind in SYSTEM_KINDS:
+        from nl2sql_pipeline.generation.systems.registry_entry import parse_system_entry
+
+        return parse_system_entry(check, slug, entry, check_version=_check_version, check_retry=_check_retry,
+                                  check_prices=_check_prices, limit_fields=LIMIT_FIELDS)
     fields = {name: field for name, field in ENTRY_FIELDS.items() if name not in ("path", "format")}
     for name in ("path", "format"):
         if entry.get(name) is not None:

@@ -16,6 +16,7 @@ from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.selection import select_candidate
+from nl2sql_pipeline.stages.system_answer import system_answer_fields
 
 
 def judge(
@@ -144,6 +145,7 @@ def judge_sample(
         cold_start=bool(generation.cold_start) if generation else False,
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
+        **system_answer_fields(selected, oracle_results, config),
     )
 
 
