@@ -31,7 +31,7 @@ KINDS = ("python", "command", "http")
 def world(tmp_path_factory):
     """A built sample database, the built-in gold set and its oracle, a running reference HTTP server."""
     from nl2sql_pipeline.sample_db import build_database
-    from reference_system.http_server import serve_in_thread
+    from nl2sql_pipeline.reference_system.http_server import serve_in_thread
 
     home = tmp_path_factory.mktemp("reference-home")
     with pytest.MonkeyPatch.context() as mp:

@@ -21,13 +21,13 @@ models:
     version: "2026-06-01"
   my-python:
     kind: python
-    target: reference_system.service:answer
+    target: nl2sql_pipeline.reference_system.service:answer
     options: {model: gold-echo}
     calibration: true
     cache: false
   my-command:
     kind: command
-    command: ["{python}", -m, reference_system.command]
+    command: ["{python}", -m, nl2sql_pipeline.reference_system.command]
     limits: {requests_per_minute: 60, max_concurrency: 2}
     retry: {max_retries: 1}
 """
@@ -46,8 +46,8 @@ def test_system_entries_load_beside_models(tmp_path):
                                                                           "2026-06-01")
     assert http.system.verify_tls is True and http.system.method == "POST"
     assert (python.system.target, dict(python.system.options), python.system.cache) == (
-        "reference_system.service:answer", {"model": "gold-echo"}, False)
-    assert command.system.command == ("{python}", "-m", "reference_system.command")
+        "nl2sql_pipeline.reference_system.service:answer", {"model": "gold-echo"}, False)
+    assert command.system.command == ("{python}", "-m", "nl2sql_pipeline.reference_system.command")
     assert (command.limits.requests_per_minute, command.retry.max_retries) == (60, 1)
     assert all(spec.is_system and not spec.is_offline for spec in specs.values())
 

@@ -1,6 +1,6 @@
 """The reference system as an HTTP service: ``POST /nl2sql`` with a contract request, a contract response back.
 
-    python -m reference_system.http_server --host 127.0.0.1 --port 8765
+    python -m nl2sql_pipeline.reference_system.http_server --host 127.0.0.1 --port 8765
 
 Registered as ``kind: http`` with ``url: http://127.0.0.1:8765/nl2sql``. A failure the system reports
 (``error`` with a status) is also sent with that HTTP status, so the harness reads it either way.
@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from reference_system.service import answer_json
+from nl2sql_pipeline.reference_system.service import answer_json
 
 logger = logging.getLogger(__name__)
 PATH = "/nl2sql"

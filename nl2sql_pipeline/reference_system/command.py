@@ -1,8 +1,8 @@
 """The reference system as a JSON-lines process: one request per stdin line, one response per stdout line.
 
-    python -m reference_system.command
+    python -m nl2sql_pipeline.reference_system.command
 
-Registered as ``kind: command`` with ``command: ["{python}", -m, reference_system.command]``. It exits
+Registered as ``kind: command`` with ``command: ["{python}", -m, nl2sql_pipeline.reference_system.command]``. It exits
 when stdin closes. Logs go to stderr (stdout is the protocol).
 """
 
@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 
-from reference_system.service import answer_json
+from nl2sql_pipeline.reference_system.service import answer_json
 
 
 def serve(stdin=sys.stdin, stdout=sys.stdout) -> int:
