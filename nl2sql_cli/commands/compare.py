@@ -69,7 +69,7 @@ def _read_sql(option: str, value: str) -> str:
 
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
-    from nl2sql_pipeline.compare import CompareConfig, compare_query_results
+    from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
     from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
@@ -106,12 +106,12 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
 
-    comparison = compare_query_results(expected, candidate, config)
+    source = EngineSource(db_path, expected_sql, candidate_sql, limits)
+    comparison = compare_query_results(expected, candidate, config, source)
     if args.json:
         payload = comparison.to_dict()
         payload.update(
-            expected_rows=len(expected.rows),
-            candidate_rows=len(candidate.rows) if candidate.ok else None,
+            rows_fetched={"expected": len(expected.rows), "candidate": len(candidate.rows) if candidate.ok else None},
             expected_ms=round(expected.elapsed_ms, 3),
             candidate_ms=round(candidate.elapsed_ms, 3),
         )

@@ -9,7 +9,7 @@ from typing import Any, Callable, Literal
 
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
 
-COMPARATOR_VERSION = "1.0.0"
+COMPARATOR_VERSION = "1.1.0"
 """Bump whenever a rule changes what matches: it goes into every verdict and baseline."""
 
 COLUMN_ORDERS: tuple[str, ...] = ("by_name_when_sets_match", "by_name", "positional")
@@ -52,13 +52,17 @@ class Comparison:
 
     ``rule`` names the rule(s) that decided: for a match, the non-trivial rules that were needed joined
     by ``+`` in ``RULES`` order (``multiset_exact`` when none was); for a mismatch, the check that failed.
-    ``score`` is the row-level F1 of the two multisets (1.0 on a match).
+    ``score`` is the row-level F1 of the two multisets (1.0 on a match). ``expected_rows`` and
+    ``candidate_rows`` are the exact row counts of the whole results when known (None: a result hit the
+    row cap and was not compared whole).
     """
 
     match: bool
     rule: str
     reason: str
     score: float
+    expected_rows: int | None = None
+    candidate_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the verdict, with the comparator version."""
@@ -67,6 +71,8 @@ class Comparison:
             "rule": self.rule,
             "reason": self.reason,
             "score": self.score,
+            "expected_rows": self.expected_rows,
+            "candidate_rows": self.candidate_rows,
             "comparator_version": COMPARATOR_VERSION,
         }
 

@@ -7,15 +7,20 @@ tokens and cost come from the attempts' generation part: nothing is read back fr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
-from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
-from nl2sql_pipeline.stages.selection import select_candidate
+from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
+
+logger = logging.getLogger(__name__)
 
 
 def judge(
@@ -23,11 +28,15 @@ def judge(
     oracle_rows: Iterable[OracleRow],
     attempts: Iterable[Attempt],
     config: CompareConfig = CompareConfig(),
+    resolve_database: Callable[[str], Path] | None = None,
+    limits: SandboxLimits | None = None,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
     Samples of a case are judged in ascending order; a probe without an attempt still gets a verdict
-    (``probe_error``), a query case without attempts gets none.
+    (``probe_error``), a query case without attempts gets none. Results over the row cap are compared
+    whole in the engine on the case's database (``resolve_database``, default
+    ``databases.require_database``, under ``limits``).
     """
     oracle_by_case: dict[str, list[OracleRow]] = {}
     for row in oracle_rows:
@@ -45,9 +54,10 @@ def judge(
             continue
         rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
         oracle_results = [r.result for r in rows]
+        whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
         for sample in sorted(samples):
             group = sorted(samples[sample], key=lambda a: a.candidate_index)
-            verdicts.append(judge_sample(case, sample, oracle_results, group, config))
+            verdicts.append(judge_sample(case, sample, oracle_results, group, config, whole))
     return verdicts
 
 
@@ -100,13 +110,14 @@ def judge_sample(
     oracle_results: Sequence[QueryResult],
     group: Sequence[Attempt],
     config: CompareConfig,
+    whole: WholeResults | None = None,
 ) -> Verdict:
     """The verdict of one sample of a query case from its candidates (ordered by candidate index)."""
-    selected_pos = select_candidate(group, config) if len(group) > 1 else 0
+    selected_pos = select_candidate(group, config, whole) if len(group) > 1 else 0
     selected = group[selected_pos]
-    decision = decide(OutcomeInput(selected, oracle_results, config))
+    decision = decide(OutcomeInput(selected, oracle_results, config, whole))
     if selected_pos != 0:
-        first_outcome = decide(OutcomeInput(group[0], oracle_results, config)).outcome
+        first_outcome = decide(OutcomeInput(group[0], oracle_results, config, whole)).outcome
     else:
         first_outcome = decision.outcome
     comparison = decision.comparison
@@ -145,6 +156,31 @@ def judge_sample(
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
     )
+
+
+def _whole_results(
+    case: Case,
+    oracle_results: Sequence[QueryResult],
+    samples: dict[int, list[Attempt]],
+    resolve_database: Callable[[str], Path] | None,
+    limits: SandboxLimits | None,
+) -> WholeResults | None:
+    """Where the case's whole results live, when any of its results hit the row cap (else None)."""
+    truncated = any(r.truncated for r in oracle_results) or any(
+        a.result is not None and a.result.truncated for group in samples.values() for a in group
+    )
+    if not truncated:
+        return None
+    if resolve_database is None:
+        from nl2sql_pipeline.databases import require_database
+
+        resolve_database = require_database
+    try:
+        db_path = resolve_database(case.database)
+    except Nl2SqlError as exc:
+        logger.warning("case %s: results over the row cap cannot be compared whole (%s)", case.id, exc)
+        return None
+    return WholeResults(db_path, tuple(case.expected_sql), limits)
 
 
 def _sum_over(group: Sequence[Attempt], name: str) -> float | None:
