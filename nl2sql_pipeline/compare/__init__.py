@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -28,8 +28,10 @@ from nl2sql_pipeline.compare.model import (
     ExpectedResultError,
     Rule,
 )
+from nl2sql_pipeline.compare.ordered import with_order
 from nl2sql_pipeline.compare.rules import CANONICALISER, QUERY_RULES, RULE_NAMES, RULES, STEP_RULES
 from nl2sql_pipeline.compare.state import ComparisonState
+from nl2sql_pipeline.errors import Nl2SqlError
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.execution import QueryResult
@@ -101,6 +103,30 @@ def compare_query_results(
     With ``source`` (the database and both queries), results that hit the row cap are compared whole in
     the engine (``engine``); without it, only what was fetched can be compared and the reason says so.
     """
+    comparison = _compare_query_results(expected, candidate, config, source)
+    if source is None:
+        return comparison
+    return with_order(comparison, expected, candidate, source.expected_sql, config, _rerun(source))
+
+
+def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:
+    def rerun(sql: str) -> QueryResult | None:
+        from nl2sql_pipeline.execution import SandboxLimits, run_query
+
+        if source.db_path is None:
+            return None
+        try:
+            return run_query(source.db_path, sql, source.limits or SandboxLimits())
+        except Nl2SqlError as exc:
+            logger.warning("could not re-run the expected query without its LIMIT: %s", exc)
+            return None
+
+    return rerun
+
+
+def _compare_query_results(
+    expected: QueryResult, candidate: QueryResult, config: CompareConfig, source: EngineSource | None
+) -> Comparison:
     if source is not None and (expected.truncated or candidate.truncated):
         for rule in QUERY_RULES:
             if rule.name in ("expected_failed", "candidate_failed"):
@@ -111,7 +137,7 @@ def compare_query_results(
             return compare_whole(expected, candidate, source, config)
         except EngineComparisonError as exc:
             logger.warning("whole-result comparison fell back to the fetched rows: %s", exc)
-            fallback = compare_query_results(expected, candidate, config)
+            fallback = _compare_query_results(expected, candidate, config, None)
             return replace(fallback, reason=f"{fallback.reason}; not compared whole in the engine: {exc}")
     for rule in QUERY_RULES:
         verdict = rule.apply(expected, candidate, config)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,9 +54,12 @@ class EngineComparisonError(Exception):
 
 @dataclass(frozen=True)
 class EngineSource:
-    """Where the whole results live: the database file and both queries, run under ``limits``."""
+    """Where the whole results live: the database file and both queries, run under ``limits``.
 
-    db_path: Path
+    Without a database file (``db_path`` None) only the expected SQL is used: to read the row order.
+    """
+
+    db_path: Path | None
     expected_sql: str
     candidate_sql: str
     limits: SandboxLimits | None = None
@@ -154,6 +157,8 @@ def _raw_row_columns(plan: _Plan) -> list[str]:
 def _run(source: EngineSource, template: str, plan: _Plan, widths: tuple[int, int]) -> list[tuple]:
     from nl2sql_pipeline.execution import SandboxLimits, run_composed_query
 
+    if source.db_path is None:
+        raise EngineComparisonError("no database file to compare the whole results on")
     limits = source.limits or SandboxLimits()
     limits = type(limits)(**{**limits.__dict__, "row_cap": RESIDUE_CAP + 1})
     result = run_composed_query(
@@ -275,9 +280,9 @@ def compare_aligned_in_engine(state: ComparisonState, source: EngineSource, exp_
     note = f"compared whole in the engine ({plural(counts.expected_count, 'row')} vs {counts.candidate_count})"
     if counts.matched == counts.expected_count == counts.candidate_count:
         verdict = state.matched(aligned)
-        return Comparison(
-            verdict.match, verdict.rule, f"{verdict.reason}; {note}", verdict.score,
-            counts.expected_count, counts.candidate_count,
+        return replace(
+            verdict, reason=f"{verdict.reason}; {note}", expected_rows=counts.expected_count,
+            candidate_rows=counts.candidate_count,
         )
     total = counts.expected_count + counts.candidate_count
     score = 2.0 * counts.matched / total if total else 1.0
@@ -289,6 +294,7 @@ def compare_aligned_in_engine(state: ComparisonState, source: EngineSource, exp_
     else:
         rule, reason = "multiset_mismatch", f"rows differ: {_describe(counts)}"
     verdict = state.mismatched(rule, reason, score)
-    return Comparison(
-        False, verdict.rule, f"{verdict.reason}; {note}", verdict.score, counts.expected_count, counts.candidate_count
+    return replace(
+        verdict, reason=f"{verdict.reason}; {note}", expected_rows=counts.expected_count,
+        candidate_rows=counts.candidate_count,
     )

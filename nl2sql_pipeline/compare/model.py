@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
@@ -63,6 +63,8 @@ class Comparison:
     score: float
     expected_rows: int | None = None
     candidate_rows: int | None = None
+    order: Any = None  # order.OrderCheck: whether and how row order was checked (None: no SQL to read it from)
+    alignment: tuple[int, ...] | None = field(default=None, compare=False)  # candidate column per expected column
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the verdict, with the comparator version."""
@@ -73,6 +75,7 @@ class Comparison:
             "score": self.score,
             "expected_rows": self.expected_rows,
             "candidate_rows": self.candidate_rows,
+            "order": self.order.to_dict() if self.order is not None else None,
             "comparator_version": COMPARATOR_VERSION,
         }
 

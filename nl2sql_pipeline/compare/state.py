@@ -208,13 +208,16 @@ class ComparisonState:
             rule=self.rule_name(rules) or "multiset_exact",
             reason=self._with_notes("; ".join([reason, *details])),
             score=1.0,
+            alignment=aligned.alignment,
         )
 
     def mismatched(self, rule: str, reason: str, score: float) -> Comparison:
         """A mismatch: ``rule`` is the check that failed."""
         if self.alignment_rules and self.alignment is not None:
             reason = f"{reason}; {self.alignment_note(self.aligned())}"
-        return Comparison(match=False, rule=rule, reason=self._with_notes(reason), score=round(score, 6))
+        return Comparison(
+            match=False, rule=rule, reason=self._with_notes(reason), score=round(score, 6), alignment=self.alignment
+        )
 
     def alignment_note(self, aligned: Aligned) -> str:
         """How the candidate columns were aligned, for the reason."""

@@ -164,22 +164,21 @@ def _whole_results(
     samples: dict[int, list[Attempt]],
     resolve_database: Callable[[str], Path] | None,
     limits: SandboxLimits | None,
-) -> WholeResults | None:
-    """Where the case's whole results live, when any of its results hit the row cap (else None)."""
-    truncated = any(r.truncated for r in oracle_results) or any(
-        a.result is not None and a.result.truncated for group in samples.values() for a in group
-    )
-    if not truncated:
-        return None
+) -> WholeResults:
+    """The case's expected SQL (for the order check) and, when it resolves, its database (for whole results)."""
     if resolve_database is None:
         from nl2sql_pipeline.databases import require_database
 
         resolve_database = require_database
     try:
-        db_path = resolve_database(case.database)
+        db_path: Path | None = resolve_database(case.database)
     except Nl2SqlError as exc:
-        logger.warning("case %s: results over the row cap cannot be compared whole (%s)", case.id, exc)
-        return None
+        truncated = any(r.truncated for r in oracle_results) or any(
+            a.result is not None and a.result.truncated for group in samples.values() for a in group
+        )
+        if truncated:
+            logger.warning("case %s: results over the row cap cannot be compared whole (%s)", case.id, exc)
+        db_path = None
     return WholeResults(db_path, tuple(case.expected_sql), limits)
 
 

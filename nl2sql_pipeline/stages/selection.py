@@ -15,7 +15,7 @@ from nl2sql_pipeline.records import Attempt
 class WholeResults:
     """Where a case's whole results can be recomputed for an in-engine comparison (results over the row cap)."""
 
-    db_path: Path
+    db_path: Path | None
     expected_sql: Sequence[str]
     limits: SandboxLimits | None = None
 
@@ -26,8 +26,8 @@ class WholeResults:
         return EngineSource(self.db_path, self.expected_sql[alternative], candidate_sql, self.limits)
 
     def between(self, sql_a: str | None, sql_b: str | None) -> EngineSource | None:
-        """The engine source comparing two candidates' queries."""
-        if sql_a is None or sql_b is None:
+        """The engine source comparing two candidates' queries (None without a database: no order check)."""
+        if sql_a is None or sql_b is None or self.db_path is None:
             return None
         return EngineSource(self.db_path, sql_a, sql_b, self.limits)
 
