@@ -16,7 +16,7 @@ COLUMN_ORDERS: tuple[str, ...] = ("by_name_when_sets_match", "by_name", "positio
 """How candidate columns are aligned to expected ones (see ``CompareConfig.column_order``)."""
 
 MAX_PERMUTATION_COLUMNS = 6
-"""Beyond this many columns, no column permutation is searched (6! = 720 orders)."""
+"""Historical (comparator 1.0): columns are now paired by value signatures at any width, without a search."""
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,7 @@ class CompareConfig:
 
     ``rel_tol``/``abs_tol``: float tolerance (``math.isclose`` semantics), applied when either value is a
     binary float. ``column_order``: ``by_name_when_sets_match`` (default: map by case-insensitive name
-    when the name sets match, else compare by position and, for at most 6 columns, try the best
-    permutation), ``by_name`` (names must match as sets, any order) or ``positional`` (names ignored).
+    when the name sets match, else compare by position and then pair columns by their values), ``by_name`` (names must match as sets, any order) or ``positional`` (names ignored).
     """
 
     rel_tol: float = 1e-9
