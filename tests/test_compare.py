@@ -41,7 +41,27 @@ def rules_of(comparison: Comparison) -> set[str]:
 def test_multiset_ignores_row_order():
     rows = [(1, "Mecha"), (2, "Isekai"), (3, "Shonen")]
     result = compare_results(["id", "genre"], rows, ["id", "genre"], list(reversed(rows)))
-    assert result == Comparison(True, "multiset_exact", "all 3 rows match", 1.0)
+    assert (result.match, result.rule, result.reason, result.score) == (True, "multiset_exact", "all 3 rows match", 1.0)
+    assert (result.row_precision, result.row_recall, result.cell_f1) == (1.0, 1.0, 1.0)
+
+
+def test_partial_credit_rows_and_cells_and_grade():
+    from nl2sql_pipeline.compare.model import grade
+
+    expected = [(1, "Mecha", 10), (2, "Drama", 20), (3, "Isekai", 30), (4, "Horror", 40)]
+    one_cell_off = expected[:3] + [(4, "Horror", 41)]
+    result = compare_results(["id", "g", "n"], expected, ["id", "g", "n"], one_cell_off)
+    assert (result.row_precision, result.row_recall) == (0.75, 0.75)
+    assert result.cell_f1 == pytest.approx(11 / 12)
+    assert grade(result, CompareConfig()) == "partial"
+    unrelated = compare_results(["id"], [(1,), (2,)], ["id"], [(3,), (4,), (5,)])
+    assert (unrelated.row_precision, unrelated.row_recall, unrelated.cell_f1) == (0.0, 0.0, 0.0)
+    assert grade(unrelated, CompareConfig()) == "fail"
+    assert grade(compare_results(["id"], [(1,)], ["id"], [(1,)]), CompareConfig()) == "pass"
+    strict = CompareConfig(partial_threshold=0.95)
+    assert grade(result, strict) == "fail"
+    with pytest.raises(ConfigError, match="partial_threshold"):
+        CompareConfig(partial_threshold=2)
 
 
 def test_multiset_counts_duplicates():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import permutations
 from typing import TYPE_CHECKING
 
@@ -70,11 +71,12 @@ def column_count_mismatch(state: ComparisonState) -> Comparison | None:
     detail = describe_name_differences(missing, extra)
     score, paired = shared_column_score(state)
     credit = f"; partial credit on the {plural(paired, 'shared column')}" if paired else ""
-    return state.mismatched(
+    verdict = state.mismatched(
         "column_count_mismatch",
         f"expected {plural(n_exp, 'column')}, candidate returned {n_cand}" + (f": {detail}" if detail else "") + credit,
         score,
     )
+    return replace(verdict, cell_f1=round(score, 6))
 
 
 def shared_column_score(state: ComparisonState) -> tuple[float, int]:

@@ -31,8 +31,16 @@ class CompareConfig:
     rel_tol: float = 1e-9
     abs_tol: float = 1e-9
     column_order: str = "by_name_when_sets_match"
+    partial_threshold: float = 0.5
+    """A non-matching case whose cell F1 reaches this is graded ``partial`` (below: ``fail``)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.partial_threshold, bool) or not isinstance(self.partial_threshold, (int, float)) or not (
+            0 <= self.partial_threshold <= 1
+        ):
+            raise ConfigError(
+                f"CompareConfig.partial_threshold={self.partial_threshold!r} is invalid: use a number in [0, 1] (default 0.5)"
+            )
         for field_name in ("rel_tol", "abs_tol"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -63,6 +71,9 @@ class Comparison:
     expected_rows: int | None = None
     candidate_rows: int | None = None
     order: Any = None  # order.OrderCheck: whether and how row order was checked (None: no SQL to read it from)
+    row_precision: float | None = None  # rows matched / candidate rows
+    row_recall: float | None = None  # rows matched / expected rows
+    cell_f1: float | None = None  # cells of matched rows, plus per-column value overlap of the unmatched rows
     alignment: tuple[int, ...] | None = field(default=None, compare=False)  # candidate column per expected column
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +86,9 @@ class Comparison:
             "expected_rows": self.expected_rows,
             "candidate_rows": self.candidate_rows,
             "order": self.order.to_dict() if self.order is not None else None,
+            "row_precision": self.row_precision,
+            "row_recall": self.row_recall,
+            "cell_f1": self.cell_f1,
             "comparator_version": COMPARATOR_VERSION,
         }
 
@@ -104,6 +118,19 @@ class Rule:
     def doc(self) -> str:
         """The rule's documentation (its function's docstring)."""
         return inspect.getdoc(self.apply) or ""
+
+
+GRADES: tuple[str, ...] = ("pass", "partial", "fail")
+
+
+def grade(comparison: Comparison | None, config: CompareConfig) -> str:
+    """``pass`` for a match, ``partial`` when the cell F1 reaches ``config.partial_threshold``, else ``fail``."""
+    if comparison is None:
+        return "fail"
+    if comparison.match:
+        return "pass"
+    credit = comparison.cell_f1 if comparison.cell_f1 is not None else comparison.score
+    return "partial" if credit >= config.partial_threshold and credit > 0 else "fail"
 
 
 class ComparisonInputError(Nl2SqlError):
