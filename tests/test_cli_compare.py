@@ -180,3 +180,19 @@ def test_sql_from_file_and_bad_arguments(home, capsys, tmp_path):
     assert code == EXIT_BAD_INPUT and "rel_tol" in err
     code, _, err = run(capsys, "   ", "SELECT 1")
     assert code == EXIT_BAD_INPUT and "--expected-sql is empty" in err
+
+
+def test_prints_grade_order_credit_clauses_and_diagnosis(home, capsys):
+    gold = "SELECT title, score FROM anime WHERE score IS NOT NULL ORDER BY score DESC"
+    code, out, _ = run(capsys, gold, "SELECT title, score FROM anime WHERE score IS NOT NULL ORDER BY score")
+    assert code == EXIT_GATE_FAILED
+    assert "rule: row_order_mismatch" in out and "grade: partial" in out and "order: wrong" in out
+    assert "rows: 3 expected, 3 candidate" in out and "cell F1 1.000" in out
+    assert "clause scores (structure, not correctness): select 1.00" in out
+    assert "diagnosis: wrong_order_or_direction" in out
+    code, out, _ = run(capsys, gold, "SELECT title, score FROM anime WHERE score > 7 ORDER BY score DESC", "--json")
+    payload = json.loads(out)
+    assert code == EXIT_GATE_FAILED and payload["grade"] == "partial"
+    assert (payload["row_precision"], payload["order"]["status"]) == (1.0, "not_checked")
+    assert {d["label"] for d in payload["diagnosis"]} >= {"extra_filter", "missing_filter"}
+    assert payload["clause_scores"]["where"] == 0.0 and payload["clause_scores"]["order_by"] == 1.0

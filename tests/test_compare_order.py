@@ -94,3 +94,29 @@ def test_key_not_among_the_result_columns_is_checked_as_far_as_visible(db):
     assert (partial.match, partial.order.status) == (True, ORDER_PARTIAL)
     assert "not among the result columns" in partial.reason
     assert not verdict(db, gold, "SELECT genre, title FROM titles ORDER BY genre DESC, views").match
+
+
+def test_judge_stores_grade_order_credit_clauses_and_diagnosis(db):
+    import json
+
+    from nl2sql_pipeline.cases import Case
+    from nl2sql_pipeline.codec import verdicts_from_frame, verdicts_to_frame
+    from nl2sql_pipeline.records import Attempt, OracleRow
+    from nl2sql_pipeline.stages import judge
+
+    gold = "SELECT title, views FROM titles ORDER BY views DESC LIMIT 10"
+    case = Case(id="top10", domain="d", category="c", question="q", database=str(db), expected_sql=(gold,))
+    oracle = [OracleRow("top10", case.fingerprint, 0, run_query(db, gold, LIMITS))]
+    candidates = [gold, "SELECT title, views FROM (" + gold + ") ORDER BY views", gold.replace("DESC LIMIT 10", "DESC LIMIT 12")]
+    attempts = [
+        Attempt(case_id="top10", case_fingerprint=case.fingerprint, source="model", sample_index=i, candidate_index=0,
+                sql=sql, policy_allowed=True, result=run_query(db, sql, LIMITS))
+        for i, sql in enumerate(candidates)
+    ]
+    right, reversed_, longer = verdicts_from_frame(verdicts_to_frame(judge([case], oracle, attempts)))
+    assert (right.grade, right.order_check, right.diagnosis, right.expected_row_count) == ("pass", "ok", None, 10)
+    assert (reversed_.correct, reversed_.grade, reversed_.order_check) == (False, "partial", "wrong")
+    assert "wrong_order_or_direction" in reversed_.diagnosis and reversed_.comparison_rule == "row_order_mismatch"
+    assert (longer.grade, longer.row_recall, longer.candidate_row_count) == ("partial", 1.0, 12)
+    assert longer.row_precision == pytest.approx(10 / 12, abs=1e-6)
+    assert "limit_differs" in longer.diagnosis and json.loads(longer.clause_scores)["limit"] == 0.0

@@ -7,13 +7,18 @@ tokens and cost come from the attempts' generation part: nothing is read back fr
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.compare import CompareConfig
+from nl2sql_pipeline.compare import CompareConfig, Comparison
+from nl2sql_pipeline.compare.diagnosis import diagnose
+from nl2sql_pipeline.compare.model import grade
+from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
@@ -155,7 +160,35 @@ def judge_sample(
         cold_start=bool(generation.cold_start) if generation else False,
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
+        **explain(case, selected.sql, comparison, decision.outcome, config),
     )
+
+
+def explain(
+    case: Case, candidate_sql: str | None, comparison: Comparison | None, outcome: str, config: CompareConfig
+) -> dict[str, Any]:
+    """The grade, order check, exact row counts, partial credit, clause scores and diagnosis of one verdict."""
+    if outcome in outcomes.NOT_SCORED:
+        return {}
+    expected_items = parse_clauses(case.canonical_sql) if case.canonical_sql else None
+    candidate_items = parse_clauses(candidate_sql) if candidate_sql else None
+    scores = clause_scores(expected_items, candidate_items)
+    case_grade = grade(comparison, config) if outcome == outcomes.CORRECT or comparison is not None else "fail"
+    findings = diagnose(comparison, expected_items, candidate_items) if case_grade != "pass" else []
+    if comparison is None and case_grade != "pass":
+        findings = [(outcome, "the candidate produced no comparable result"), *[f for f in findings if f[0] != "unexplained"]]
+    return {
+        "grade": case_grade,
+        "order_check": comparison.order.status if comparison is not None and comparison.order is not None else None,
+        "expected_row_count": comparison.expected_rows if comparison else None,
+        "candidate_row_count": comparison.candidate_rows if comparison else None,
+        "row_precision": comparison.row_precision if comparison else None,
+        "row_recall": comparison.row_recall if comparison else None,
+        "cell_f1": comparison.cell_f1 if comparison else None,
+        "clause_scores": json.dumps(scores) if scores is not None else None,
+        "diagnosis": ",".join(label for label, _ in findings) or None,
+        "diagnosis_detail": json.dumps(findings) if findings else None,
+    }
 
 
 def _whole_results(
