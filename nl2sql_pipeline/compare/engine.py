@@ -88,7 +88,7 @@ class _Plan:
 
     pairs: list[PairKeys]
     key_names: list[str]
-    float_slots: list[tuple[int, str, str]]  # (key position, raw column in u, min column in g)
+    float_slots: list[tuple[int, str, str]]  # (key position, raw column in u, float-sum column in g)
 
     @property
     def float_positions(self) -> list[int]:
@@ -117,16 +117,14 @@ def _select_list(plan: _Plan, side: str) -> str:
         items.extend(f"{expr} AS k{index}_{part}" for part, expr in enumerate(exprs))
     for index, keys in enumerate(plan.pairs):
         if keys.float_key:
-            items.append(f"{keys.raw_expected if side == 'e' else keys.raw_candidate} AS r{index}")
+            items.append(f"{keys.raw_expected} AS r{index}" if side == "e" else f"-({keys.raw_candidate}) AS r{index}")
     return ", ".join(items)
 
 
 def _fill(template: str, plan: _Plan, texts: list[str], widths: tuple[int, int], **extra: Any) -> str:
     raws = [raw for _, raw, _ in plan.float_slots]
     mins = {position: minimum for position, _, minimum in plan.float_slots}
-    group_extras = "".join(f", min({raw}) AS {mins[pos]}" for pos, raw, _ in plan.float_slots)
-    if raws:
-        group_extras += f", sum(CAST(hash({', '.join(raws)}) AS HUGEINT) * side) AS float_hash"
+    group_extras = "".join(f", sum({raw}) AS {mins[pos]}" for pos, raw, _ in plan.float_slots)
     return template.format(
         expected=texts[0],
         candidate=texts[1],
@@ -136,9 +134,12 @@ def _fill(template: str, plan: _Plan, texts: list[str], widths: tuple[int, int],
         candidate_keys=_select_list(plan, "c"),
         key_names=", ".join(plan.key_names),
         group_extras=group_extras,
-        tolerance_groups="count(*) FILTER (WHERE float_hash <> 0)" if raws else "0",
-        null_columns=", ".join("NULL" for _ in range(len(plan.key_names) + len(raws))),
-        residue_columns=", ".join([*plan.key_names, *(mins[p] for p in plan.float_positions)]),
+        tolerance_groups=(
+            "count(*) FILTER (WHERE " + " OR ".join(f"(isfinite({m}) AND {m} <> 0)" for m in mins.values()) + ")"
+        ) if raws else "0",
+        residue_fields=", ".join(
+            f"{name} := {name}" for name in ["n_all", "n_diff", *plan.key_names, *(mins[p] for p in plan.float_positions)]
+        ),
         raw_names=", ".join(raws) if raws else "1",
         residue_raw_columns=", ".join(
             raw_or_key for raw_or_key in _raw_row_columns(plan)
@@ -202,14 +203,18 @@ def engine_counts(source: EngineSource, exp_types: list[str], cand_types: list[s
     except UnsupportedPairError as exc:
         raise EngineComparisonError(f"no in-engine key for {exc}") from exc
     widths = (len(exp_types), len(cand_types))
-    rows = _run(source, MULTISET_SQL, plan, widths)
-    totals = next(row for row in rows if row[0] == 0)
-    n_e, n_c, matched, tolerance_groups = (int(v or 0) for v in totals[1:5])
-    groups = [row for row in rows if row[0] == 1]
-    counts = EngineCounts(n_e, n_c, matched, tolerance_groups, complete_residue=len(groups) <= RESIDUE_CAP)
+    (n_all, n_diff, matched, tolerance_groups, differing, residue), = _run(source, MULTISET_SQL, plan, widths)
+    n_all, n_diff = int(n_all), int(n_diff)
+    n_e, n_c = (n_all + n_diff) // 2, (n_all - n_diff) // 2
+    groups = []
+    for item in residue or []:
+        values = list(item.values())
+        group_e, group_c = (values[0] + values[1]) // 2, (values[0] - values[1]) // 2
+        groups.append((1, group_e, group_c, None, None, *values[2:]))
+    counts = EngineCounts(n_e, n_c, int(matched), int(tolerance_groups), complete_residue=int(differing) <= RESIDUE_CAP)
     width = len(plan.key_names)
-    if not plan.float_slots or matched in (n_e, n_c):
-        for row in groups[:RESIDUE_CAP]:
+    if not plan.float_slots or counts.matched in (n_e, n_c):
+        for row in groups:
             value = _value(row[5 : 5 + width], plan)
             if row[1] > row[2]:
                 counts.missing[value] += row[1] - row[2]
@@ -217,15 +222,20 @@ def engine_counts(source: EngineSource, exp_types: list[str], cand_types: list[s
                 counts.extra[value] += row[2] - row[1]
         return counts
     # floats in different buckets may still be within tolerance: pair the surplus rows in Python
+    float_at = set(plan.float_positions)
     if counts.complete_residue and all(row[1] + row[2] == 1 for row in groups):
         surplus = []
         for row in groups:
             keys = list(row[5 : 5 + width])
+            side = 1 if row[1] else -1
             for slot, (position, _, _) in enumerate(plan.float_slots):
-                keys[position] = row[5 + width + slot]
-            surplus.append((1 if row[1] else -1, *keys))
+                keys[position] = _unsigned(row[5 + width + slot], side)
+            surplus.append((side, *keys))
     else:
-        surplus = _run(source, SURPLUS_SQL, plan, widths)
+        surplus = [
+            (row[0], *(_unsigned(v, row[0]) if i in float_at else v for i, v in enumerate(row[1:])))
+            for row in _run(source, SURPLUS_SQL, plan, widths)
+        ]
         counts.complete_residue = len(surplus) <= RESIDUE_CAP
     expected_rows = [_value(tuple(row[1:]), plan) for row in surplus if row[0] == 1]
     candidate_rows = [_value(tuple(row[1:]), plan) for row in surplus if row[0] == -1]
@@ -234,6 +244,13 @@ def engine_counts(source: EngineSource, exp_types: list[str], cand_types: list[s
     counts.tolerance_groups += paired.tolerance_matched
     counts.missing, counts.extra = paired.missing, paired.extra
     return counts
+
+
+def _unsigned(value: Any, side: int) -> Any:
+    """A raw float as the query returned it (candidate floats travel negated through the comparison)."""
+    if side == -1 and isinstance(value, float):
+        return 0.0 if value == 0 else -value
+    return value
 
 
 def _pairs_of_types(exp_types: list[str], cand_types: list[str], alignment: tuple[int, ...]) -> list[ColumnPair]:

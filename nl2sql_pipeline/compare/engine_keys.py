@@ -3,7 +3,7 @@
 The keys follow the Python value rules (``values``) so that the engine and the Python comparator give
 the same verdict: NULL only equals NULL (``GROUP BY`` puts NULLs together), numbers by value across
 integer/decimal types (the ``UNION ALL`` widens them exactly), floats canonical (``-0.0`` is ``0.0``,
-NaN groups with NaN, ±inf with itself) and keyed by a bucket narrower than ``rel_tol`` (rows of one
+NaN groups with NaN, ±inf with itself) and keyed by a bucket of log2|x| narrower than ``rel_tol`` (rows of one
 bucket are always within tolerance; the rest is paired in Python), a DATE equals a TIMESTAMP at
 midnight, ISO and numeric strings equal temporal and numeric values when the paired column holds them,
 strings exactly, and any other type pair is tagged with its type so that ``TRUE`` never equals ``1``.
@@ -89,22 +89,26 @@ def _literal(text: str) -> str:
 
 
 def bucket_bits(rel_tol: float) -> int | None:
-    """Mantissa bits of a float bucket whose width is below ``rel_tol`` (one more than ``matching._bucketer``,
-    since ``ceil(log2|x|)`` may overshoot by one); None when buckets cannot be that narrow."""
-    if rel_tol <= 0:
+    """Bits of the log2 bucket: buckets 2**-bits wide in log2|x|, at most ``rel_tol / 2`` (None: keep floats exact).
+
+    Two floats of one bucket differ by less than ln(2) * (rel_tol / 2 + log2 error) relative, always within
+    ``rel_tol``; below rel_tol 1e-11 the log2 error would matter, so floats are then keyed exactly.
+    """
+    if rel_tol < 1e-11:
         return None
-    bits = max(1, math.ceil(1 - math.log2(rel_tol))) + 1
-    return bits if bits < 52 else None
+    return math.ceil(-math.log2(rel_tol)) + 1
 
 
 def float_bucket(raw: str, bits: int | None) -> str:
-    """SQL for the bucket of a canonical DOUBLE ``raw``: its mantissa rounded to ``bits`` bits."""
+    """SQL for the bucket of a canonical DOUBLE ``raw``: ``round(log2|x| * 2**bits)``, sign in the last bit.
+
+    Normal buckets are whole numbers; 0 is keyed 0.5 and NaN/±inf by themselves, so nothing collides.
+    """
     if bits is None:
         return raw
-    exponent = f"ceil(log2(abs({raw})))"
     return (
-        f"CASE WHEN NOT isfinite({raw}) OR abs({raw}) < 1e-290 THEN {raw} "
-        f"ELSE round({raw} * pow(2.0, {bits} - {exponent})) * pow(2.0, {exponent} - {bits}) END"
+        f"CASE WHEN {raw} = 0 THEN 0.5 WHEN NOT isfinite({raw}) THEN {raw} "
+        f"ELSE round(log2(abs({raw})) * {float(2 ** bits)!r}) * 2 + CAST({raw} < 0 AS INTEGER) END"
     )
 
 
@@ -124,7 +128,7 @@ def pair_keys(exp_col: str, exp_type: str, cand_col: str, cand_type: str, rel_to
     if kinds <= _NUMERIC:
         if "float" not in kinds:
             return PairKeys((exp_col,), (cand_col,))
-        return _float_pair(f"(CAST({exp_col} AS DOUBLE) + 0.0)", f"(CAST({cand_col} AS DOUBLE) + 0.0)", rel_tol)
+        return _float_pair(_as_double(exp_col, fe), _as_double(cand_col, fc), rel_tol)
     if fe == fc:
         return PairKeys((exp_col,), (cand_col,))
     if kinds <= _TEMPORAL_NAIVE:
@@ -138,6 +142,11 @@ def pair_keys(exp_col: str, exp_type: str, cand_col: str, cand_type: str, rel_to
         if other in ("timestamptz", "timetz"):  # Python parses ISO strings with offsets as instants
             raise UnsupportedPairError(f"a string column against {exp_type if fe != 'str' else cand_type}")
     return PairKeys((_tagged(exp_col, fe),), (_tagged(cand_col, fc),))
+
+
+def _as_double(column: str, fam: str | None) -> str:
+    """A numeric column as DOUBLE (``-0.0`` groups and hashes with ``0.0`` in DuckDB already)."""
+    return column if fam == "float" else f"CAST({column} AS DOUBLE)"
 
 
 def _float_pair(raw_expected: str, raw_candidate: str, rel_tol: float) -> PairKeys:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Literal
 
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
 
-COMPARATOR_VERSION = "1.1.0"
+COMPARATOR_VERSION = "2.0.0"
 """Bump whenever a rule changes what matches: it goes into every verdict and baseline."""
 
 COLUMN_ORDERS: tuple[str, ...] = ("by_name_when_sets_match", "by_name", "positional")
