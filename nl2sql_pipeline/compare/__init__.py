@@ -106,7 +106,7 @@ def compare_query_results(
     comparison = _compare_query_results(expected, candidate, config, source)
     if source is None:
         return comparison
-    return with_order(comparison, expected, candidate, source.expected_sql, config, _rerun(source))
+    return with_order(comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results)
 
 
 def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:

@@ -9,7 +9,7 @@ from itertools import permutations
 from typing import TYPE_CHECKING
 
 from nl2sql_pipeline.compare.model import Comparison
-from nl2sql_pipeline.compare.matching import counters_equivalent
+from nl2sql_pipeline.compare.matching import counters_equivalent, match_rows
 from nl2sql_pipeline.compare.wording import plural
 from nl2sql_pipeline.compare.values import NUMERIC_KINDS, TEMPORAL_KINDS, ValueContext, kind_of
 
@@ -82,8 +82,6 @@ def column_count_mismatch(state: ComparisonState) -> Comparison | None:
 def shared_column_score(state: ComparisonState) -> tuple[float, int]:
     """(partial credit, shared columns) when the column counts differ: the row F1 over the columns both
     results share (paired by name, then by value signature) times the column F1 of that sharing."""
-    from nl2sql_pipeline.compare import compare_results
-
     k_exp, k_cand = len(state.expected_columns), len(state.candidate_columns)
     pairs: dict[int, int] = {}
     by_name: dict[str, list[int]] = defaultdict(list)
@@ -105,10 +103,11 @@ def shared_column_score(state: ComparisonState) -> tuple[float, int]:
     if not pairs:
         return 0.0, 0
     exp_idx = sorted(pairs)
-    exp_rows = [tuple(row[i] for i in exp_idx) for row in state.expected_rows]
-    cand_rows = [tuple(row[pairs[i]] for i in exp_idx) for row in state.candidate_rows]
-    names = [state.expected_columns[i] for i in exp_idx]
-    row_f1 = compare_results(names, exp_rows, names, cand_rows, state.config).score
+    canonical = [state.pair(i, pairs[i]) for i in exp_idx]
+    exp_rows = list(zip(*(p.expected for p in canonical))) if state.expected_rows else []
+    cand_rows = list(zip(*(p.candidate for p in canonical))) if state.candidate_rows else []
+    floats = [n for n, p in enumerate(canonical) if "float" in p.expected_kinds | p.candidate_kinds]
+    row_f1 = match_rows(exp_rows, cand_rows, state.config, floats).score
     return row_f1 * 2 * len(pairs) / (k_exp + k_cand), len(pairs)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import sqlglot
@@ -79,6 +80,7 @@ class OrderCheck:
 NOT_REQUIRED = OrderCheck(ORDER_NOT_REQUIRED, "the expected query has no outermost ORDER BY: row order is ignored")
 
 
+@lru_cache(maxsize=4096)
 def order_spec(expected_sql: str) -> OrderSpec | None:
     """The outermost ORDER BY of ``expected_sql`` resolved to result columns; None without one (or unparsable)."""
     try:

@@ -27,11 +27,15 @@ from nl2sql_pipeline.compare.order import (
     order_spec,
     without_limit,
 )
+from nl2sql_pipeline.compare.rules import CANONICALISER, RULE_NAMES
+from nl2sql_pipeline.compare.state import ComparisonState
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.execution import QueryResult
 
 Rerun = Callable[[str], "QueryResult | None"]
+CompareRows = Callable[..., Comparison]
+"""``compare_results`` (passed in by the package, which imports this module)."""
 """Runs a query derived from the expected SQL (the same query without its LIMIT); None when it cannot."""
 
 
@@ -41,7 +45,8 @@ def with_order(
     candidate: QueryResult,
     expected_sql: str,
     config: CompareConfig,
-    rerun: Rerun | None = None,
+    rerun: Rerun | None,
+    compare_rows: CompareRows,
 ) -> Comparison:
     """``comparison`` with its order check (and the verdict it changes)."""
     spec = order_spec(expected_sql)
@@ -60,7 +65,7 @@ def with_order(
         if check.status in (ORDER_PARTIAL, ORDER_UNCHECKED) or shown_only:
             return replace(comparison, reason=f"{comparison.reason}; {check.detail}", order=check)
         return replace(comparison, order=check)
-    tied = _limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun)
+    tied = _limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, compare_rows)
     if tied is not None:
         return tied
     return replace(comparison, order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
@@ -81,11 +86,9 @@ def _limit_ties(
     alignment: tuple[int, ...],
     config: CompareConfig,
     rerun: Rerun | None,
+    compare_rows: CompareRows,
 ) -> Comparison | None:
     """A ``limit_ties`` match when the candidate differs only in which rows tied at the LIMIT it kept."""
-    from nl2sql_pipeline.compare import compare_results
-    from nl2sql_pipeline.compare.rules import CANONICALISER, RULE_NAMES
-    from nl2sql_pipeline.compare.state import ComparisonState
 
     if spec.limit is None or not spec.checkable or expected.truncated or candidate.truncated:
         return None
@@ -95,7 +98,7 @@ def _limit_ties(
     boundary = exp_keys[-1]
     exp_rest, exp_tied = _split(expected.rows, exp_keys, boundary, config)
     cand_rest, cand_tied = _split(candidate.rows, cand_keys, boundary, config)
-    if len(exp_tied) != len(cand_tied) or not compare_results(
+    if len(exp_tied) != len(cand_tied) or not compare_rows(
         expected.columns, exp_rest, candidate.columns, cand_rest, config
     ).match:
         return None

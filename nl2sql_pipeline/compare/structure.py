@@ -12,6 +12,7 @@ These numbers describe structure, never correctness: two very different queries 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -30,6 +31,7 @@ class ClauseItems:
     join_kinds: frozenset[str]
 
 
+@lru_cache(maxsize=4096)
 def parse_clauses(sql: str) -> ClauseItems | None:
     """The clause items of ``sql`` (None when it does not parse or has no SELECT)."""
     try:
