@@ -196,3 +196,15 @@ def test_prints_grade_order_credit_clauses_and_diagnosis(home, capsys):
     assert (payload["row_precision"], payload["order"]["status"]) == (1.0, "not_checked")
     assert {d["label"] for d in payload["diagnosis"]} >= {"extra_filter", "missing_filter"}
     assert payload["clause_scores"]["where"] == 0.0 and payload["clause_scores"]["order_by"] == 1.0
+
+
+def test_results_over_the_row_cap_are_compared_whole(home, capsys):
+    code, out, _ = run(capsys, "SELECT id, title FROM anime", "SELECT id, title FROM anime ORDER BY id DESC", "--row-cap", "2")
+    assert code == EXIT_OK and "compared whole in the engine (4 rows vs 4)" in out and "rows: 4 expected, 4 candidate" in out
+    code, out, _ = run(
+        capsys, "SELECT id, title FROM anime ORDER BY id",
+        "SELECT id, CASE WHEN id = 4 THEN 'x' ELSE title END AS title FROM anime ORDER BY id", "--row-cap", "2", "--json",
+    )
+    payload = json.loads(out)
+    assert code == EXIT_GATE_FAILED and (payload["expected_rows"], payload["candidate_rows"]) == (4, 4)
+    assert payload["rule"] == "multiset_mismatch" and payload["rows_fetched"] == {"expected": 2, "candidate": 2}
