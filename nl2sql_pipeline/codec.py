@@ -398,6 +398,11 @@ _VERDICT_CONVERTERS = {
     "selected_candidate_index": int,
     "score_exact": float,
     "score_partial": float,
+    "expected_row_count": int,
+    "candidate_row_count": int,
+    "row_precision": float,
+    "row_recall": float,
+    "cell_f1": float,
 }
 
 

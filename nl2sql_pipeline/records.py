@@ -128,6 +128,16 @@ class Verdict:
     system_rows_vs_sql: str | None = None  # 'match' | 'mismatch' | None
     system_rows_disagree: bool = False  # it showed the user something other than what its SQL returns
     system_rows_reason: str | None = None
+    grade: str | None = None  # pass / partial / fail (compare.model.grade); None for probes
+    order_check: str | None = None  # compare.order status: not_required, ok, wrong, checked_visible_keys, not_checked
+    expected_row_count: int | None = None  # exact, whole results (None: unknown)
+    candidate_row_count: int | None = None
+    row_precision: float | None = None
+    row_recall: float | None = None
+    cell_f1: float | None = None
+    clause_scores: str | None = None  # JSON {clause: F1} of the AST clauses: structure, not correctness
+    diagnosis: str | None = None  # comma-separated labels of compare.diagnosis for a case that did not pass
+    diagnosis_detail: str | None = None  # JSON [[label, explanation], ...]
 
 
 class RunScoresError(ValueError):

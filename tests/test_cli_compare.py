@@ -47,7 +47,7 @@ def verdict(capsys, expected: str, candidate: str, *extra: str) -> tuple[int, di
 RULE_PAIRS = [
     (
         "multiset_exact",
-        "SELECT id, genre FROM anime ORDER BY id",
+        "SELECT id, genre FROM anime",
         "SELECT id, genre FROM anime ORDER BY genre DESC, id DESC",
         "SELECT id, genre FROM anime WHERE id < 4",
     ),
@@ -180,3 +180,31 @@ def test_sql_from_file_and_bad_arguments(home, capsys, tmp_path):
     assert code == EXIT_BAD_INPUT and "rel_tol" in err
     code, _, err = run(capsys, "   ", "SELECT 1")
     assert code == EXIT_BAD_INPUT and "--expected-sql is empty" in err
+
+
+def test_prints_grade_order_credit_clauses_and_diagnosis(home, capsys):
+    gold = "SELECT title, score FROM anime WHERE score IS NOT NULL ORDER BY score DESC"
+    code, out, _ = run(capsys, gold, "SELECT title, score FROM anime WHERE score IS NOT NULL ORDER BY score")
+    assert code == EXIT_GATE_FAILED
+    assert "rule: row_order_mismatch" in out and "grade: partial" in out and "order: wrong" in out
+    assert "rows: 3 expected, 3 candidate" in out and "cell F1 1.000" in out
+    assert "clause scores (structure, not correctness): select 1.00" in out
+    assert "diagnosis: wrong_order_or_direction" in out
+    code, out, _ = run(capsys, gold, "SELECT title, score FROM anime WHERE score > 7 ORDER BY score DESC", "--json")
+    payload = json.loads(out)
+    assert code == EXIT_GATE_FAILED and payload["grade"] == "partial"
+    assert (payload["row_precision"], payload["order"]["status"]) == (1.0, "not_checked")
+    assert {d["label"] for d in payload["diagnosis"]} >= {"extra_filter", "missing_filter"}
+    assert payload["clause_scores"]["where"] == 0.0 and payload["clause_scores"]["order_by"] == 1.0
+
+
+def test_results_over_the_row_cap_are_compared_whole(home, capsys):
+    code, out, _ = run(capsys, "SELECT id, title FROM anime", "SELECT id, title FROM anime ORDER BY id DESC", "--row-cap", "2")
+    assert code == EXIT_OK and "compared whole in the engine (4 rows vs 4)" in out and "rows: 4 expected, 4 candidate" in out
+    code, out, _ = run(
+        capsys, "SELECT id, title FROM anime ORDER BY id",
+        "SELECT id, CASE WHEN id = 4 THEN 'x' ELSE title END AS title FROM anime ORDER BY id", "--row-cap", "2", "--json",
+    )
+    payload = json.loads(out)
+    assert code == EXIT_GATE_FAILED and (payload["expected_rows"], payload["candidate_rows"]) == (4, 4)
+    assert payload["rule"] == "multiset_mismatch" and payload["rows_fetched"] == {"expected": 2, "candidate": 2}

@@ -41,7 +41,27 @@ def rules_of(comparison: Comparison) -> set[str]:
 def test_multiset_ignores_row_order():
     rows = [(1, "Mecha"), (2, "Isekai"), (3, "Shonen")]
     result = compare_results(["id", "genre"], rows, ["id", "genre"], list(reversed(rows)))
-    assert result == Comparison(True, "multiset_exact", "all 3 rows match", 1.0)
+    assert (result.match, result.rule, result.reason, result.score) == (True, "multiset_exact", "all 3 rows match", 1.0)
+    assert (result.row_precision, result.row_recall, result.cell_f1) == (1.0, 1.0, 1.0)
+
+
+def test_partial_credit_rows_and_cells_and_grade():
+    from nl2sql_pipeline.compare.model import grade
+
+    expected = [(1, "Mecha", 10), (2, "Drama", 20), (3, "Isekai", 30), (4, "Horror", 40)]
+    one_cell_off = expected[:3] + [(4, "Horror", 41)]
+    result = compare_results(["id", "g", "n"], expected, ["id", "g", "n"], one_cell_off)
+    assert (result.row_precision, result.row_recall) == (0.75, 0.75)
+    assert result.cell_f1 == pytest.approx(11 / 12)
+    assert grade(result, CompareConfig()) == "partial"
+    unrelated = compare_results(["id"], [(1,), (2,)], ["id"], [(3,), (4,), (5,)])
+    assert (unrelated.row_precision, unrelated.row_recall, unrelated.cell_f1) == (0.0, 0.0, 0.0)
+    assert grade(unrelated, CompareConfig()) == "fail"
+    assert grade(compare_results(["id"], [(1,)], ["id"], [(1,)]), CompareConfig()) == "pass"
+    strict = CompareConfig(partial_threshold=0.95)
+    assert grade(result, strict) == "fail"
+    with pytest.raises(ConfigError, match="partial_threshold"):
+        CompareConfig(partial_threshold=2)
 
 
 def test_multiset_counts_duplicates():
@@ -97,7 +117,7 @@ def test_names_decide_when_the_name_sets_match():
 
 def test_column_count_mismatch_names_the_missing_column():
     result = compare_results(["id", "genre"], [(1, "Mecha")], ["id"], [(1,)])
-    assert (result.match, result.rule, result.score) == (False, "column_count_mismatch", 0.0)
+    assert (result.match, result.rule, result.score) == (False, "column_count_mismatch", pytest.approx(2 / 3))
     assert "column 'genre' missing from candidate" in result.reason
     result = compare_results(["id"], [(1,)], ["id", "kind"], [(1, "tv")])
     assert "candidate has extra column 'kind'" in result.reason
@@ -137,14 +157,30 @@ def test_mismatch_uses_the_most_alike_column_order_for_partial_credit():
     assert (shorter.rule, shorter.score) == ("row_count_mismatch", 0.8)
 
 
-def test_permutation_not_tried_beyond_six_columns():
-    names = [f"c{i}" for i in range(7)]
-    row = tuple(range(7))
-    result = compare_results(names, [row], [f"x{i}" for i in range(7)], [tuple(reversed(row))])
-    assert not result.match
-    assert "no column permutation tried (more than 6 columns)" in result.reason
-    six = compare_results(names[:6], [row[:6]], [f"x{i}" for i in range(6)], [tuple(reversed(row[:6]))])
-    assert (six.match, six.rule) == (True, "column_permutation")
+def test_columns_paired_by_value_at_thirty_columns_quickly():
+    rng = random.Random(3)
+    names = [f"c{i}" for i in range(30)]
+    rows = [tuple(rng.randrange(1000) + 1000 * c for c in range(30)) for _ in range(2000)]
+    order = list(range(30))
+    rng.shuffle(order)
+    candidate = [tuple(row[j] for j in order) for row in reversed(rows)]
+    started = time.perf_counter()
+    result = compare_results(names, rows, [f"x{i}" for i in range(30)], candidate)
+    elapsed = time.perf_counter() - started
+    assert (result.match, result.rule) == (True, "column_permutation")
+    assert elapsed < 2.0, elapsed
+    broken = [row[:-1] + (row[-1] + 1,) for row in candidate[:1]] + candidate[1:]
+    wrong = compare_results(names, rows, [f"x{i}" for i in range(30)], broken)
+    assert not wrong.match and wrong.score == pytest.approx(1999 / 2000)
+
+
+def test_alike_columns_are_tried_in_both_orders():
+    # both columns hold {1, 2}: only their pairing with the other columns decides
+    expected = [(1, 2), (2, 1), (1, 1)]
+    result = compare_results(["a", "b"], expected, ["x", "y"], [(1, 2), (2, 1), (1, 1)][::-1])
+    assert result.match
+    swapped = compare_results(["a", "b"], [(1, 2), (1, 2), (2, 1)], ["x", "y"], [(2, 1), (2, 1), (1, 2)])
+    assert (swapped.match, swapped.rule) == (True, "column_permutation")
 
 
 def test_column_order_modes():
@@ -444,3 +480,14 @@ def test_random_results_match_themselves_shuffled_and_compare_symmetrically():
         assert compare_results(columns, a, columns, shuffled).match, a
         forward, backward = compare_results(columns, a, columns, b), compare_results(columns, b, columns, a)
         assert forward.match == backward.match and forward.score == pytest.approx(backward.score), (a, b)
+
+
+def test_extra_or_missing_column_is_a_mismatch_with_partial_credit():
+    expected = [("Mecha", 2), ("Isekai", 1)]
+    extra = compare_results(["genre", "n"], expected, ["genre", "n", "avg"], [("Mecha", 2, 1.5), ("Isekai", 1, 2.0)])
+    assert (extra.match, extra.rule) == (False, "column_count_mismatch")
+    assert extra.score == pytest.approx(2 * 2 / 5)  # all rows right on the 2 shared columns, 2 of 5 columns
+    missing = compare_results(["genre", "n"], expected, ["g"], [("Mecha",), ("Isekai",)])
+    assert (missing.match, missing.score) == (False, pytest.approx(2 * 1 / 3))  # paired by value
+    unrelated = compare_results(["genre", "n"], expected, ["x"], [("Drama",), ("Horror",)])
+    assert unrelated.score == 0.0

@@ -5,8 +5,9 @@
         --candidate-sql @candidate.sql [--json] [--rel-tol X] [--abs-tol X] [--column-order MODE]
 
 ``--database`` is the name of a built sample database or the path of a ``.duckdb`` file; a SQL argument
-starting with ``@`` is read from that file. Prints ``match``, ``rule``, ``reason`` and ``score`` (or one
-JSON object with ``--json``). Exit codes: 0 the results match; 1 they do not (including a failing
+starting with ``@`` is read from that file. Prints ``match``, ``rule``, ``reason``, ``score``, the grade,
+the order check, the exact row counts (results over the row cap are compared whole in the engine), partial
+credit, the AST clause scores and the diagnosis (or one JSON object with all of them with ``--json``). Exit codes: 0 the results match; 1 they do not (including a failing
 candidate); 2 bad input (bad arguments, or the expected SQL itself fails); 3 the database is missing or
 cannot be opened.
 """
@@ -45,6 +46,10 @@ def register(subparsers: Any) -> None:
         "--column-order", choices=COLUMN_ORDERS, default=COLUMN_ORDERS[0],
         help="how candidate columns are aligned to expected ones (default %(default)s)",
     )
+    parser.add_argument(
+        "--partial-threshold", type=float, default=0.5, metavar="X",
+        help="cell F1 from which a non-matching result is graded partial rather than fail (default 0.5)",
+    )
     parser.add_argument("--timeout", type=float, default=None, metavar="S", help="per-query timeout in seconds (default 10)")
     parser.add_argument("--row-cap", type=int, default=None, metavar="N", help="keep at most N rows per query (default 10000)")
     parser.set_defaults(handler=_handle)
@@ -69,12 +74,17 @@ def _read_sql(option: str, value: str) -> str:
 
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
-    from nl2sql_pipeline.compare import CompareConfig, compare_query_results
+    from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
+    from nl2sql_pipeline.compare.diagnosis import diagnose
+    from nl2sql_pipeline.compare.model import grade
+    from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
     from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
 
-    config = CompareConfig(rel_tol=args.rel_tol, abs_tol=args.abs_tol, column_order=args.column_order)
+    config = CompareConfig(
+        rel_tol=args.rel_tol, abs_tol=args.abs_tol, column_order=args.column_order, partial_threshold=args.partial_threshold
+    )
     overrides: dict[str, Any] = {}
     if args.timeout is not None:
         overrides["timeout_s"] = args.timeout
@@ -106,12 +116,20 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"error: --database {args.database}: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
 
-    comparison = compare_query_results(expected, candidate, config)
+    source = EngineSource(db_path, expected_sql, candidate_sql, limits)
+    comparison = compare_query_results(expected, candidate, config, source)
+    expected_items, candidate_items = parse_clauses(expected_sql), parse_clauses(candidate_sql)
+    scores = clause_scores(expected_items, candidate_items)
+    case_grade = grade(comparison, config)
+    findings = diagnose(comparison, expected_items, candidate_items) if case_grade != "pass" else []
     if args.json:
         payload = comparison.to_dict()
         payload.update(
-            expected_rows=len(expected.rows),
-            candidate_rows=len(candidate.rows) if candidate.ok else None,
+            grade=case_grade,
+            clause_scores=scores,
+            clause_scores_note="structure only (AST clauses), not correctness",
+            diagnosis=[{"label": label, "detail": detail} for label, detail in findings],
+            rows_fetched={"expected": len(expected.rows), "candidate": len(candidate.rows) if candidate.ok else None},
             expected_ms=round(expected.elapsed_ms, 3),
             candidate_ms=round(candidate.elapsed_ms, 3),
         )
@@ -121,4 +139,18 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"rule: {comparison.rule}")
         print(f"reason: {comparison.reason}")
         print(f"score: {comparison.score:.3f}")
+        print(f"grade: {case_grade}")
+        order = comparison.order
+        print(f"order: {order.status} ({order.detail})" if order is not None else "order: not checked")
+        rows = f"{comparison.expected_rows} expected, {comparison.candidate_rows} candidate"
+        print(f"rows: {rows}" if comparison.expected_rows is not None else "rows: unknown (over the row cap)")
+        if comparison.cell_f1 is not None:
+            print(
+                f"partial credit: row precision {comparison.row_precision:.3f}, row recall "
+                f"{comparison.row_recall:.3f}, row F1 {comparison.score:.3f}, cell F1 {comparison.cell_f1:.3f}"
+            )
+        if scores is not None:
+            print("clause scores (structure, not correctness): " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+        for label, detail in findings:
+            print(f"diagnosis: {label}: {detail}")
     return EXIT_OK if comparison.match else EXIT_GATE_FAILED

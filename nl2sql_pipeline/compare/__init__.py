@@ -11,11 +11,13 @@ canonicalised by the value rules; columns are aligned by name or position first.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from nl2sql_pipeline.compare.engine import EngineComparisonError, EngineSource, compare_aligned_in_engine
 from nl2sql_pipeline.compare.model import (
     COLUMN_ORDERS,
     COMPARATOR_VERSION,
@@ -26,8 +28,10 @@ from nl2sql_pipeline.compare.model import (
     ExpectedResultError,
     Rule,
 )
+from nl2sql_pipeline.compare.ordered import with_order
 from nl2sql_pipeline.compare.rules import CANONICALISER, QUERY_RULES, RULE_NAMES, RULES, STEP_RULES
 from nl2sql_pipeline.compare.state import ComparisonState
+from nl2sql_pipeline.errors import Nl2SqlError
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.execution import QueryResult
@@ -39,14 +43,21 @@ __all__ = [
     "RULES",
     "CompareConfig",
     "Comparison",
+    "EngineComparisonError",
+    "EngineSource",
     "ComparisonInputError",
     "ExpectedResultError",
     "Rule",
     "compare_query_results",
     "compare_results",
+    "compare_whole",
 ]
 
+logger = logging.getLogger(__name__)
+
 _DEFAULT_CONFIG = CompareConfig()
+ROW_STEP_NAMES = frozenset({"multiset_exact", "float_tolerance", "column_permutation", "row_count_mismatch", "multiset_mismatch"})
+"""The step rules that read rows: in the engine, everything from the first of them on is done by ``engine``."""
 
 
 def compare_results(
@@ -82,15 +93,78 @@ def _gc_paused() -> Iterator[None]:
 
 
 def compare_query_results(
-    expected: QueryResult, candidate: QueryResult, config: CompareConfig = _DEFAULT_CONFIG
+    expected: QueryResult,
+    candidate: QueryResult,
+    config: CompareConfig = _DEFAULT_CONFIG,
+    source: EngineSource | None = None,
 ) -> Comparison:
-    """Compare two sandbox results (``execution.QueryResult``); raises ExpectedResultError if the expected failed."""
+    """Compare two sandbox results (``execution.QueryResult``); raises ExpectedResultError if the expected failed.
+
+    With ``source`` (the database and both queries), results that hit the row cap are compared whole in
+    the engine (``engine``); without it, only what was fetched can be compared and the reason says so.
+    """
+    comparison = _compare_query_results(expected, candidate, config, source)
+    if source is None:
+        return comparison
+    return with_order(comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results)
+
+
+def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:
+    def rerun(sql: str) -> QueryResult | None:
+        from nl2sql_pipeline.execution import SandboxLimits, run_query
+
+        if source.db_path is None:
+            return None
+        try:
+            return run_query(source.db_path, sql, source.limits or SandboxLimits())
+        except Nl2SqlError as exc:
+            logger.warning("could not re-run the expected query without its LIMIT: %s", exc)
+            return None
+
+    return rerun
+
+
+def _compare_query_results(
+    expected: QueryResult, candidate: QueryResult, config: CompareConfig, source: EngineSource | None
+) -> Comparison:
+    if source is not None and (expected.truncated or candidate.truncated):
+        for rule in QUERY_RULES:
+            if rule.name in ("expected_failed", "candidate_failed"):
+                verdict = rule.apply(expected, candidate, config)
+                if verdict is not None:
+                    return verdict
+        try:
+            return compare_whole(expected, candidate, source, config)
+        except EngineComparisonError as exc:
+            logger.warning("whole-result comparison fell back to the fetched rows: %s", exc)
+            fallback = _compare_query_results(expected, candidate, config, None)
+            return replace(fallback, reason=f"{fallback.reason}; not compared whole in the engine: {exc}")
     for rule in QUERY_RULES:
         verdict = rule.apply(expected, candidate, config)
         if verdict is not None:
             return verdict
     comparison = compare_results(expected.columns, expected.rows, candidate.columns, candidate.rows, config)
+    comparison = replace(
+        comparison,
+        expected_rows=None if expected.truncated else len(expected.rows),
+        candidate_rows=None if candidate.truncated else len(candidate.rows),
+    )
     if expected.truncated and candidate.truncated:
         note = f"both results hit the row cap: only their first {len(expected.rows)} rows were compared"
         comparison = replace(comparison, reason=f"{comparison.reason}; {note}")
     return comparison
+
+
+def compare_whole(expected: QueryResult, candidate: QueryResult, source: EngineSource, config: CompareConfig) -> Comparison:
+    """The column rules on the column names, then the rows of both whole results compared in the engine."""
+    with _gc_paused():
+        state = ComparisonState(
+            expected.columns, expected.rows, candidate.columns, candidate.rows, config, CANONICALISER, RULE_NAMES
+        )
+        for rule in STEP_RULES:
+            if rule.name in ROW_STEP_NAMES:
+                break
+            verdict = rule.apply(state)
+            if verdict is not None:
+                return verdict
+        return compare_aligned_in_engine(state, source, list(expected.column_types), list(candidate.column_types))

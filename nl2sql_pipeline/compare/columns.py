@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import permutations
 from typing import TYPE_CHECKING
 
-from nl2sql_pipeline.compare.model import MAX_PERMUTATION_COLUMNS, Comparison
-from nl2sql_pipeline.compare.matching import counters_equivalent
+from nl2sql_pipeline.compare.model import Comparison
+from nl2sql_pipeline.compare.matching import counters_equivalent, match_rows
 from nl2sql_pipeline.compare.wording import plural
-from nl2sql_pipeline.compare.values import NUMERIC_KINDS, TEMPORAL_KINDS, kind_of
+from nl2sql_pipeline.compare.values import NUMERIC_KINDS, TEMPORAL_KINDS, ValueContext, kind_of
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.compare.state import ComparisonState
 
 MAX_PERMUTATIONS_TRIED = 24
-"""At most this many column orders (those whose every column matches on its own) are compared row by row."""
+"""At most this many column pairings (orders of columns with alike values) are compared row by row."""
 
 
 def name_differences(expected: Sequence[str], candidate: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -68,11 +69,46 @@ def column_count_mismatch(state: ComparisonState) -> Comparison | None:
         return None
     missing, extra = name_differences(state.expected_columns, state.candidate_columns)
     detail = describe_name_differences(missing, extra)
-    return state.mismatched(
+    score, paired = shared_column_score(state)
+    credit = f"; partial credit on the {plural(paired, 'shared column')}" if paired else ""
+    verdict = state.mismatched(
         "column_count_mismatch",
-        f"expected {plural(n_exp, 'column')}, candidate returned {n_cand}" + (f": {detail}" if detail else ""),
-        0.0,
+        f"expected {plural(n_exp, 'column')}, candidate returned {n_cand}" + (f": {detail}" if detail else "") + credit,
+        score,
     )
+    return replace(verdict, cell_f1=round(score, 6))
+
+
+def shared_column_score(state: ComparisonState) -> tuple[float, int]:
+    """(partial credit, shared columns) when the column counts differ: the row F1 over the columns both
+    results share (paired by name, then by value signature) times the column F1 of that sharing."""
+    k_exp, k_cand = len(state.expected_columns), len(state.candidate_columns)
+    pairs: dict[int, int] = {}
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for j, name in enumerate(state.candidate_columns):
+        by_name[name.casefold()].append(j)
+    for i, name in enumerate(state.expected_columns):
+        if by_name.get(name.casefold()):
+            pairs[i] = by_name[name.casefold()].pop(0)
+    used = set(pairs.values())
+    cand_sigs: dict[int, list[int]] = defaultdict(list)
+    for j in range(k_cand):
+        if j not in used:
+            cand_sigs[_signature(state, "candidate", j)].append(j)
+    for i in range(k_exp):
+        if i not in pairs:
+            matches = cand_sigs.get(_signature(state, "expected", i))
+            if matches:
+                pairs[i] = matches.pop(0)
+    if not pairs:
+        return 0.0, 0
+    exp_idx = sorted(pairs)
+    canonical = [state.pair(i, pairs[i]) for i in exp_idx]
+    exp_rows = list(zip(*(p.expected for p in canonical))) if state.expected_rows else []
+    cand_rows = list(zip(*(p.candidate for p in canonical))) if state.candidate_rows else []
+    floats = [n for n, p in enumerate(canonical) if "float" in p.expected_kinds | p.candidate_kinds]
+    row_f1 = match_rows(exp_rows, cand_rows, state.config, floats).score
+    return row_f1 * 2 * len(pairs) / (k_exp + k_cand), len(pairs)
 
 
 def column_names_mismatch(state: ComparisonState) -> Comparison | None:
@@ -132,43 +168,98 @@ def _similarity(state: ComparisonState, i: int, j: int) -> float:
     return 0.0 if union == 0 else 0.99 * len(exp.keys() & cand.keys()) / union
 
 
-def column_permutation(state: ComparisonState) -> Comparison | None:
-    """If the positional comparison failed on <= 6 differently named columns, try the column order that matches.
+def _signature(state: ComparisonState, side: str, index: int) -> int:
+    """The hash of a column's canonical value multiset (numbers by value: 3, 3.0 and Decimal('3') agree)."""
+    values = state.expected_cols[index] if side == "expected" else state.candidate_cols[index]
+    types = state.expected_types[index] if side == "expected" else state.candidate_types[index]
+    canonical = state.canonicaliser.column(values, ValueContext(canonicaliser=state.canonicaliser), types)
+    try:
+        return hash(frozenset(Counter(canonical).items()))
+    except TypeError:  # unhashable canonical values cannot happen, but never fail the comparison on it
+        return hash(repr(sorted(map(repr, canonical))))
 
-    Orders in which every column pair holds the same values are tried first (at most 24, so a wrong
-    answer costs a few column checks, not 720 row comparisons). When none matches, the order whose
-    columns are most alike is kept for the mismatch verdict if it scores better than by position.
+
+def pair_columns_by_value(state: ComparisonState) -> list[tuple[int, ...]]:
+    """Candidate alignments from column values, best first (at most ``MAX_PERMUTATIONS_TRIED``).
+
+    Columns whose value multisets hash alike pair first (several alike columns on both sides pair in
+    position order, other orders of those groups follow); the columns left are paired greedily by value
+    similarity among compatible types. No search over all column orders: 30 columns cost 60 signatures.
+    """
+    k = len(state.expected_columns)
+    exp_sigs = [_signature(state, "expected", i) for i in range(k)]
+    cand_sigs = [_signature(state, "candidate", j) for j in range(k)]
+    groups: dict[int, tuple[list[int], list[int]]] = {}
+    for i, sig in enumerate(exp_sigs):
+        groups.setdefault(sig, ([], []))[0].append(i)
+    for j, sig in enumerate(cand_sigs):
+        if sig in groups:
+            groups[sig][1].append(j)
+    base: dict[int, int] = {}
+    ambiguous: list[tuple[list[int], list[int]]] = []
+    for exp_cols, cand_cols in groups.values():
+        n = min(len(exp_cols), len(cand_cols))
+        base.update(zip(exp_cols[:n], cand_cols[:n]))
+        if n > 1:
+            ambiguous.append((exp_cols[:n], cand_cols[:n]))
+    _pair_rest_by_similarity(state, base)
+    orders = [tuple(base[i] for i in range(k))]
+    for exp_cols, cand_cols in ambiguous:
+        for perm in permutations(cand_cols):
+            if len(orders) >= MAX_PERMUTATIONS_TRIED:
+                return orders
+            variant = dict(base)
+            variant.update(zip(exp_cols, perm))
+            order = tuple(variant[i] for i in range(k))
+            if order not in orders:
+                orders.append(order)
+    return orders
+
+
+def _pair_rest_by_similarity(state: ComparisonState, pairs: dict[int, int]) -> None:
+    """Pair the expected columns not yet in ``pairs`` greedily with the most alike candidate columns left."""
+    k = len(state.expected_columns)
+    exp_left = [i for i in range(k) if i not in pairs]
+    cand_left = [j for j in range(k) if j not in set(pairs.values())]
+    if not exp_left:
+        return
+    exp_families = {i: _families(state.expected_types[i]) for i in exp_left}
+    cand_families = {j: _families(state.candidate_types[j]) for j in cand_left}
+    scored = sorted(
+        (
+            (-(_similarity(state, i, j) if _may_pair(exp_families[i], cand_families[j]) else 0.0), abs(i - j), i, j)
+            for i in exp_left
+            for j in cand_left
+        )
+    )
+    used: set[int] = set()
+    for _, _, i, j in scored:
+        if i not in pairs and j not in used:
+            pairs[i] = j
+            used.add(j)
+
+
+def column_permutation(state: ComparisonState) -> Comparison | None:
+    """If the positional comparison failed on differently named columns, pair the columns by their values.
+
+    Columns pair by value signatures, then by similarity (``pair_columns_by_value``): no search over every
+    column order, so a 30-column result stays fast. The first pairing whose rows all match decides; when
+    none does, the most alike pairing is kept for the mismatch verdict if it scores better than by position.
     """
     k = len(state.expected_columns)
     if state.config.column_order != "by_name_when_sets_match" or "column_positional" not in state.alignment_rules:
         return None
     if k < 2 or state.alignment is None:
         return None
-    if k > MAX_PERMUTATION_COLUMNS:
-        state.notes.append(f"no column permutation tried (more than {MAX_PERMUTATION_COLUMNS} columns)")
-        return None
-    exp_families = [_families(types) for types in state.expected_types]
-    cand_families = [_families(types) for types in state.candidate_types]
-    similarity = [
-        [_similarity(state, i, j) if _may_pair(exp_families[i], cand_families[j]) else 0.0 for j in range(k)]
-        for i in range(k)
-    ]
-    ranked = sorted(
-        permutations(range(k)),
-        key=lambda order: (
-            -sum(similarity[i][j] for i, j in enumerate(order)),
-            sum(i != j for i, j in enumerate(order)),
-        ),
-    )
     positional = state.alignment
+    orders = [o for o in pair_columns_by_value(state) if o != positional]
     if len(state.expected_rows) == len(state.candidate_rows):
-        complete = [o for o in ranked if o != positional and all(similarity[i][j] == 1.0 for i, j in enumerate(o))]
-        for order in complete[:MAX_PERMUTATIONS_TRIED]:
+        for order in orders:
             aligned = state.aligned(order)
             if aligned.rows.complete:
                 _adopt(state, order)
                 return state.matched(aligned)
-    best = ranked[0]
+    best = orders[0] if orders else positional
     if best != positional and state.aligned(best).rows.score > state.aligned(positional).rows.score:
         _adopt(state, best)
         state.notes.append("no column order makes all rows match (compared in the most alike order)")

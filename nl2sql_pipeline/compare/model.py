@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
 
-COMPARATOR_VERSION = "1.0.0"
+COMPARATOR_VERSION = "2.0.0"
 """Bump whenever a rule changes what matches: it goes into every verdict and baseline."""
 
 COLUMN_ORDERS: tuple[str, ...] = ("by_name_when_sets_match", "by_name", "positional")
 """How candidate columns are aligned to expected ones (see ``CompareConfig.column_order``)."""
 
 MAX_PERMUTATION_COLUMNS = 6
-"""Beyond this many columns, no column permutation is searched (6! = 720 orders)."""
+"""Historical (comparator 1.0): columns are now paired by value signatures at any width, without a search."""
 
 
 @dataclass(frozen=True)
@@ -25,15 +25,22 @@ class CompareConfig:
 
     ``rel_tol``/``abs_tol``: float tolerance (``math.isclose`` semantics), applied when either value is a
     binary float. ``column_order``: ``by_name_when_sets_match`` (default: map by case-insensitive name
-    when the name sets match, else compare by position and, for at most 6 columns, try the best
-    permutation), ``by_name`` (names must match as sets, any order) or ``positional`` (names ignored).
+    when the name sets match, else compare by position and then pair columns by their values), ``by_name`` (names must match as sets, any order) or ``positional`` (names ignored).
     """
 
     rel_tol: float = 1e-9
     abs_tol: float = 1e-9
     column_order: str = "by_name_when_sets_match"
+    partial_threshold: float = 0.5
+    """A non-matching case whose cell F1 reaches this is graded ``partial`` (below: ``fail``)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.partial_threshold, bool) or not isinstance(self.partial_threshold, (int, float)) or not (
+            0 <= self.partial_threshold <= 1
+        ):
+            raise ConfigError(
+                f"CompareConfig.partial_threshold={self.partial_threshold!r} is invalid: use a number in [0, 1] (default 0.5)"
+            )
         for field_name in ("rel_tol", "abs_tol"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -52,13 +59,22 @@ class Comparison:
 
     ``rule`` names the rule(s) that decided: for a match, the non-trivial rules that were needed joined
     by ``+`` in ``RULES`` order (``multiset_exact`` when none was); for a mismatch, the check that failed.
-    ``score`` is the row-level F1 of the two multisets (1.0 on a match).
+    ``score`` is the row-level F1 of the two multisets (1.0 on a match). ``expected_rows`` and
+    ``candidate_rows`` are the exact row counts of the whole results when known (None: a result hit the
+    row cap and was not compared whole).
     """
 
     match: bool
     rule: str
     reason: str
     score: float
+    expected_rows: int | None = None
+    candidate_rows: int | None = None
+    order: Any = None  # order.OrderCheck: whether and how row order was checked (None: no SQL to read it from)
+    row_precision: float | None = None  # rows matched / candidate rows
+    row_recall: float | None = None  # rows matched / expected rows
+    cell_f1: float | None = None  # cells of matched rows, plus per-column value overlap of the unmatched rows
+    alignment: tuple[int, ...] | None = field(default=None, compare=False)  # candidate column per expected column
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the verdict, with the comparator version."""
@@ -67,6 +83,12 @@ class Comparison:
             "rule": self.rule,
             "reason": self.reason,
             "score": self.score,
+            "expected_rows": self.expected_rows,
+            "candidate_rows": self.candidate_rows,
+            "order": self.order.to_dict() if self.order is not None else None,
+            "row_precision": self.row_precision,
+            "row_recall": self.row_recall,
+            "cell_f1": self.cell_f1,
             "comparator_version": COMPARATOR_VERSION,
         }
 
@@ -96,6 +118,19 @@ class Rule:
     def doc(self) -> str:
         """The rule's documentation (its function's docstring)."""
         return inspect.getdoc(self.apply) or ""
+
+
+GRADES: tuple[str, ...] = ("pass", "partial", "fail")
+
+
+def grade(comparison: Comparison | None, config: CompareConfig) -> str:
+    """``pass`` for a match, ``partial`` when the cell F1 reaches ``config.partial_threshold``, else ``fail``."""
+    if comparison is None:
+        return "fail"
+    if comparison.match:
+        return "pass"
+    credit = comparison.cell_f1 if comparison.cell_f1 is not None else comparison.score
+    return "partial" if credit >= config.partial_threshold and credit > 0 else "fail"
 
 
 class ComparisonInputError(Nl2SqlError):

@@ -32,6 +32,22 @@ class Aligned:
         return used
 
 
+def credit(rows: RowMatch, width: int) -> dict[str, float]:
+    """Row precision and recall, and the cell F1: every cell of a matched row counts, and for the rows
+    left unmatched, the values each column has in common on both sides (as multisets)."""
+    matched = rows.matched
+    precision = 1.0 if rows.candidate_count == 0 else matched / rows.candidate_count
+    recall = 1.0 if rows.expected_count == 0 else matched / rows.expected_count
+    cells = width * matched
+    missing, extra = list(rows.missing.elements()), list(rows.extra.elements())
+    if missing and extra:
+        for exp_values, cand_values in zip(zip(*missing), zip(*extra)):
+            cells += sum((Counter(exp_values) & Counter(cand_values)).values())
+    total = width * (rows.expected_count + rows.candidate_count)
+    cell_f1 = 1.0 if total == 0 else 2.0 * cells / total
+    return {"row_precision": round(precision, 6), "row_recall": round(recall, 6), "cell_f1": round(min(cell_f1, 1.0), 6)}
+
+
 def _all_rows_match(count: int) -> str:
     if count == 0:
         return "both results are empty"
@@ -208,13 +224,19 @@ class ComparisonState:
             rule=self.rule_name(rules) or "multiset_exact",
             reason=self._with_notes("; ".join([reason, *details])),
             score=1.0,
+            alignment=aligned.alignment,
+            **credit(aligned.rows, len(self.expected_columns)),
         )
 
     def mismatched(self, rule: str, reason: str, score: float) -> Comparison:
         """A mismatch: ``rule`` is the check that failed."""
         if self.alignment_rules and self.alignment is not None:
             reason = f"{reason}; {self.alignment_note(self.aligned())}"
-        return Comparison(match=False, rule=rule, reason=self._with_notes(reason), score=round(score, 6))
+        extra = credit(self.aligned().rows, len(self.expected_columns)) if self.alignment is not None else {}
+        return Comparison(
+            match=False, rule=rule, reason=self._with_notes(reason), score=round(score, 6), alignment=self.alignment,
+            **extra,
+        )
 
     def alignment_note(self, aligned: Aligned) -> str:
         """How the candidate columns were aligned, for the reason."""

@@ -9,9 +9,11 @@ database open for a batch; ``run_query_isolated`` adds a subprocess with a hard 
 
 Modules: ``limits`` (SandboxLimits), ``query_result`` (QueryResult, ERROR_CLASSES), ``statements``
 (statement check), ``error_classes`` (DuckDB exception -> class), ``scheduler`` (timer thread),
-``sandbox`` (Sandbox), ``pool`` (run_query), ``isolated`` (run_query_isolated).
+``sandbox`` (Sandbox), ``pool`` (run_query), ``isolated`` (run_query_isolated), ``composed``
+(run_composed_query: a harness query wrapping checked untrusted queries, for in-engine comparison).
 """
 
+from nl2sql_pipeline.execution.composed import run_composed_query
 from nl2sql_pipeline.execution.error_classes import classify_error
 from nl2sql_pipeline.execution.exceptions import SandboxError, SandboxLimitsError
 from nl2sql_pipeline.execution.isolated import IsolatedRunner, run_query_isolated
@@ -31,6 +33,7 @@ __all__ = [
     "SandboxLimitsError",
     "classify_error",
     "release_sandboxes",
+    "run_composed_query",
     "run_query",
     "run_query_isolated",
     "statement_check",

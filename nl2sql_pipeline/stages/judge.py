@@ -7,16 +7,26 @@ tokens and cost come from the attempts' generation part: nothing is read back fr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.compare import CompareConfig
-from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.compare import CompareConfig, Comparison
+from nl2sql_pipeline.compare.diagnosis import diagnose
+from nl2sql_pipeline.compare.model import grade
+from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
+from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
-from nl2sql_pipeline.stages.selection import select_candidate
+from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
+
+logger = logging.getLogger(__name__)
 
 
 def judge(
@@ -24,11 +34,15 @@ def judge(
     oracle_rows: Iterable[OracleRow],
     attempts: Iterable[Attempt],
     config: CompareConfig = CompareConfig(),
+    resolve_database: Callable[[str], Path] | None = None,
+    limits: SandboxLimits | None = None,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
     Samples of a case are judged in ascending order; a probe without an attempt still gets a verdict
-    (``probe_error``), a query case without attempts gets none.
+    (``probe_error``), a query case without attempts gets none. Results over the row cap are compared
+    whole in the engine on the case's database (``resolve_database``, default
+    ``databases.require_database``, under ``limits``).
     """
     oracle_by_case: dict[str, list[OracleRow]] = {}
     for row in oracle_rows:
@@ -46,9 +60,10 @@ def judge(
             continue
         rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
         oracle_results = [r.result for r in rows]
+        whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
         for sample in sorted(samples):
             group = sorted(samples[sample], key=lambda a: a.candidate_index)
-            verdicts.append(judge_sample(case, sample, oracle_results, group, config))
+            verdicts.append(judge_sample(case, sample, oracle_results, group, config, whole))
     return verdicts
 
 
@@ -101,13 +116,14 @@ def judge_sample(
     oracle_results: Sequence[QueryResult],
     group: Sequence[Attempt],
     config: CompareConfig,
+    whole: WholeResults | None = None,
 ) -> Verdict:
     """The verdict of one sample of a query case from its candidates (ordered by candidate index)."""
-    selected_pos = select_candidate(group, config) if len(group) > 1 else 0
+    selected_pos = select_candidate(group, config, whole) if len(group) > 1 else 0
     selected = group[selected_pos]
-    decision = decide(OutcomeInput(selected, oracle_results, config))
+    decision = decide(OutcomeInput(selected, oracle_results, config, whole))
     if selected_pos != 0:
-        first_outcome = decide(OutcomeInput(group[0], oracle_results, config)).outcome
+        first_outcome = decide(OutcomeInput(group[0], oracle_results, config, whole)).outcome
     else:
         first_outcome = decision.outcome
     comparison = decision.comparison
@@ -146,7 +162,59 @@ def judge_sample(
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
         **system_answer_fields(selected, oracle_results, config),
+        **explain(case, selected.sql, comparison, decision.outcome, config),
     )
+
+
+def explain(
+    case: Case, candidate_sql: str | None, comparison: Comparison | None, outcome: str, config: CompareConfig
+) -> dict[str, Any]:
+    """The grade, order check, exact row counts, partial credit, clause scores and diagnosis of one verdict."""
+    if outcome in outcomes.NOT_SCORED:
+        return {}
+    expected_items = parse_clauses(case.canonical_sql) if case.canonical_sql else None
+    candidate_items = parse_clauses(candidate_sql) if candidate_sql else None
+    scores = clause_scores(expected_items, candidate_items)
+    case_grade = grade(comparison, config) if outcome == outcomes.CORRECT or comparison is not None else "fail"
+    findings = diagnose(comparison, expected_items, candidate_items) if case_grade != "pass" else []
+    if comparison is None and case_grade != "pass":
+        findings = [(outcome, "the candidate produced no comparable result"), *[f for f in findings if f[0] != "unexplained"]]
+    return {
+        "grade": case_grade,
+        "order_check": comparison.order.status if comparison is not None and comparison.order is not None else None,
+        "expected_row_count": comparison.expected_rows if comparison else None,
+        "candidate_row_count": comparison.candidate_rows if comparison else None,
+        "row_precision": comparison.row_precision if comparison else None,
+        "row_recall": comparison.row_recall if comparison else None,
+        "cell_f1": comparison.cell_f1 if comparison else None,
+        "clause_scores": json.dumps(scores) if scores is not None else None,
+        "diagnosis": ",".join(label for label, _ in findings) or None,
+        "diagnosis_detail": json.dumps(findings) if findings else None,
+    }
+
+
+def _whole_results(
+    case: Case,
+    oracle_results: Sequence[QueryResult],
+    samples: dict[int, list[Attempt]],
+    resolve_database: Callable[[str], Path] | None,
+    limits: SandboxLimits | None,
+) -> WholeResults:
+    """The case's expected SQL (for the order check) and, when it resolves, its database (for whole results)."""
+    if resolve_database is None:
+        from nl2sql_pipeline.databases import require_database
+
+        resolve_database = require_database
+    try:
+        db_path: Path | None = resolve_database(case.database)
+    except Nl2SqlError as exc:
+        truncated = any(r.truncated for r in oracle_results) or any(
+            a.result is not None and a.result.truncated for group in samples.values() for a in group
+        )
+        if truncated:
+            logger.warning("case %s: results over the row cap cannot be compared whole (%s)", case.id, exc)
+        db_path = None
+    return WholeResults(db_path, tuple(case.expected_sql), limits)
 
 
 def _sum_over(group: Sequence[Attempt], name: str) -> float | None:

@@ -17,16 +17,18 @@ from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.compare import CompareConfig, Comparison
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.records import Attempt
-from nl2sql_pipeline.stages.selection import best_comparison
+from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 
 
 @dataclass(frozen=True, slots=True)
 class OutcomeInput:
-    """What a rule may look at: the attempt, the case's oracle results (one per alternative), the config."""
+    """What a rule may look at: the attempt, the case's oracle results (one per alternative), the config,
+    and where whole results can be recomputed (None: compare what was fetched)."""
 
     attempt: Attempt
     oracle_results: Sequence[QueryResult]
     config: CompareConfig
+    whole: WholeResults | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,7 @@ def compare_with_oracle(given: OutcomeInput) -> Decision | None:
     result = given.attempt.result
     if result is None:  # not_executed decides this case earlier in OUTCOME_RULES
         return None
-    comparison = best_comparison(given.oracle_results, result, given.config)
+    comparison = best_comparison(given.oracle_results, result, given.config, given.whole, given.attempt.sql)
     return Decision(outcomes.CORRECT if comparison.match else outcomes.WRONG_RESULT, comparison, comparison.reason)
 
 

@@ -3,17 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-from nl2sql_pipeline.compare import CompareConfig, Comparison, compare_query_results
-from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.compare import CompareConfig, Comparison, EngineSource, compare_query_results
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.records import Attempt
 
 
-def best_comparison(oracles: Sequence[QueryResult], candidate: QueryResult, config: CompareConfig) -> Comparison:
-    """Compare against every acceptable alternative; a match with any one is a match, else the best score."""
+@dataclass(frozen=True)
+class WholeResults:
+    """Where a case's whole results can be recomputed for an in-engine comparison (results over the row cap)."""
+
+    db_path: Path | None
+    expected_sql: Sequence[str]
+    limits: SandboxLimits | None = None
+
+    def source(self, alternative: int, candidate_sql: str | None) -> EngineSource | None:
+        """The engine source comparing expected alternative ``alternative`` with ``candidate_sql``."""
+        if candidate_sql is None or alternative >= len(self.expected_sql):
+            return None
+        return EngineSource(self.db_path, self.expected_sql[alternative], candidate_sql, self.limits)
+
+    def between(self, sql_a: str | None, sql_b: str | None) -> EngineSource | None:
+        """The engine source comparing two candidates' queries (None without a database: no order check)."""
+        if sql_a is None or sql_b is None or self.db_path is None:
+            return None
+        return EngineSource(self.db_path, sql_a, sql_b, self.limits)
+
+
+def best_comparison(
+    oracles: Sequence[QueryResult],
+    candidate: QueryResult,
+    config: CompareConfig,
+    whole: WholeResults | None = None,
+    candidate_sql: str | None = None,
+) -> Comparison:
+    """Compare against every acceptable alternative; a match with any one is a match, else the best score.
+
+    With ``whole`` and ``candidate_sql``, results over the row cap are compared whole in the engine.
+    """
     best: Comparison | None = None
-    for oracle in oracles:
-        comparison = compare_query_results(oracle, candidate, config)
+    for index, oracle in enumerate(oracles):
+        source = whole.source(index, candidate_sql) if whole is not None else None
+        comparison = compare_query_results(oracle, candidate, config, source)
         if comparison.match:
             return comparison
         if best is None or comparison.score > best.score:
@@ -23,7 +56,7 @@ def best_comparison(oracles: Sequence[QueryResult], candidate: QueryResult, conf
     return best
 
 
-def select_candidate(attempts: Sequence[Attempt], config: CompareConfig) -> int:
+def select_candidate(attempts: Sequence[Attempt], config: CompareConfig, whole: WholeResults | None = None) -> int:
     """Execution-consistency selection: the position of the result most candidates agree on.
 
     Only candidates that ran successfully vote; ties go to the first cluster's first member; with no
@@ -36,7 +69,8 @@ def select_candidate(attempts: Sequence[Attempt], config: CompareConfig) -> int:
     representatives: list[QueryResult] = []
     for index, result in executed:
         for members, rep in zip(clusters, representatives):
-            if compare_query_results(rep, result, config).match:
+            source = whole.between(attempts[members[0]].sql, attempts[index].sql) if whole is not None else None
+            if compare_query_results(rep, result, config, source).match:
                 members.append(index)
                 break
         else:

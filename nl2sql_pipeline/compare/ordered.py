@@ -1,0 +1,132 @@
+"""Row order applied to a verdict: the order check after a multiset match, and LIMIT ties after a mismatch.
+
+``with_order`` is the last step of ``compare_query_results`` when the expected SQL is known: a multiset
+match whose rows come in a wrong order becomes ``row_order_mismatch`` (its score, the row F1, stays);
+an ``ORDER BY ... LIMIT k`` mismatch where the candidate chose other rows tied with the k-th row on the
+sort keys becomes a ``limit_ties`` match, once every chosen row is shown to be one of the tied rows (the
+expected query is run again without its LIMIT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from nl2sql_pipeline.compare.matching import values_close
+from nl2sql_pipeline.compare.model import CompareConfig, Comparison
+from nl2sql_pipeline.compare.order import (
+    ORDER_OK,
+    ORDER_PARTIAL,
+    ORDER_UNCHECKED,
+    ORDER_WRONG,
+    OrderCheck,
+    OrderSpec,
+    check_order,
+    key_sequences,
+    order_spec,
+    without_limit,
+)
+from nl2sql_pipeline.compare.rules import CANONICALISER, RULE_NAMES
+from nl2sql_pipeline.compare.state import ComparisonState
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.execution import QueryResult
+
+Rerun = Callable[[str], "QueryResult | None"]
+CompareRows = Callable[..., Comparison]
+"""``compare_results`` (passed in by the package, which imports this module)."""
+"""Runs a query derived from the expected SQL (the same query without its LIMIT); None when it cannot."""
+
+
+def with_order(
+    comparison: Comparison,
+    expected: QueryResult,
+    candidate: QueryResult,
+    expected_sql: str,
+    config: CompareConfig,
+    rerun: Rerun | None,
+    compare_rows: CompareRows,
+) -> Comparison:
+    """``comparison`` with its order check (and the verdict it changes)."""
+    spec = order_spec(expected_sql)
+    if spec is None:
+        return replace(comparison, order=check_order(None, [], [], (), config))
+    if not candidate.ok or comparison.alignment is None:
+        return replace(comparison, order=OrderCheck(ORDER_UNCHECKED, "no comparable result: order not checked"))
+    shown_only = expected.truncated or candidate.truncated
+    if comparison.match:
+        check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only)
+        if check.status == ORDER_WRONG:
+            return replace(
+                comparison, match=False, rule="row_order_mismatch",
+                reason=f"same rows in a different order: {check.detail}", order=check,
+            )
+        if check.status in (ORDER_PARTIAL, ORDER_UNCHECKED) or shown_only:
+            return replace(comparison, reason=f"{comparison.reason}; {check.detail}", order=check)
+        return replace(comparison, order=check)
+    tied = _limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, compare_rows)
+    if tied is not None:
+        return tied
+    return replace(comparison, order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
+
+
+def _split(rows: Sequence[Sequence[Any]], keys: list[tuple], boundary: tuple, config: CompareConfig) -> tuple[list, list]:
+    rest, tied = [], []
+    for row, key in zip(rows, keys):
+        (tied if all(values_close(a, b, config) for a, b in zip(key, boundary)) else rest).append(tuple(row))
+    return rest, tied
+
+
+def _limit_ties(
+    spec: OrderSpec,
+    expected: QueryResult,
+    candidate: QueryResult,
+    expected_sql: str,
+    alignment: tuple[int, ...],
+    config: CompareConfig,
+    rerun: Rerun | None,
+    compare_rows: CompareRows,
+) -> Comparison | None:
+    """A ``limit_ties`` match when the candidate differs only in which rows tied at the LIMIT it kept."""
+
+    if spec.limit is None or not spec.checkable or expected.truncated or candidate.truncated:
+        return None
+    if not expected.rows or len(expected.rows) != len(candidate.rows) or len(expected.rows) != spec.limit:
+        return None
+    exp_keys, cand_keys = key_sequences(spec, expected.rows, candidate.rows, alignment)
+    boundary = exp_keys[-1]
+    exp_rest, exp_tied = _split(expected.rows, exp_keys, boundary, config)
+    cand_rest, cand_tied = _split(candidate.rows, cand_keys, boundary, config)
+    if len(exp_tied) != len(cand_tied) or not compare_rows(
+        expected.columns, exp_rest, candidate.columns, cand_rest, config
+    ).match:
+        return None
+    unlimited_sql = without_limit(expected_sql)
+    full = rerun(unlimited_sql) if rerun is not None and unlimited_sql is not None else None
+    if full is None or not full.ok or full.truncated:
+        return None  # the tied rows cannot be shown to be tied rows of the expected query
+    full_keys, _ = key_sequences(spec, full.rows, full.rows, tuple(range(len(full.columns))))
+    _, all_tied = _split(full.rows, full_keys, boundary, config)
+    if len(all_tied) <= len(exp_tied):
+        return None  # no tie crosses the boundary: the rows had to be the same
+    state = ComparisonState(full.columns, all_tied, candidate.columns, cand_tied, config, CANONICALISER, RULE_NAMES)
+    state.alignment = alignment
+    if state.aligned().rows.extra:
+        return None
+    check = check_order(spec, expected.rows, candidate.rows, alignment, config)
+    if check.status == ORDER_WRONG:
+        return None
+    return Comparison(
+        match=True,
+        rule="limit_ties",
+        reason=(
+            f"all {len(expected.rows)} rows valid: {len(all_tied)} rows tie with the last one on the sort keys "
+            f"and the candidate kept {len(cand_tied)} of them (any choice is valid under LIMIT {spec.limit})"
+        ),
+        score=1.0,
+        expected_rows=len(expected.rows),
+        candidate_rows=len(candidate.rows),
+        order=check if check.status != ORDER_OK else OrderCheck(ORDER_OK, check.detail, check.keys),
+        alignment=alignment,
+    )

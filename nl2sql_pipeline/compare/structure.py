@@ -1,0 +1,100 @@
+"""AST clause scores: how alike the expected and the candidate query are, clause by clause (structure only).
+
+    scores = clause_scores(expected_sql, candidate_sql)   # {"select": 1.0, "where": 0.5, ...} or None
+
+Both queries are parsed with sqlglot (DuckDB dialect), identifiers are normalized (case-folded), and each
+clause of the outermost query becomes a set of normalized items: SELECT expressions (aliases dropped),
+FROM/JOIN tables with each join's kind and condition, WHERE and HAVING conjuncts, GROUP BY and ORDER BY
+items (with direction), the LIMIT. A clause scores the F1 of its two item sets (1.0 when both are empty).
+These numbers describe structure, never correctness: two very different queries can return the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+CLAUSES: tuple[str, ...] = ("select", "from_join", "where", "group_by", "having", "order_by", "limit")
+
+
+@dataclass(frozen=True)
+class ClauseItems:
+    """The normalized items of each clause of one query's outermost SELECT, and whether it is DISTINCT."""
+
+    items: dict[str, frozenset[str]]
+    distinct: bool
+    aggregates: frozenset[str]
+    join_kinds: frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def parse_clauses(sql: str) -> ClauseItems | None:
+    """The clause items of ``sql`` (None when it does not parse or has no SELECT)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    tree = normalize_identifiers(tree, dialect="duckdb")
+    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
+    if select is None:
+        return None
+    order_tree = tree if tree.args.get("order") is not None else select
+
+    def text(node: exp.Expression) -> str:
+        return node.sql(dialect="duckdb")
+
+    def conjuncts(node: exp.Expression | None) -> frozenset[str]:
+        if node is None:
+            return frozenset()
+        inner = node.this if isinstance(node, (exp.Where, exp.Having)) else node
+        return frozenset(text(part) for part in inner.flatten()) if isinstance(inner, exp.And) else frozenset({text(inner)})
+
+    projections = frozenset(text(p.this if isinstance(p, exp.Alias) else p) for p in select.expressions)
+    from_items: set[str] = set()
+    source = select.args.get("from") or select.args.get("from_")
+    if source is not None:
+        from_items.add(text(source.this))
+    join_kinds = set()
+    for join in select.args.get("joins") or []:
+        kind = " ".join(part for part in (join.side, join.kind) if part).upper() or "INNER"
+        join_kinds.add(kind)
+        from_items.add(f"{kind} JOIN {text(join.this)}")
+        if join.args.get("on") is not None:
+            from_items.add(f"ON {text(join.args['on'])}")
+        for using in join.args.get("using") or []:
+            from_items.add(f"USING {text(using)}")
+    group = select.args.get("group")
+    order = order_tree.args.get("order")
+    limit = order_tree.args.get("limit")
+    aggregates = frozenset(type(node).__name__.lower() for node in select.find_all(exp.AggFunc))
+    return ClauseItems(
+        items={
+            "select": projections,
+            "from_join": frozenset(from_items),
+            "where": conjuncts(select.args.get("where")),
+            "group_by": frozenset(text(g) for g in group.expressions) if group is not None else frozenset(),
+            "having": conjuncts(select.args.get("having")),
+            "order_by": frozenset(text(o) for o in order.expressions) if order is not None else frozenset(),
+            "limit": frozenset({text(limit)}) if limit is not None else frozenset(),
+        },
+        distinct=select.args.get("distinct") is not None,
+        aggregates=aggregates,
+        join_kinds=frozenset(join_kinds),
+    )
+
+
+def _f1(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return round(2 * len(a & b) / (len(a) + len(b)), 6)
+
+
+def clause_scores(expected: ClauseItems | None, candidate: ClauseItems | None) -> dict[str, float] | None:
+    """Per clause, the F1 of the two queries' normalized items (None when either does not parse)."""
+    if expected is None or candidate is None:
+        return None
+    return {clause: _f1(expected.items[clause], candidate.items[clause]) for clause in CLAUSES}
