@@ -1,4 +1,4 @@
-"""Human-readable renderings of run scores: a console report and Markdown tables for the Dagster UI.
+"""Run scores for humans: value formatting, Markdown tables for the Dagster UI, a side-by-side console table.
 
 Scores are read as mappings of metric name to value (a ``RunScores``, or the flat dict of a run read back
 through the codec): breakdowns, warnings and outcome counts are real dicts and lists here.
@@ -73,8 +73,8 @@ def markdown_breakdown(scores: Mapping[str, Any], dimension: str) -> str:
     return "\n".join(lines)
 
 
-def console_report(runs: list[dict[str, Any]]) -> str:
-    """A side-by-side console table of several runs' scores (one column per model)."""
+def console_report(runs: list[dict[str, Any]], with_warnings: bool = True) -> str:
+    """A side-by-side console table of several runs' scores (one column per model), warnings last unless told."""
     if not runs:
         return "no runs"
     header = ["metric"] + [f"{r['model']}" for r in runs]
@@ -96,7 +96,7 @@ def console_report(runs: list[dict[str, Any]]) -> str:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
         if index == 0:
             out.append("  ".join("-" * w for w in widths))
-    for r in runs:
+    for r in runs if with_warnings else ():
         for warning in warnings_of(r["scores"]):
             out.append(f"WARNING [{r['model']}]: {warning}")
     return "\n".join(out)
