@@ -82,3 +82,47 @@ def test_report_command_console_and_html(evaluated, tmp_path, capsys):
         assert f'data-chart="{chart}"' in html
     assert 'class="cases"' in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert cli.main(["report"]) == 2
+
+
+def test_leaderboard_asset_ranks_runs_with_significance_labels(evaluated):
+    import dagster as dg
+
+    from assets.leaderboard import leaderboard
+    from resources.io_manager import ParquetIOManager
+
+    result = dg.materialize([leaderboard], resources={"parquet_io_manager": ParquetIOManager()})
+    assert result.success
+    frame = result.output_for_node("leaderboard")
+    rows = {row["model"]: row for row in frame.to_dict("records")}
+    assert (rows["gold-echo"]["rank"], rows["gold-echo"]["vs_best"]) == (1, "best")
+    assert rows["sql-mutant"]["vs_best"].startswith("significant (p=") and rows["sql-mutant"]["vs_best"].endswith("vs gold-echo")
+    assert rows["gold-echo"]["ci_high"] == 1.0 and rows["sql-mutant"]["ci_low"] < rows["sql-mutant"]["semantic_correctness_rate"]
+    assert "leaderboard" in result.asset_materializations_for_node("leaderboard")[0].metadata
+
+
+def test_export_files_and_duckdb_views(evaluated, tmp_path, capsys):
+    import duckdb
+    import pandas as pd
+
+    assert cli.main(["export", "--out", str(tmp_path / "out"), "--format", "csv", "--duckdb", str(tmp_path / "v.duckdb")]) == 0
+    verdicts = pd.read_csv(tmp_path / "out" / "verdicts.csv")
+    assert set(verdicts["model"]) == {"gold-echo", "sql-mutant"} and verdicts["run_id"].notna().all()
+    assert len(pd.read_csv(tmp_path / "out" / "run_scores.csv")) == 2
+    assert list(pd.read_csv(tmp_path / "out" / "leaderboard.csv")["model"]) == ["gold-echo", "sql-mutant"]
+    con = duckdb.connect(str(tmp_path / "v.duckdb"), read_only=True)
+    rates = dict(con.execute("SELECT model, semantic_correctness_rate FROM run_correctness").fetchall())
+    assert rates["gold-echo"] == 1.0 and rates["sql-mutant"] < 1.0
+    assert con.execute("SELECT count(*) FROM verdicts").fetchone()[0] == len(verdicts)
+    con.close()
+    assert cli.main(["export", "--out", str(tmp_path / "j"), "--format", "json"]) == 0
+    assert (tmp_path / "j" / "leaderboard.json").exists()
+    assert cli.main(["export"]) == 2
+
+
+def test_export_without_stored_runs_is_a_clear_error(isolated_home):
+    from nl2sql_pipeline.exports import NothingToExportError, export_results, write_duckdb_views
+
+    with pytest.raises(NothingToExportError, match="run `nl2sql-eval run` first"):
+        export_results(isolated_home / "out")
+    with pytest.raises(NothingToExportError):
+        write_duckdb_views(isolated_home / "v.duckdb")

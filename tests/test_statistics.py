@@ -120,3 +120,4 @@ def test_case_variance_over_repeats():
     assert variance.cases == 2 and variance.samples_per_case == 2.0
     assert variance.inconsistent_cases == ("a",)
     assert variance.mean_case_variance == pytest.approx((0.25 + 0.0) / 2)
+
