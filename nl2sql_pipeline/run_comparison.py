@@ -70,7 +70,9 @@ def _flip_lines(title: str, flips: list[Flip]) -> list[str]:
     lines = [f"{title}: {len(flips)}"]
     for flip in flips:
         sample = f"#{flip.sample_index}" if flip.sample_index else ""
-        lines.append(f"  {flip.case_id}{sample} [{flip.category}]: {Flip.describe(flip.before)} -> {Flip.describe(flip.after)}")
+        mutation = f" [mutation: {flip.after.mutation}]" if flip.after.mutation else ""
+        lines.append(f"  {flip.case_id}{sample} [{flip.category}]: {Flip.describe(flip.before)} -> "
+                     f"{Flip.describe(flip.after)}{mutation}")
     return lines
 
 
@@ -98,7 +100,8 @@ def comparison_json(comparison: RunComparison) -> dict:
     def flips(items: list[Flip]) -> list[dict]:
         return [{"case_id": f.case_id, "sample_index": f.sample_index, "category": f.category,
                  "before": f.before.outcome, "before_reason": f.before.reason,
-                 "after": f.after.outcome, "after_reason": f.after.reason} for f in items]
+                 "after": f.after.outcome, "after_reason": f.after.reason, "after_mutation": f.after.mutation}
+                for f in items]
 
     return {
         "a": comparison.label_a, "b": comparison.label_b, "paired_cases": test.pairs,

@@ -150,8 +150,9 @@ class PairedComparison:
 
     @property
     def label(self) -> str:
-        """``significant (p=0.0020)`` or ``not significant (p=1.0000)``."""
-        return f"{'significant' if self.significant else 'not significant'} (p={self.p_value:.4f})"
+        """``significant (p=0.0020)`` or ``not significant (p=1.0000)``; p below 0.0001 in scientific notation."""
+        p = f"{self.p_value:.4f}" if self.p_value >= 1e-4 else f"{self.p_value:.1e}"
+        return f"{'significant' if self.significant else 'not significant'} (p={p})"
 
     @property
     def rate_a(self) -> float | None:

@@ -108,3 +108,15 @@ def test_pairwise_label_in_the_full_report():
     a = build_run_report(verdicts, model="a", gold_set="g")
     b = build_run_report(verdicts, model="b", gold_set="g")
     assert "a vs b on g: 7 paired cases, 0 right only in a, 0 right only in b: not significant (p=1.0000)" in console_full_report([a, b])
+
+
+def test_a_perfect_dimension_is_one_line_and_tiny_groups_are_not_the_surest_weakness():
+    verdicts = [_v(f"s{i}", outcomes.CORRECT if i < 15 else outcomes.WRONG_RESULT, category="single", domain="d",
+                   difficulty="easy", tags=("filter",)) for i in range(30)]
+    verdicts.append(_v("t", outcomes.WRONG_RESULT, category="single", domain="d", difficulty="easy", tags=("rare",)))
+    report = build_run_report(verdicts, model="m", gold_set="g")
+    assert [row.key for _, row in report.weakest][:2] == ["single", "filter"]  # 15/31 before 0/1
+    assert "by domain:" in console_run_report(report)
+    perfect = build_run_report([_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy")], model="m",
+                               gold_set="g")
+    assert "by category: all 1 at 100%" in console_run_report(perfect).splitlines()

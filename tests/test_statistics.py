@@ -96,6 +96,8 @@ def test_paired_comparison_counts_discordant_pairs_and_labels():
     assert (result.pairs, result.both_correct, result.only_a_correct, result.only_b_correct) == (20, 12, 8, 0)
     assert result.p_value == pytest.approx(2 / 2**8)
     assert result.significant and result.label == "significant (p=0.0078)"
+    tiny = paired_comparison(_run(set(), ids), a)
+    assert tiny.label == "significant (p=1.9e-06)"
     same = paired_comparison(a, a)
     assert not same.significant and same.label == "not significant (p=1.0000)"
     close = paired_comparison(a, _run(set(ids[:18]), ids))  # 2 flips: p = 0.5

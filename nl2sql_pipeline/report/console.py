@@ -71,6 +71,9 @@ def _headline(report: RunReport) -> list[str]:
 def _breakdowns(report: RunReport) -> list[str]:
     lines: list[str] = []
     for dimension, rows in report.breakdowns.items():
+        if all(r.correct == r.total for r in rows):  # nothing to read row by row
+            lines.append(f"by {dimension}: all {len(rows)} at 100%")
+            continue
         width = max(len(r.key) for r in rows)
         lines.append(f"by {dimension}:")
         lines += [f"  {rate_line(row.key, row, width)}" for row in rows]

@@ -73,7 +73,7 @@ def markdown_breakdown(scores: Mapping[str, Any], dimension: str) -> str:
     return "\n".join(lines)
 
 
-def console_report(runs: list[dict[str, Any]], with_warnings: bool = True) -> str:
+def console_report(runs: list[dict[str, Any]], with_warnings: bool = True, with_breakdowns: bool = True) -> str:
     """A side-by-side console table of several runs' scores (one column per model), warnings last unless told."""
     if not runs:
         return "no runs"
@@ -81,7 +81,7 @@ def console_report(runs: list[dict[str, Any]], with_warnings: bool = True) -> st
     rows = [header, ["gold set"] + [str(r["gold_set"]) for r in runs]]
     for name, kind in HEADLINE_METRICS:
         rows.append([name] + [format_value(r["scores"].get(name), kind) for r in runs])
-    for dimension in metrics.RATE_DIMENSIONS:
+    for dimension in metrics.RATE_DIMENSIONS if with_breakdowns else ():
         keys = sorted({k for r in runs for k in _nested(r["scores"], f"per_{dimension}")})
         for key in keys:
             cells = []

@@ -115,9 +115,11 @@ def breakdown(scored: Sequence[Verdict], dimension: str) -> list[RateRow]:
 
 
 def weakest_capabilities(breakdowns: dict[str, list[RateRow]], limit: int = WEAKEST_LIMIT) -> list[tuple[str, RateRow]]:
-    """The categories and tags with the lowest correctness (below 100%), worst first, then the larger group."""
+    """The categories and tags below 100%, surest weakness first: lowest Wilson upper bound (so 0/1 does not
+    outrank 15/30), then the lower rate, then the larger group."""
     rows = [(dim, row) for dim in ("category", "tag") for row in breakdowns.get(dim, []) if row.correct < row.total]
-    rows.sort(key=lambda item: (item[1].correct / item[1].total, -item[1].total, item[0], item[1].key))
+    rows.sort(key=lambda item: (item[1].interval.high, item[1].correct / item[1].total, -item[1].total, item[0],
+                                item[1].key))
     return rows[:limit]
 
 
