@@ -6,7 +6,8 @@ import pytest
 
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.report.console import bar, console_full_report, console_run_report
-from nl2sql_pipeline.report.tables import build_run_report, cause_of
+from nl2sql_pipeline.outcome_causes import cause_of
+from nl2sql_pipeline.report.tables import build_run_report
 from test_codec import _verdict
 
 
@@ -120,3 +121,13 @@ def test_a_perfect_dimension_is_one_line_and_tiny_groups_are_not_the_surest_weak
     perfect = build_run_report([_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy")], model="m",
                                gold_set="g")
     assert "by category: all 1 at 100%" in console_run_report(perfect).splitlines()
+
+
+def test_run_scores_carry_the_outcome_causes_and_the_markdown_shows_them():
+    from nl2sql_pipeline.report import markdown_scores
+    from nl2sql_pipeline.scoring import score_run
+
+    scores = score_run(fixture_verdicts())
+    assert scores["outcome_causes"] == {"execution_error: binder": 1, "no_sql": 1, "rate_limited": 1,
+                                        "skipped: daily_quota_exhausted": 1, "timeout": 1, "wrong_result": 1}
+    assert "**not correct, by cause:** execution_error: binder 1, no_sql 1" in markdown_scores(scores)

@@ -58,6 +58,9 @@ def markdown_scores(scores: Mapping[str, Any]) -> str:
         lines.append("")
     lines += ["| metric | value |", "| --- | --- |"]
     lines += [f"| {name} | {format_value(scores.get(name), kind)} |" for name, kind in HEADLINE_METRICS]
+    causes = _nested(scores, "outcome_causes")
+    if causes:
+        lines += ["", "**not correct, by cause:** " + ", ".join(f"{k} {v}" for k, v in causes.items())]
     return "\n".join(lines)
 
 

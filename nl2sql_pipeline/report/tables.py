@@ -9,11 +9,11 @@ Renderers (console, HTML) only format these records.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.outcome_causes import outcome_causes
 from nl2sql_pipeline.records import Verdict
 from nl2sql_pipeline.statistics import (
     NO_INTERVAL,
@@ -28,8 +28,6 @@ from nl2sql_pipeline.statistics import (
 
 BREAKDOWN_DIMENSIONS: tuple[str, ...] = ("database", "domain", "category", "difficulty", "tag")
 WEAKEST_LIMIT = 5
-# no SQL in the reply: the outcome rule's own wording and the generation error class mean the same cause
-NO_SQL_CAUSE = "no_sql"
 
 
 @dataclass(frozen=True)
@@ -121,33 +119,6 @@ def weakest_capabilities(breakdowns: dict[str, list[RateRow]], limit: int = WEAK
     rows.sort(key=lambda item: (item[1].interval.high, item[1].correct / item[1].total, -item[1].total, item[0],
                                 item[1].key))
     return rows[:limit]
-
-
-def _error_class_of(reason: str | None) -> str:
-    """``binder: Referenced column ...`` -> ``binder``."""
-    return (reason or "unknown").split(":", 1)[0].strip() or "unknown"
-
-
-def cause_of(verdict: Verdict) -> str | None:
-    """Why a query verdict is not correct, as a short cause label; None for a correct one."""
-    if verdict.outcome == outcomes.CORRECT:
-        return None
-    if verdict.outcome == outcomes.GENERATION_ERROR:
-        reason = verdict.reason or NO_SQL_CAUSE
-        return NO_SQL_CAUSE if reason in ("no SQL generated", NO_SQL_CAUSE) else reason
-    if verdict.outcome == outcomes.SKIPPED:
-        return f"skipped: {verdict.skip_reason or verdict.reason or 'unknown'}"
-    if verdict.outcome == outcomes.EXECUTION_ERROR:
-        return f"execution_error: {_error_class_of(verdict.reason)}"
-    if verdict.outcome == outcomes.POLICY_REJECTED and verdict.policy_rule:
-        return f"policy_rejected: {verdict.policy_rule}"
-    return verdict.outcome
-
-
-def outcome_causes(queries: Iterable[Verdict]) -> list[tuple[str, int]]:
-    """Query verdicts that are not correct, counted by cause, most frequent first."""
-    counts = Counter(c for c in (cause_of(v) for v in queries) if c is not None)
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def cost_split(scored: Sequence[Verdict]) -> CostSplit:
