@@ -131,3 +131,13 @@ def test_run_scores_carry_the_outcome_causes_and_the_markdown_shows_them():
     assert scores["outcome_causes"] == {"execution_error: binder": 1, "no_sql": 1, "rate_limited": 1,
                                         "skipped: daily_quota_exhausted": 1, "timeout": 1, "wrong_result": 1}
     assert "**not correct, by cause:** execution_error: binder 1, no_sql 1" in markdown_scores(scores)
+
+
+def test_repeat_variance_line():
+    verdicts = [_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
+                _v("a", outcomes.WRONG_RESULT, category="c", domain="d", difficulty="easy", sample_index=1),
+                _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
+                _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=1)]
+    text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
+    assert "repeat: 1 of 2 cases changed verdict across samples (mean per-case variance 0.125)" in text.splitlines()
+    assert "repeat:" not in console_run_report(build_run_report(verdicts[2:3], model="m", gold_set="g"))
