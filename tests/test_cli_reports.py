@@ -48,6 +48,14 @@ def test_compare_runs_by_model_is_significant_and_lists_flips(evaluated, capsys)
     assert all(flip["before"] == "correct" and flip["after"] != "correct" for flip in result["newly_wrong"])
 
 
+def test_compare_runs_html_page(evaluated, tmp_path, capsys):
+    page = tmp_path / "compare.html"
+    assert cli.main(["compare-runs", *MODELS, "--html", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "difference: significant (p=" in html and 'class="flips"' in html and html.count('class="cases"') == 2
+    assert f"HTML report: {page}" in capsys.readouterr().out
+
+
 def test_two_identical_runs_are_not_significant(evaluated, capsys):
     assert cli.main(["compare-runs", "--model", "gold-echo", "--model", "gold-echo"]) == 0
     out = capsys.readouterr().out
