@@ -22,11 +22,16 @@ VIEWS_SQL = """
 CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);
 CREATE OR REPLACE VIEW run_scores AS SELECT * FROM read_parquet('{scores}', union_by_name = true);
 CREATE OR REPLACE VIEW run_correctness AS
-SELECT gold_set, model,
-       count(*) FILTER (WHERE NOT is_probe AND outcome NOT IN ('skipped', 'environment_error')) AS scored,
-       count(*) FILTER (WHERE NOT is_probe AND correct AND outcome NOT IN ('skipped', 'environment_error')) AS correct,
-       correct / nullif(scored, 0) AS semantic_correctness_rate
-FROM verdicts GROUP BY gold_set, model;
+WITH counts AS (
+    SELECT gold_set, model,
+           count(*) FILTER (WHERE NOT is_probe AND outcome NOT IN ('skipped', 'environment_error')) AS scored_cases,
+           count(*) FILTER (WHERE NOT is_probe AND correct AND outcome NOT IN ('skipped', 'environment_error'))
+               AS correct_cases
+    FROM verdicts GROUP BY gold_set, model
+)
+SELECT gold_set, model, scored_cases AS scored, correct_cases AS correct,
+       correct_cases / nullif(scored_cases, 0) AS semantic_correctness_rate
+FROM counts;
 """
 
 

@@ -7,14 +7,17 @@ the exact McNemar label on the cases both scored (the best row itself says ``bes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from nl2sql_pipeline import outcomes, paths
-from nl2sql_pipeline.run_results import VERDICTS_ASSET, StoredRun, load_run
+from nl2sql_pipeline.run_results import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.statistics import paired_comparison, wilson_interval
+
+logger = logging.getLogger(__name__)
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "gold_set", "rank", "model", "run_id", "correct", "scored", "semantic_correctness_rate", "ci_low", "ci_high",
@@ -30,8 +33,8 @@ def stored_runs(root: Path | None = None) -> list[StoredRun]:
         gold, model = path.parent.name.removeprefix("gold="), path.stem.removeprefix("model=")
         try:
             runs.append(load_run(gold, model, root))
-        except FileNotFoundError:  # pragma: no cover - a file removed between the glob and the read
-            continue
+        except RunResultsNotFoundError as exc:  # verdicts whose run failed before scoring
+            logger.warning("left out of the leaderboard: %s", exc)
     return runs
 
 

@@ -134,3 +134,17 @@ def test_export_without_stored_runs_is_a_clear_error(isolated_home):
         export_results(isolated_home / "out")
     with pytest.raises(NothingToExportError):
         write_duckdb_views(isolated_home / "v.duckdb")
+
+
+def test_verdicts_without_scores_are_left_out_of_the_leaderboard(evaluated):
+    import shutil
+
+    from nl2sql_pipeline.leaderboard import stored_runs
+    from nl2sql_pipeline.run_results import verdicts_path
+
+    orphan = verdicts_path("multidomain-v1", "orphan")
+    shutil.copy(verdicts_path("multidomain-v1", "gold-echo"), orphan)
+    try:
+        assert sorted(run.model for run in stored_runs()) == ["gold-echo", "sql-mutant"]
+    finally:
+        orphan.unlink()
