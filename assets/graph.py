@@ -8,6 +8,7 @@ from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
 from assets.checks import GATE_CHECKS, GOLD_CHECKS
 from assets.gold import gold_set, oracle_results, sample_database
+from assets.leaderboard import leaderboard
 from assets.scores import run_scores
 from assets.verdicts import case_verdicts
 
@@ -20,6 +21,7 @@ ALL_ASSETS = [
     case_verdicts,
     run_scores,
     baselines,
+    leaderboard,
 ]
 ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results]

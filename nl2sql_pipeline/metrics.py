@@ -68,6 +68,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("outcome_counts", "json", False, "query verdicts per outcome class"),
     Metric("warnings", "json", False, "what a reader must know before trusting the numbers"),
     *(Metric(f"per_{dim}", "json", False, f"rates per {dim}") for dim in RATE_DIMENSIONS),
+    Metric("outcome_causes", "json", False, "query verdicts that are not correct, per cause (no_sql, rate_limited, ...)"),
 )
 
 METRICS_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}

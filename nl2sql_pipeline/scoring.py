@@ -19,6 +19,7 @@ import numpy as np
 
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.metrics import RATE_DIMENSIONS
+from nl2sql_pipeline.outcome_causes import outcome_causes
 from nl2sql_pipeline.records import RunScores, Verdict
 
 INJECTION_TAG = "prompt_injection"
@@ -152,4 +153,5 @@ def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     }
     for dim in RATE_DIMENSIONS:
         values[f"per_{dim}"] = _breakdown(scored, dim)
+    values["outcome_causes"] = dict(outcome_causes(queries))
     return RunScores(values)

@@ -18,6 +18,7 @@ EXPECTED_ASSETS = {
     "case_verdicts": "gold|model",
     "run_scores": "gold|model",
     "baselines": "gold|model",
+    "leaderboard": None,
 }
 
 

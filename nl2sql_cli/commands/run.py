@@ -81,6 +81,16 @@ def _handle(args: argparse.Namespace) -> int:
     )
 
 
+def _detailed_report(gold_set: str, runs: list[dict]) -> str:
+    """Each run's report from its stored verdicts (bars, intervals, causes), the paired tests, the side-by-side table."""
+    from nl2sql_pipeline.report import console_report
+    from nl2sql_pipeline.report.console import console_full_report
+    from nl2sql_pipeline.report.stored import load_run_report
+
+    reports = [load_run_report(gold_set, r["model"]) for r in runs]
+    return f"{console_full_report(reports)}\n\n== side by side ==\n{console_report(runs, with_warnings=False, with_breakdowns=False)}"
+
+
 def run_evaluation(
     gold_set: str,
     models: list[str],
@@ -96,7 +106,6 @@ def run_evaluation(
     from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import check_gates
-    from nl2sql_pipeline.report import console_report
 
     try:
         outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated,
@@ -120,7 +129,7 @@ def run_evaluation(
                           "gate_failures": gates.failures, "asset_checks": outcome.checks}, default=str, indent=2))
     else:
         if runs:
-            print(console_report(runs))
+            print(_detailed_report(gold_set, runs))
         for line in gates.lines:
             print(f"BASELINE {line}")
     for slug, reason in outcome.skipped_models.items():

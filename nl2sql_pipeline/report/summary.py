@@ -1,4 +1,4 @@
-"""Human-readable renderings of run scores: a console report and Markdown tables for the Dagster UI.
+"""Run scores for humans: value formatting, Markdown tables for the Dagster UI, a side-by-side console table.
 
 Scores are read as mappings of metric name to value (a ``RunScores``, or the flat dict of a run read back
 through the codec): breakdowns, warnings and outcome counts are real dicts and lists here.
@@ -58,6 +58,9 @@ def markdown_scores(scores: Mapping[str, Any]) -> str:
         lines.append("")
     lines += ["| metric | value |", "| --- | --- |"]
     lines += [f"| {name} | {format_value(scores.get(name), kind)} |" for name, kind in HEADLINE_METRICS]
+    causes = _nested(scores, "outcome_causes")
+    if causes:
+        lines += ["", "**not correct, by cause:** " + ", ".join(f"{k} {v}" for k, v in causes.items())]
     return "\n".join(lines)
 
 
@@ -73,15 +76,15 @@ def markdown_breakdown(scores: Mapping[str, Any], dimension: str) -> str:
     return "\n".join(lines)
 
 
-def console_report(runs: list[dict[str, Any]]) -> str:
-    """A side-by-side console table of several runs' scores (one column per model)."""
+def console_report(runs: list[dict[str, Any]], with_warnings: bool = True, with_breakdowns: bool = True) -> str:
+    """A side-by-side console table of several runs' scores (one column per model), warnings last unless told."""
     if not runs:
         return "no runs"
     header = ["metric"] + [f"{r['model']}" for r in runs]
     rows = [header, ["gold set"] + [str(r["gold_set"]) for r in runs]]
     for name, kind in HEADLINE_METRICS:
         rows.append([name] + [format_value(r["scores"].get(name), kind) for r in runs])
-    for dimension in metrics.RATE_DIMENSIONS:
+    for dimension in metrics.RATE_DIMENSIONS if with_breakdowns else ():
         keys = sorted({k for r in runs for k in _nested(r["scores"], f"per_{dimension}")})
         for key in keys:
             cells = []
@@ -96,7 +99,7 @@ def console_report(runs: list[dict[str, Any]]) -> str:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
         if index == 0:
             out.append("  ".join("-" * w for w in widths))
-    for r in runs:
+    for r in runs if with_warnings else ():
         for warning in warnings_of(r["scores"]):
             out.append(f"WARNING [{r['model']}]: {warning}")
     return "\n".join(out)

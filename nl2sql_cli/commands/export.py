@@ -1,0 +1,42 @@
+"""``nl2sql-eval export --out DIR [--format parquet|csv|json] [--duckdb FILE]``: every stored run's results.
+
+Writes ``verdicts``, ``run_scores`` and ``leaderboard`` files to DIR, and/or a DuckDB file of views
+(``verdicts``, ``run_scores``, ``run_correctness``) over the stored Parquet, for ad-hoc SQL.
+Exit codes: 0 exported; 2 nothing stored yet, or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``export`` sub-command."""
+    from nl2sql_pipeline.exports import FORMATS
+
+    parser = subparsers.add_parser(
+        "export", help="export every stored run's verdicts, scores and leaderboard; DuckDB views over them",
+        epilog="exit codes: 0 exported; 2 no stored run yet, or neither --out nor --duckdb",
+    )
+    parser.add_argument("--out", metavar="DIR", help="write verdicts, run_scores and leaderboard files here")
+    parser.add_argument("--format", choices=FORMATS, default="parquet", help="file format of --out (default parquet)")
+    parser.add_argument("--duckdb", metavar="FILE", help="create or refresh a DuckDB file of views over the stored Parquet")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from nl2sql_pipeline.exports import export_results, write_duckdb_views
+
+    if not args.out and not args.duckdb:
+        print("error: give --out DIR and/or --duckdb FILE", flush=True)
+        return EXIT_BAD_INPUT
+    if args.out:
+        for path in export_results(Path(args.out), args.format):
+            print(f"wrote {path}")
+    if args.duckdb:
+        views = write_duckdb_views(Path(args.duckdb))
+        print(f"views in {args.duckdb}: {', '.join(views)}")
+    return EXIT_OK

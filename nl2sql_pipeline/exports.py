@@ -1,0 +1,94 @@
+"""Exports of every stored run's results: verdicts, scores and the leaderboard as Parquet, CSV or JSON files,
+and a DuckDB file of views over the stored Parquet (they read the current files at query time).
+
+Nested scores (``per_domain``, ``warnings``, ...) stay JSON text in the exports, as the Parquet stores them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.leaderboard import build_leaderboard, stored_runs
+from nl2sql_pipeline.run_results import SCORES_ASSET, VERDICTS_ASSET
+
+FORMATS: tuple[str, ...] = ("parquet", "csv", "json")
+
+VIEWS_SQL = """
+CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);
+CREATE OR REPLACE VIEW run_scores AS SELECT * FROM read_parquet('{scores}', union_by_name = true);
+CREATE OR REPLACE VIEW run_correctness AS
+WITH counts AS (
+    SELECT gold_set, model,
+           count(*) FILTER (WHERE NOT is_probe AND outcome NOT IN ('skipped', 'environment_error')) AS scored_cases,
+           count(*) FILTER (WHERE NOT is_probe AND correct AND outcome NOT IN ('skipped', 'environment_error'))
+               AS correct_cases
+    FROM verdicts GROUP BY gold_set, model
+)
+SELECT gold_set, model, scored_cases AS scored, correct_cases AS correct,
+       correct_cases / nullif(scored_cases, 0) AS semantic_correctness_rate
+FROM counts;
+"""
+
+
+class NothingToExportError(Nl2SqlError):
+    """No stored run to export (nothing evaluated yet under this storage root)."""
+
+
+def _glob(asset: str, root: Path | None) -> str:
+    return str((root or paths.assets_dir()) / asset / "gold=*" / "model=*.parquet")
+
+
+def _require_runs(root: Path | None) -> None:
+    base = root or paths.assets_dir()
+    if not any((base / VERDICTS_ASSET).glob("gold=*/model=*.parquet")):
+        raise NothingToExportError(f"no stored verdicts under {base / VERDICTS_ASSET}; run `nl2sql-eval run` first")
+
+
+def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
+    if fmt == "parquet":
+        frame.to_parquet(path, index=False)
+    elif fmt == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_json(path, orient="records", indent=2, date_format="iso")
+    return path
+
+
+def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None) -> list[Path]:
+    """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; one of {', '.join(FORMATS)}")
+    _require_runs(root)
+    runs = stored_runs(root)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    verdicts = pd.concat([run.frame.assign(run_id=run.run_id) for run in runs], ignore_index=True)
+    scores = pd.concat([pd.read_parquet(p) for p in sorted(Path(p) for p in _glob_paths(SCORES_ASSET, root))],
+                       ignore_index=True)
+    return [
+        _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
+        _write(scores, out_dir / f"run_scores.{fmt}", fmt),
+        _write(build_leaderboard(runs), out_dir / f"leaderboard.{fmt}", fmt),
+    ]
+
+
+def _glob_paths(asset: str, root: Path | None) -> list[Path]:
+    return sorted((root or paths.assets_dir()).joinpath(asset).glob("gold=*/model=*.parquet"))
+
+
+def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
+    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``."""
+    _require_runs(root)
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    sql = VIEWS_SQL.format(verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"),
+                           scores=_glob(SCORES_ASSET, root).replace("'", "''"))
+    con = duckdb.connect(str(db_file))
+    try:
+        con.execute(sql)
+        return [row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()]
+    finally:
+        con.close()

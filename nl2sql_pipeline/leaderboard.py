@@ -1,0 +1,71 @@
+"""The leaderboard across models and gold versions: one row per stored run, ranked within its gold set.
+
+Each row carries the correctness with its Wilson interval and, against the best model of the same gold set,
+the exact McNemar label on the cases both scored (the best row itself says ``best``). A difference is
+"not significant" unless the test rejects at alpha 0.05.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from nl2sql_pipeline import outcomes, paths
+from nl2sql_pipeline.run_results import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
+from nl2sql_pipeline.statistics import paired_comparison, wilson_interval
+
+logger = logging.getLogger(__name__)
+
+LEADERBOARD_COLUMNS: tuple[str, ...] = (
+    "gold_set", "rank", "model", "run_id", "correct", "scored", "semantic_correctness_rate", "ci_low", "ci_high",
+    "sql_execution_success_rate", "p50_latency_ms", "total_cost_usd", "token_source", "vs_best", "p_value_vs_best",
+)
+
+
+def stored_runs(root: Path | None = None) -> list[StoredRun]:
+    """Every run whose verdicts and scores are in the storage root, by gold set then model."""
+    base = (root or paths.assets_dir()) / VERDICTS_ASSET
+    runs = []
+    for path in sorted(base.glob("gold=*/model=*.parquet")):
+        gold, model = path.parent.name.removeprefix("gold="), path.stem.removeprefix("model=")
+        try:
+            runs.append(load_run(gold, model, root))
+        except RunResultsNotFoundError as exc:  # verdicts whose run failed before scoring
+            logger.warning("left out of the leaderboard: %s", exc)
+    return runs
+
+
+def _row(run: StoredRun) -> dict:
+    scored = [v for v in run.verdicts if not v.is_probe and v.outcome not in outcomes.NOT_SCORED]
+    correct = sum(bool(v.correct) for v in scored)
+    interval = wilson_interval(correct, len(scored))
+    return {
+        "gold_set": run.gold_set, "model": run.model, "run_id": run.run_id, "correct": correct, "scored": len(scored),
+        "semantic_correctness_rate": interval.estimate, "ci_low": interval.low, "ci_high": interval.high,
+        "sql_execution_success_rate": run.scores["sql_execution_success_rate"],
+        "p50_latency_ms": run.scores["p50_latency_ms"], "total_cost_usd": run.scores["total_cost_usd"],
+        "token_source": run.scores["token_source"],
+    }
+
+
+def build_leaderboard(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """The leaderboard frame (``LEADERBOARD_COLUMNS``), best first within each gold set."""
+    rows = []
+    by_gold: dict[str, list[StoredRun]] = {}
+    for run in runs:
+        by_gold.setdefault(run.gold_set, []).append(run)
+    for gold in sorted(by_gold):
+        ranked = sorted(((run, _row(run)) for run in by_gold[gold]),
+                        key=lambda item: (-(item[1]["semantic_correctness_rate"] or -1.0), item[1]["model"]))
+        best_run = ranked[0][0]
+        for rank, (run, row) in enumerate(ranked, start=1):
+            if run is best_run:
+                row.update(vs_best="best", p_value_vs_best=None)
+            else:
+                test = paired_comparison(best_run.verdicts, run.verdicts)
+                row.update(vs_best=f"{test.label} vs {best_run.model}", p_value_vs_best=test.p_value)
+            rows.append({"rank": rank, **row})
+    return pd.DataFrame(rows, columns=list(LEADERBOARD_COLUMNS))

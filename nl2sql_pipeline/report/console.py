@@ -1,0 +1,122 @@
+"""The run report as terminal text: warnings on top, bars with intervals, breakdowns, causes, cost split.
+
+``console_run_report(report)`` renders one :class:`~nl2sql_pipeline.report.tables.RunReport`;
+``console_pairwise(reports)`` adds the paired test between runs on the same gold set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nl2sql_pipeline.report.summary import format_rate
+from nl2sql_pipeline.report.tables import RateRow, RunReport
+from nl2sql_pipeline.statistics import Interval, paired_comparison
+
+BAR_WIDTH = 20
+FULL, EMPTY = "█", "░"
+
+
+def bar(rate: float | None, width: int = BAR_WIDTH) -> str:
+    """A horizontal bar of ``width`` cells for a rate in 0..1 (blank for no rate)."""
+    if rate is None:
+        return " " * width
+    filled = int(round(max(0.0, min(1.0, rate)) * width))
+    return FULL * filled + EMPTY * (width - filled)
+
+
+def format_interval(interval: Interval, fmt) -> str:
+    """``[low, high]`` with ``fmt`` applied to each bound; ``[n/a]`` when unknown."""
+    if not interval.known:
+        return "[n/a]"
+    return f"[{fmt(interval.low)}, {fmt(interval.high)}]"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms"
+
+
+def _usd(value: float) -> str:
+    return f"${value:.4f}"
+
+
+def rate_line(label: str, row: RateRow, width: int) -> str:
+    """``label  ████░░  33.3% [12.1%, 64.6%]  3/9``."""
+    return (f"{label.ljust(width)}  {bar(row.rate)}  {format_rate(row.rate).rjust(6)} "
+            f"{format_interval(row.interval, format_rate).ljust(17)} {row.fraction}")
+
+
+def _headline(report: RunReport) -> list[str]:
+    cost = report.cost
+    lines = [
+        rate_line("semantic correctness", report.correctness, 22),
+        rate_line("execution success", report.execution_success, 22),
+    ]
+    if report.latency_p50.known:
+        lines.append(f"{'latency p50 / mean'.ljust(22)}  {_ms(report.latency_p50.estimate)} "
+                     f"{format_interval(report.latency_p50, _ms)} / {_ms(report.latency_mean.estimate)} "
+                     f"{format_interval(report.latency_mean, _ms)}")
+    else:
+        lines.append(f"{'latency'.ljust(22)}  n/a (no measured call)")
+    cost_text = (f"{_usd(cost.paid_now_usd)} paid now ({cost.paid_now_cases} cases), "
+                 f"{_usd(cost.from_cache_usd)} replayed from cache ({cost.from_cache_cases} cases)")
+    if cost.unknown_cases:
+        cost_text += f", unknown for {cost.unknown_cases} cases"
+    elif cost.total.known:
+        cost_text += f"; total {_usd(cost.total.estimate)} {format_interval(cost.total, _usd)}"
+    lines.append(f"{'cost'.ljust(22)}  {cost_text}")
+    lines.append(f"{'tokens'.ljust(22)}  {report.token_source or 'n/a (no scored call)'}")
+    return lines
+
+
+def _breakdowns(report: RunReport) -> list[str]:
+    lines: list[str] = []
+    for dimension, rows in report.breakdowns.items():
+        if all(r.correct == r.total for r in rows):  # nothing to read row by row
+            lines.append(f"by {dimension}: all {len(rows)} at 100%")
+            continue
+        width = max(len(r.key) for r in rows)
+        lines.append(f"by {dimension}:")
+        lines += [f"  {rate_line(row.key, row, width)}" for row in rows]
+    return lines
+
+
+def console_run_report(report: RunReport) -> str:
+    """One run's report as text (95% intervals: Wilson for rates, bootstrap for latency and cost)."""
+    lines = [f"== {report.model} on {report.gold_set} =="]
+    lines += [f"WARNING: {w}" for w in report.warnings]
+    lines += _headline(report)
+    lines += _breakdowns(report)
+    if report.weakest:
+        lines.append("weakest: " + ", ".join(f"{row.key} {row.fraction}" for _, row in report.weakest))
+    if report.causes:
+        lines.append("not correct, by cause: " + ", ".join(f"{cause} {count}" for cause, count in report.causes))
+    variance = report.variance
+    if variance.samples_per_case > 1:
+        lines.append(f"repeat: {len(variance.inconsistent_cases)} of {variance.cases} cases changed verdict across "
+                     f"samples (mean per-case variance {variance.mean_case_variance:.3f})")
+    return "\n".join(lines)
+
+
+def console_pairwise(reports: Sequence[RunReport]) -> list[str]:
+    """The exact McNemar test between each pair of runs on the same gold set."""
+    lines = []
+    for i, first in enumerate(reports):
+        for second in reports[i + 1:]:
+            if first.gold_set != second.gold_set:
+                continue
+            test = paired_comparison(first.verdicts, second.verdicts)
+            lines.append(
+                f"{first.model} vs {second.model} on {first.gold_set}: {test.pairs} paired cases, "
+                f"{test.only_a_correct} right only in {first.model}, {test.only_b_correct} right only in "
+                f"{second.model}: {test.label}"
+            )
+    return lines
+
+
+def console_full_report(reports: Sequence[RunReport]) -> str:
+    """Every run's report, then the pairwise tests."""
+    blocks = [console_run_report(r) for r in reports]
+    pairwise = console_pairwise(reports)
+    if pairwise:
+        blocks.append("\n".join(["== paired comparison (exact McNemar, alpha 0.05) ==", *pairwise]))
+    return "\n\n".join(blocks)

@@ -1,0 +1,168 @@
+"""The self-contained HTML report of one or more runs, and of a comparison: inline CSS and SVG, no script, no network.
+
+Sections: warnings, headline metrics with intervals, the charts (accuracy by category with Wilson intervals,
+latency distribution, cost against accuracy across the runs, outcome causes), the breakdowns, and the
+per-case table (question, generated vs expected SQL, verdict, reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.report.console import format_interval
+from nl2sql_pipeline.report.summary import format_rate
+from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
+from nl2sql_pipeline.report.tables import RateRow, RunReport
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}td,th{border:1px solid #ddd;padding:4px 8px;vertical-align:top}
+th{background:#f4f4f4;text-align:left}.warn{background:#fff3cd;border:1px solid #e0c36b;padding:8px;margin:6px 0}
+.ok{color:#176317}.bad{color:#a11}pre{margin:0;white-space:pre-wrap;font-size:12px;max-width:520px}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.charts figure{margin:0}figcaption{font-size:13px;margin:4px 0}
+.meter{display:inline-block;width:120px;height:10px;background:#eee;margin-right:6px}
+.meter span{display:block;height:10px;background:#1f77b4}
+"""
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.4f}"
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
+def _meter(rate: float | None) -> str:
+    width = 0 if rate is None else round(rate * 100)
+    return f'<span class="meter"><span style="width:{width}%"></span></span>'
+
+
+def _rate_cells(row: RateRow) -> str:
+    return (f"<td>{_meter(row.rate)}{format_rate(row.rate)}</td><td>{format_interval(row.interval, format_rate)}</td>"
+            f"<td>{row.fraction}</td>")
+
+
+def _headline(report: RunReport) -> str:
+    cost = report.cost
+    rows = [
+        f"<tr><th>semantic correctness</th>{_rate_cells(report.correctness)}</tr>",
+        f"<tr><th>execution success</th>{_rate_cells(report.execution_success)}</tr>",
+        f"<tr><th>latency p50</th><td>{_ms(report.latency_p50.estimate)}</td>"
+        f"<td>{format_interval(report.latency_p50, _ms)}</td><td>{len(report.latency_values)} calls</td></tr>",
+        f"<tr><th>latency mean</th><td>{_ms(report.latency_mean.estimate)}</td>"
+        f"<td>{format_interval(report.latency_mean, _ms)}</td><td></td></tr>",
+        f"<tr><th>cost paid now</th><td>{_usd(cost.paid_now_usd)}</td><td></td><td>{cost.paid_now_cases} cases</td></tr>",
+        f"<tr><th>cost replayed from cache</th><td>{_usd(cost.from_cache_usd)}</td><td></td>"
+        f"<td>{cost.from_cache_cases} cases</td></tr>",
+        f"<tr><th>total cost</th><td>{_usd(cost.total.estimate) if not cost.unknown_cases else 'unknown'}</td>"
+        f"<td>{format_interval(cost.total, _usd)}</td><td>{cost.unknown_cases} unknown</td></tr>",
+        f"<tr><th>tokens</th><td colspan=3>{escape(report.token_source or 'n/a')}</td></tr>",
+    ]
+    return ("<table><tr><th>metric</th><th>value</th><th>95% interval</th><th>count</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _breakdowns(report: RunReport) -> str:
+    parts = []
+    for dimension, rows in report.breakdowns.items():
+        body = "".join(f"<tr><td>{escape(r.key)}</td>{_rate_cells(r)}</tr>" for r in rows)
+        parts.append(f"<h3>by {escape(dimension)}</h3><table><tr><th>{escape(dimension)}</th><th>correctness</th>"
+                     f"<th>95% interval</th><th>correct</th></tr>{body}</table>")
+    if report.weakest:
+        weakest = ", ".join(f"{escape(r.key)} {r.fraction}" for _, r in report.weakest)
+        parts.insert(0, f"<p><b>weakest:</b> {weakest}</p>")
+    return "".join(parts)
+
+
+def _charts(reports: Sequence[RunReport]) -> str:
+    figures = []
+    for report in reports:
+        rows = [(r.key, r.rate or 0.0, r.interval.low or 0.0, r.interval.high or 0.0, r.fraction)
+                for r in report.breakdowns.get("category", [])]
+        figures.append(("accuracy", f"{report.model}: accuracy by category (95% Wilson intervals)",
+                        rate_bars("accuracy", f"accuracy by category, {report.model}", rows)))
+        figures.append(("latency", f"{report.model}: generation latency distribution",
+                        histogram("latency", f"latency, {report.model}", report.latency_values)))
+        figures.append(("causes", f"{report.model}: not correct, by cause",
+                        count_bars("causes", f"causes, {report.model}", report.causes)))
+    points = [(r.model, r.cost.total.estimate or 0.0, r.correctness.rate or 0.0) for r in reports
+              if r.correctness.rate is not None and not r.cost.unknown_cases]
+    figures.append(("cost_accuracy", "cost against accuracy across runs",
+                    scatter("cost_accuracy", "cost against accuracy", points, "total cost (USD)", "correctness")))
+    return '<div class="charts">' + "".join(
+        f'<figure data-figure="{name}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+        for name, caption, svg in figures) + "</div>"
+
+
+def _sql(text: str | None) -> str:
+    return f"<pre>{escape(text)}</pre>" if text else "<i>none</i>"
+
+
+def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
+    rows = []
+    for v in sorted(report.verdicts, key=lambda v: (v.correct, v.case_id, v.sample_index)):
+        case = cases.get(v.case_id)
+        expected = case.policy_probe_sql if case is not None and case.is_probe else (
+            "\n-- or --\n".join(case.expected_sql) if case is not None else None)
+        css = "ok" if v.correct else "bad"
+        rows.append(
+            f'<tr class="case"><td>{escape(v.case_id)}{f"#{v.sample_index}" if v.sample_index else ""}</td>'
+            f"<td>{escape(case.question) if case else ''}</td><td>{_sql(v.generated_sql)}</td><td>{_sql(expected)}</td>"
+            f'<td class="{css}">{escape(v.outcome)}</td><td>{escape(v.reason or v.skip_reason or "")}</td></tr>'
+        )
+    return (f'<table class="cases" data-model="{escape(report.model)}"><tr><th>case</th><th>question</th>'
+            "<th>generated SQL</th><th>expected SQL</th><th>verdict</th><th>reason</th></tr>" + "".join(rows) + "</table>")
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>")
+
+
+def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> str:
+    parts = ["<h2>charts</h2>" + _charts(reports)]
+    for report in reports:
+        parts.append(f"<h2>{escape(report.model)} on {escape(report.gold_set)}</h2>")
+        parts += [f'<div class="warn">WARNING: {escape(w)}</div>' for w in report.warnings]
+        parts.append(_headline(report))
+        if report.causes:
+            parts.append("<p><b>not correct, by cause:</b> "
+                         + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>")
+        parts.append(_breakdowns(report))
+    for report in reports:
+        parts.append(f"<h2>cases: {escape(report.model)}</h2>{_cases_table(report, cases)}")
+    return "".join(parts)
+
+
+def run_html(reports: Sequence[RunReport], cases: Mapping[str, Case] | None = None, pairwise: Sequence[str] = ()) -> str:
+    """The HTML page of one or more runs (``pairwise``: the significance lines between them)."""
+    title = "nl2sql-eval report: " + ", ".join(f"{r.model} on {r.gold_set}" for r in reports)
+    extra = ""
+    if pairwise:
+        extra = "<h2>paired comparison (exact McNemar, alpha 0.05)</h2><ul>" + "".join(
+            f"<li>{escape(line)}</li>" for line in pairwise) + "</ul>"
+    return _page(title, extra + _run_sections(reports, cases or {}))
+
+
+def comparison_html(comparison, reports: Sequence[RunReport], cases: Mapping[str, Case] | None = None) -> str:
+    """The HTML page of a two-run comparison: the label, the flips both ways, then both runs' reports."""
+    test = comparison.test
+
+    def flips(title: str, items) -> str:
+        body = "".join(
+            f"<tr><td>{escape(f.case_id)}</td><td>{escape(f.category)}</td><td>{escape(f.before.outcome)}: "
+            f"{escape(f.before.reason or '')}</td><td>{escape(f.after.outcome)}: {escape(f.after.reason or '')}</td></tr>"
+            for f in items)
+        return (f"<h3>{escape(title)}: {len(items)}</h3><table class=\"flips\"><tr><th>case</th><th>category</th>"
+                f"<th>A</th><th>B</th></tr>{body}</table>")
+
+    head = (f"<p>A = {escape(comparison.label_a)}<br>B = {escape(comparison.label_b)}</p>"
+            f"<p><b>difference: {escape(test.label)}</b> over {test.pairs} paired cases; correctness A "
+            f"{format_rate(test.rate_a)}, B {format_rate(test.rate_b)}</p>"
+            + flips("newly right in B", comparison.newly_right) + flips("newly wrong in B", comparison.newly_wrong))
+    return _page(f"nl2sql-eval comparison: {comparison.label_a} vs {comparison.label_b}",
+                 head + _run_sections(reports, cases or {}))

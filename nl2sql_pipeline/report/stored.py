@@ -1,0 +1,18 @@
+"""Reports of stored runs: read a run's verdicts and scores back from the storage root and build its report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nl2sql_pipeline.report.tables import RunReport, build_run_report
+from nl2sql_pipeline.run_results import StoredRun, load_run
+
+
+def report_of(run: StoredRun) -> RunReport:
+    """The report of a stored run (its run scores' warnings on top)."""
+    return build_run_report(run.verdicts, model=run.model, gold_set=run.gold_set, warnings=run.scores.warnings)
+
+
+def load_run_report(gold_set: str, model: str, root: Path | None = None) -> RunReport:
+    """The report of the latest stored run of ``model`` on ``gold_set``."""
+    return report_of(load_run(gold_set, model, root))

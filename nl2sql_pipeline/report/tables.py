@@ -1,0 +1,167 @@
+"""The tables of a run report, computed from the run's verdicts: every number traces to ``case_verdicts`` rows.
+
+``build_run_report(verdicts, model=..., gold_set=...)`` gives a :class:`RunReport`: warnings first, the
+headline rates with Wilson intervals, latency and cost with bootstrap intervals, breakdowns by dimension
+(domain, category, difficulty, tag, and database when verdicts carry one), the weakest capabilities,
+outcomes by cause, the token source and the cost split into paid now and replayed from cache.
+Renderers (console, HTML) only format these records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.outcome_causes import outcome_causes
+from nl2sql_pipeline.records import Verdict
+from nl2sql_pipeline.statistics import (
+    NO_INTERVAL,
+    CaseVariance,
+    Interval,
+    bootstrap_interval,
+    case_variance,
+    median,
+    total,
+    wilson_interval,
+)
+
+BREAKDOWN_DIMENSIONS: tuple[str, ...] = ("database", "domain", "category", "difficulty", "tag")
+WEAKEST_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class RateRow:
+    """``correct`` of ``total`` scored verdicts in one group, with the Wilson interval of the rate."""
+
+    key: str
+    correct: int
+    total: int
+    interval: Interval
+
+    @property
+    def rate(self) -> float | None:
+        """The share correct (None for an empty group)."""
+        return self.interval.estimate
+
+    @property
+    def fraction(self) -> str:
+        """``3/9``."""
+        return f"{self.correct}/{self.total}"
+
+
+@dataclass(frozen=True)
+class CostSplit:
+    """Cost of the scored verdicts: paid by this run, replayed from the generation cache, unknown."""
+
+    paid_now_usd: float
+    from_cache_usd: float
+    paid_now_cases: int
+    from_cache_cases: int
+    unknown_cases: int
+    total: Interval  # the bootstrap interval of the total cost (None when any cost is unknown)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything the console and HTML reports show for one run."""
+
+    model: str
+    gold_set: str
+    warnings: list[str]
+    correctness: RateRow
+    execution_success: RateRow
+    latency_p50: Interval
+    latency_mean: Interval
+    latency_values: list[float]
+    cost: CostSplit
+    token_source: str | None
+    breakdowns: dict[str, list[RateRow]]
+    weakest: list[tuple[str, RateRow]]
+    causes: list[tuple[str, int]]
+    variance: CaseVariance
+    verdicts: list[Verdict] = field(repr=False, default_factory=list)
+
+
+def _rate_row(key: str, group: Sequence[Verdict], predicate: Callable[[Verdict], bool]) -> RateRow:
+    hits = sum(1 for v in group if predicate(v))
+    return RateRow(key, hits, len(group), wilson_interval(hits, len(group)))
+
+
+def _is_correct(verdict: Verdict) -> bool:
+    return bool(verdict.correct)
+
+
+def _executed(verdict: Verdict) -> bool:
+    return verdict.outcome in outcomes.EXECUTED
+
+
+def _keys(verdict: Verdict, dimension: str) -> list[str]:
+    if dimension == "tag":
+        return list(verdict.tags)
+    value = getattr(verdict, dimension, None)  # ``database`` exists only on verdicts that record it
+    return [] if value in (None, "") else [str(value)]
+
+
+def breakdown(scored: Sequence[Verdict], dimension: str) -> list[RateRow]:
+    """Correctness per value of ``dimension`` (a verdict with several tags counts under each), by key."""
+    groups: dict[str, list[Verdict]] = {}
+    for verdict in scored:
+        for key in _keys(verdict, dimension):
+            groups.setdefault(key, []).append(verdict)
+    return [_rate_row(key, group, _is_correct) for key, group in sorted(groups.items())]
+
+
+def weakest_capabilities(breakdowns: dict[str, list[RateRow]], limit: int = WEAKEST_LIMIT) -> list[tuple[str, RateRow]]:
+    """The categories and tags below 100%, surest weakness first: lowest Wilson upper bound (so 0/1 does not
+    outrank 15/30), then the lower rate, then the larger group."""
+    rows = [(dim, row) for dim in ("category", "tag") for row in breakdowns.get(dim, []) if row.correct < row.total]
+    rows.sort(key=lambda item: (item[1].interval.high, item[1].correct / item[1].total, -item[1].total, item[0],
+                                item[1].key))
+    return rows[:limit]
+
+
+def cost_split(scored: Sequence[Verdict]) -> CostSplit:
+    """The cost paid by this run and the cost replayed from the generation cache (``cached``)."""
+    paid = [v.cost_usd for v in scored if v.cost_usd is not None and not v.cached]
+    cached = [v.cost_usd for v in scored if v.cost_usd is not None and v.cached]
+    unknown = sum(v.cost_usd is None for v in scored)
+    interval = NO_INTERVAL if unknown else bootstrap_interval([v.cost_usd for v in scored], total)
+    return CostSplit(float(sum(paid)), float(sum(cached)), len(paid), len(cached), unknown, interval)
+
+
+def _partial_run_warnings(queries: Sequence[Verdict], scored: Sequence[Verdict]) -> list[str]:
+    if queries and not scored:
+        return [f"PARTIAL RUN: none of the {len(queries)} query verdicts was scored; no rate below means anything"]
+    if len(scored) < len(queries):
+        return [f"PARTIAL RUN: {len(scored)} of {len(queries)} query verdicts were scored"]
+    return []
+
+
+def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
+                     warnings: Sequence[str] = ()) -> RunReport:
+    """The report of one run from its verdicts; ``warnings`` are the run scores' own (skipped cases, ...)."""
+    queries = [v for v in verdicts if not v.is_probe]
+    scored = [v for v in queries if v.outcome not in outcomes.NOT_SCORED]
+    latency = [v.latency_ms for v in scored if v.latency_ms is not None and not v.cold_start]
+    breakdowns = {dim: breakdown(scored, dim) for dim in BREAKDOWN_DIMENSIONS}
+    breakdowns = {dim: rows for dim, rows in breakdowns.items() if rows}
+    estimated = any(v.token_source == "estimated" for v in scored)
+    measured = any(v.token_source == "measured" for v in scored)
+    return RunReport(
+        model=model,
+        gold_set=gold_set,
+        warnings=_partial_run_warnings(queries, scored) + list(warnings),
+        correctness=_rate_row("semantic_correctness", scored, _is_correct),
+        execution_success=_rate_row("sql_execution_success", scored, _executed),
+        latency_p50=bootstrap_interval(latency, median),
+        latency_mean=bootstrap_interval(latency),
+        latency_values=[float(x) for x in latency],
+        cost=cost_split(scored),
+        token_source=("mixed" if estimated and measured else "estimated" if estimated else "measured" if measured else None),
+        breakdowns=breakdowns,
+        weakest=weakest_capabilities(breakdowns),
+        causes=outcome_causes(queries),
+        variance=case_variance(verdicts),
+        verdicts=list(verdicts),
+    )

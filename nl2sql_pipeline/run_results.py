@@ -1,0 +1,101 @@
+"""Reading a run's stored results back: its verdicts and its scores, by (gold set, model) or by run id.
+
+Today the storage root keeps one Parquet file per gold x model partition
+(``assets/case_verdicts/gold=G/model=M.parquet``, ``assets/run_scores/...``): the latest run of each pair.
+Every reader of stored verdicts goes through :func:`verdicts_path`, so per-run files need one change here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.codec import cases_from_frame, run_scores_from_frame, verdicts_from_frame
+from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.records import RunScores, Verdict
+from nl2sql_pipeline.runs.store import list_runs
+
+GOLD_ASSET = "gold_set"
+VERDICTS_ASSET = "case_verdicts"
+SCORES_ASSET = "run_scores"
+
+
+class RunResultsNotFoundError(Nl2SqlError):
+    """No stored results for the run asked for (never evaluated, or overwritten by a later run)."""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One evaluated run read back from the storage root."""
+
+    gold_set: str
+    model: str
+    run_id: str | None
+    identity: dict[str, Any]
+    scores: RunScores
+    verdicts: list[Verdict]
+    frame: pd.DataFrame  # the verdict rows as stored (generated SQL, reasons, partition columns)
+
+
+def _partition_path(asset: str, gold_set: str, model: str, root: Path | None = None) -> Path:
+    return (root or paths.assets_dir()) / asset / f"gold={gold_set}" / f"model={model}.parquet"
+
+
+def verdicts_path(gold_set: str, model: str, root: Path | None = None) -> Path:
+    """The Parquet file of the verdicts of ``model`` on ``gold_set``."""
+    return _partition_path(VERDICTS_ASSET, gold_set, model, root)
+
+
+def scores_path(gold_set: str, model: str, root: Path | None = None) -> Path:
+    """The Parquet file of the run scores of ``model`` on ``gold_set``."""
+    return _partition_path(SCORES_ASSET, gold_set, model, root)
+
+
+def load_run(gold_set: str, model: str, root: Path | None = None) -> StoredRun:
+    """The latest stored run of ``model`` on ``gold_set`` (its scores and verdicts)."""
+    verdict_file, score_file = verdicts_path(gold_set, model, root), scores_path(gold_set, model, root)
+    for path in (verdict_file, score_file):
+        if not path.exists():
+            raise RunResultsNotFoundError(
+                f"no stored results for model {model!r} on gold set {gold_set!r} ({path} is missing); "
+                f"run `nl2sql-eval run --gold-set {gold_set} --model {model}` first"
+            )
+    frame = pd.read_parquet(verdict_file)
+    identity, scores = run_scores_from_frame(pd.read_parquet(score_file))
+    return StoredRun(gold_set, model, identity.get("run_id"), identity, scores, verdicts_from_frame(frame), frame)
+
+
+def load_run_by_id(run_id: str, db_path: Path | None = None, root: Path | None = None) -> StoredRun:
+    """The stored run ``run_id`` of the baselines file; fails when a later run replaced its results."""
+    db_path = db_path or paths.baselines_db_path()
+    matches = [r for r in list_runs(db_path) if r["run_id"] == run_id or str(r["run_id"]).startswith(run_id)]
+    if not matches:
+        raise RunResultsNotFoundError(f"no run {run_id!r} in the baselines file {db_path} (see `nl2sql-eval compare-runs --list`)")
+    if len({r["run_id"] for r in matches}) > 1:
+        raise RunResultsNotFoundError(f"run id prefix {run_id!r} matches several runs; give more characters")
+    recorded = matches[0]
+    run = load_run(recorded["gold_set"], recorded["model"], root)
+    if run.run_id != recorded["run_id"]:
+        raise RunResultsNotFoundError(
+            f"the verdicts of run {recorded['run_id']} ({recorded['model']} on {recorded['gold_set']}) were replaced "
+            f"by the later run {run.run_id}; only the latest run of a model and gold set keeps its verdicts"
+        )
+    return run
+
+
+def recorded_runs(db_path: Path | None = None) -> list[dict[str, Any]]:
+    """Every run of the baselines file, newest first (run id, time, gold set, model, correctness)."""
+    return list_runs(db_path or paths.baselines_db_path())
+
+
+def load_cases(gold_set: str, root: Path | None = None) -> dict[str, Case]:
+    """The cases of ``gold_set`` as the last run materialized them, by id (empty when never materialized)."""
+    path = (root or paths.assets_dir()) / GOLD_ASSET / f"gold={gold_set}.parquet"
+    if not path.exists():
+        return {}
+    return {case.id: case for case in cases_from_frame(pd.read_parquet(path))}

@@ -1,0 +1,150 @@
+"""``nl2sql-eval run`` prints the detailed report; ``report`` and ``compare-runs`` read the stored runs back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nl2sql_cli import main as cli
+from nl2sql_pipeline.run_results import recorded_runs
+
+MODELS = ["--model", "gold-echo", "--model", "sql-mutant"]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    """One run of gold-echo and sql-mutant on the built-in gold set, in a private storage root."""
+    home = tmp_path_factory.mktemp("reports-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NL2SQL_HOME", str(home))
+        patch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+        (home / "dagster_home").mkdir()
+        import io
+        from contextlib import redirect_stdout
+
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = cli.main(["run", "--gold-set", "multidomain-v1", *MODELS])
+        assert code == 0
+        yield out.getvalue()
+
+
+def test_run_prints_bars_intervals_causes_and_the_paired_label(evaluated):
+    assert "== gold-echo on multidomain-v1 ==" in evaluated and "== sql-mutant on multidomain-v1 ==" in evaluated
+    assert "semantic correctness" in evaluated and "█" in evaluated
+    assert "not correct, by cause: wrong_result" in evaluated
+    assert "gold-echo vs sql-mutant on multidomain-v1" in evaluated and ": significant (p=" in evaluated
+    assert "== side by side ==" in evaluated
+
+
+def test_compare_runs_by_model_is_significant_and_lists_flips(evaluated, capsys):
+    assert cli.main(["compare-runs", *MODELS, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["significant"] and result["label"].startswith("significant (p=")
+    assert result["newly_wrong"] and not result["newly_right"]
+    assert result["correctness_a"] == 1.0
+    assert len(result["newly_wrong"]) == round((result["correctness_a"] - result["correctness_b"]) * result["paired_cases"])
+    assert all(flip["before"] == "correct" and flip["after"] != "correct" for flip in result["newly_wrong"])
+
+
+def test_compare_runs_html_page(evaluated, tmp_path, capsys):
+    page = tmp_path / "compare.html"
+    assert cli.main(["compare-runs", *MODELS, "--html", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "difference: significant (p=" in html and 'class="flips"' in html and html.count('class="cases"') == 2
+    assert f"HTML report: {page}" in capsys.readouterr().out
+
+
+def test_two_identical_runs_are_not_significant(evaluated, capsys):
+    assert cli.main(["compare-runs", "--model", "gold-echo", "--model", "gold-echo"]) == 0
+    out = capsys.readouterr().out
+    assert "difference: not significant (p=1.0000)" in out
+    assert "newly right in B: 0" in out and "newly wrong in B: 0" in out
+
+
+def test_compare_runs_by_run_id(evaluated, capsys):
+    runs = {r["model"]: r["run_id"] for r in recorded_runs()}
+    assert cli.main(["compare-runs", runs["gold-echo"][:12], runs["sql-mutant"]]) == 0
+    out = capsys.readouterr().out
+    assert f"(run {runs['gold-echo']})" in out and "difference: significant" in out
+    assert cli.main(["compare-runs", "--list"]) == 0
+    assert runs["sql-mutant"] in capsys.readouterr().out
+
+
+def test_unknown_runs_are_bad_input(evaluated, capsys):
+    assert cli.main(["compare-runs", "nope", "nada"]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+    assert cli.main(["compare-runs", "--model", "gold-echo", "--model", "never-run"]) == 2
+    assert "no stored results for model 'never-run'" in capsys.readouterr().err
+    assert cli.main(["compare-runs", "--model", "gold-echo"]) == 2
+
+
+def test_report_command_console_and_html(evaluated, tmp_path, capsys):
+    page = tmp_path / "report.html"
+    assert cli.main(["report", *MODELS, "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "== sql-mutant on multidomain-v1 ==" in out and f"HTML report: {page}" in out
+    html = page.read_text(encoding="utf-8")
+    for chart in ("accuracy", "latency", "causes", "cost_accuracy"):
+        assert f'data-chart="{chart}"' in html
+    assert 'class="cases"' in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert cli.main(["report"]) == 2
+
+
+def test_leaderboard_asset_ranks_runs_with_significance_labels(evaluated):
+    import dagster as dg
+
+    from assets.leaderboard import leaderboard
+    from resources.io_manager import ParquetIOManager
+
+    result = dg.materialize([leaderboard], resources={"parquet_io_manager": ParquetIOManager()})
+    assert result.success
+    frame = result.output_for_node("leaderboard")
+    rows = {row["model"]: row for row in frame.to_dict("records")}
+    assert (rows["gold-echo"]["rank"], rows["gold-echo"]["vs_best"]) == (1, "best")
+    assert rows["sql-mutant"]["vs_best"].startswith("significant (p=") and rows["sql-mutant"]["vs_best"].endswith("vs gold-echo")
+    assert rows["gold-echo"]["ci_high"] == 1.0 and rows["sql-mutant"]["ci_low"] < rows["sql-mutant"]["semantic_correctness_rate"]
+    assert "leaderboard" in result.asset_materializations_for_node("leaderboard")[0].metadata
+
+
+def test_export_files_and_duckdb_views(evaluated, tmp_path, capsys):
+    import duckdb
+    import pandas as pd
+
+    assert cli.main(["export", "--out", str(tmp_path / "out"), "--format", "csv", "--duckdb", str(tmp_path / "v.duckdb")]) == 0
+    verdicts = pd.read_csv(tmp_path / "out" / "verdicts.csv")
+    assert set(verdicts["model"]) == {"gold-echo", "sql-mutant"} and verdicts["run_id"].notna().all()
+    assert len(pd.read_csv(tmp_path / "out" / "run_scores.csv")) == 2
+    assert list(pd.read_csv(tmp_path / "out" / "leaderboard.csv")["model"]) == ["gold-echo", "sql-mutant"]
+    con = duckdb.connect(str(tmp_path / "v.duckdb"), read_only=True)
+    rates = dict(con.execute("SELECT model, semantic_correctness_rate FROM run_correctness").fetchall())
+    assert rates["gold-echo"] == 1.0 and rates["sql-mutant"] < 1.0
+    assert con.execute("SELECT count(*) FROM verdicts").fetchone()[0] == len(verdicts)
+    con.close()
+    assert cli.main(["export", "--out", str(tmp_path / "j"), "--format", "json"]) == 0
+    assert (tmp_path / "j" / "leaderboard.json").exists()
+    assert cli.main(["export"]) == 2
+
+
+def test_export_without_stored_runs_is_a_clear_error(isolated_home):
+    from nl2sql_pipeline.exports import NothingToExportError, export_results, write_duckdb_views
+
+    with pytest.raises(NothingToExportError, match="run `nl2sql-eval run` first"):
+        export_results(isolated_home / "out")
+    with pytest.raises(NothingToExportError):
+        write_duckdb_views(isolated_home / "v.duckdb")
+
+
+def test_verdicts_without_scores_are_left_out_of_the_leaderboard(evaluated):
+    import shutil
+
+    from nl2sql_pipeline.leaderboard import stored_runs
+    from nl2sql_pipeline.run_results import verdicts_path
+
+    orphan = verdicts_path("multidomain-v1", "orphan")
+    shutil.copy(verdicts_path("multidomain-v1", "gold-echo"), orphan)
+    try:
+        assert sorted(run.model for run in stored_runs()) == ["gold-echo", "sql-mutant"]
+    finally:
+        orphan.unlink()
