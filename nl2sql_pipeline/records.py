@@ -120,6 +120,8 @@ class Verdict:
     cold_start: bool
     mutation: str | None
     skip_reason: str | None
+    database: str | None = None
+    """The case's database reference (a registered name or a path), for the per-database breakdown."""
 
 
 class RunScoresError(ValueError):

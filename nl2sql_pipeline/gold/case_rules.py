@@ -17,7 +17,6 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from nl2sql_pipeline.cases import (
     ALL_FIELDS,
-    CATEGORIES,
     DIFFICULTIES,
     EXPECTED_OUTCOMES,
     OUTCOME_POLICY_REJECTION,
@@ -39,6 +38,14 @@ from nl2sql_pipeline.gold.records import (
 from nl2sql_pipeline.jsonl import json_type_name as _type_name
 
 logger = logging.getLogger(__name__)
+
+
+DATABASE_FILE_SUFFIXES = (".duckdb", ".db")
+
+
+def _is_database_reference(database: str) -> bool:
+    """A registered-looking name, or a path to a ``.duckdb``/``.db`` file (categories are free text)."""
+    return bool(ID_PATTERN.fullmatch(database)) or database.lower().endswith(DATABASE_FILE_SUFFIXES)
 
 
 def sql_parse_problem(sql: str) -> str | None:
@@ -165,19 +172,20 @@ def validate_case_dict(
             )
         )
     database = data.get("database")
-    if isinstance(database, str) and database.strip() and not ID_PATTERN.fullmatch(database):
+    if isinstance(database, str) and database.strip() and not _is_database_reference(database):
         problems.append(
             problem(
                 source,
                 line,
-                f"database '{database}' is not a database name",
-                "use the name of a sample database (letters, digits, '.', '_', '-'), not a path",
+                f"database '{database}' is neither a database name nor a path to a .duckdb file",
+                "use a name registered in data/databases.yml (letters, digits, '.', '_', '-'), or the path "
+                "of a .duckdb file, relative to the gold file's folder or absolute",
             )
         )
     category = data.get("category")
-    if isinstance(category, str) and category.strip() and category not in CATEGORIES:
+    if isinstance(category, str) and category.strip() and category != category.strip():
         problems.append(
-            problem(source, line, f"unknown category '{category}'", f"use one of: {', '.join(CATEGORIES)}")
+            problem(source, line, f"category {category!r} has surrounding spaces", "remove them")
         )
     if "difficulty" in data:
         difficulty = data["difficulty"]
