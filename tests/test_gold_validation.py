@@ -222,7 +222,7 @@ def test_duplicate_id_names_the_first_line(tmp_path: Path, capsys: pytest.Captur
 def test_every_problem_is_collected_not_just_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_lines(
         tmp_path / "many.jsonl",
-        case(category="joins", difficulty="trivial"),
+        case(category=" joins", difficulty="trivial"),
         "{broken",
         case(id="c3", expected_sql="SELEC 1"),
     )
