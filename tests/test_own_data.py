@@ -263,3 +263,49 @@ def test_a_registry_problem_is_located(world: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_database_registry(registry)
     assert f"{registry}:4" in str(caught.value) and "unknown key" in str(caught.value)
+
+
+def test_policy_checks_qualified_tables_and_allowed_schemas(tmp_path: Path) -> None:
+    import dataclasses
+
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.policy import SQLPolicyEngine, load_policy, read_database_schema
+    from nl2sql_pipeline.policy.loader import policy_from_mapping
+
+    path = tmp_path / "warehouse.duckdb"
+    _build_warehouse(path)
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE notes (note VARCHAR)")
+        con.execute("CREATE SCHEMA hidden")
+        con.execute("CREATE TABLE hidden.secrets (s VARCHAR)")
+    schema = read_database_schema(path)
+    assert schema.schemas == ("main", "hidden", "sales")
+    default = load_policy("default")
+    engine = SQLPolicyEngine(default, schema)
+    assert engine.check("SELECT label, category FROM sales.products WHERE product_id = 1").allowed
+    assert engine.check("SELECT p.label FROM sales.products AS p JOIN sales.line_items USING (product_id)").allowed
+    assert engine.check("SELECT note FROM main.notes").allowed and engine.check("SELECT note FROM notes").allowed
+    for sql, reason in [
+        ("SELECT * FROM information_schema.tables", "system catalog"),
+        ("SELECT * FROM pg_catalog.pg_class", "system catalog"),
+        ("SELECT * FROM sales.nothing", "does not exist"),
+        ("SELECT * FROM other.products", "outside the allowed schemas"),
+        ("SELECT * FROM products", "does not exist"),  # not in main: must be qualified
+    ]:
+        decision = engine.check(sql)
+        assert not decision.allowed and reason in decision.reason, (sql, decision)
+
+    # the registry exposes fewer schemas; a policy narrows them further
+    exposed = SQLPolicyEngine(default, read_database_schema(path, ("main", "sales")))
+    assert "outside the allowed schemas" in exposed.check("SELECT s FROM hidden.secrets").reason
+    narrow = SQLPolicyEngine(dataclasses.replace(default, allowed_schemas=("main",)), schema)
+    assert "outside the allowed schemas" in narrow.check("SELECT label FROM sales.products").reason
+    assert narrow.check("SELECT note FROM notes").allowed
+    only_sales = SQLPolicyEngine(dataclasses.replace(default, allowed_schemas=("sales",)), schema)
+    assert "not in the policy's allowed_schemas" in only_sales.check("SELECT note FROM notes").reason
+
+    data = {**default.to_dict(), "allowed_schemas": ["main", "sales"]}
+    assert policy_from_mapping(data).allowed_schemas == ("main", "sales")
+    assert "allowed_schemas" not in default.to_dict()  # a policy without it keeps its content hash
+    with pytest.raises(ConfigError, match="system catalog schema"):
+        policy_from_mapping({**data, "allowed_schemas": ["information_schema"]})
