@@ -309,3 +309,26 @@ def test_policy_checks_qualified_tables_and_allowed_schemas(tmp_path: Path) -> N
     assert "allowed_schemas" not in default.to_dict()  # a policy without it keeps its content hash
     with pytest.raises(ConfigError, match="system catalog schema"):
         policy_from_mapping({**data, "allowed_schemas": ["information_schema"]})
+
+
+def test_the_sample_database_entry_keeps_the_built_in_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry entry anime_platform (sample: true, semantic_model) gives the prompt the built-in
+    set always had: the generation cache keys depend on it."""
+    from nl2sql_pipeline.databases import CaseDatabases, DatabaseKind
+    from nl2sql_pipeline.generation.prompt_context import build_prompt_context, clear_prompt_context_memo
+    from nl2sql_pipeline.sample_db import build_database
+    from nl2sql_pipeline.semantic_model import load_semantic_model
+
+    monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
+    resolver = CaseDatabases.from_registry()
+    resolved = resolver.resolve("anime_platform")
+    assert resolved.kind is DatabaseKind.SAMPLE and resolved.entry is not None
+    assert resolved.path == paths.database_path("anime_platform")
+    build_database(resolved.path, scale=0.01)
+    clear_prompt_context_memo()
+    through_registry = build_prompt_context(["anime_platform"], resolve_database=resolver)
+    legacy = build_prompt_context(
+        ["anime_platform"], resolve_database=lambda name: resolved.path, semantic_model=load_semantic_model()
+    )
+    assert through_registry == legacy
+    assert "CREATE TABLE users" in through_registry.databases["anime_platform"].schema_text
