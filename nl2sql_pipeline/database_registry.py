@@ -8,6 +8,7 @@ databases:
   shop:
     file: dbs/shop.duckdb              # absolute, or relative to this file
     schemas: [main, sales]             # default: every non-system schema, main first
+    prompt_token_budget: 3000          # introspected schema text, when no semantic model (optional)
 ```
 
 Every database is opened read-only by evaluation. Entries are checked by the strict config checker:
@@ -37,6 +38,7 @@ ENTRY_FIELDS: dict[str, Field] = {
     "schemas": Field(list, items=Field(str), fix="write schemas: [main, sales]"),
     "semantic_model": Field(str, fix="give a semantic-model YAML file, relative to the registry file"),
     "description": Field(str, default="", allow_empty=True, fix="quote it"),
+    "prompt_token_budget": Field(int, minimum=100, fix="write a whole number of tokens >= 100 (default 3000)"),
 }
 TOP_FIELDS: dict[str, Field] = {
     "databases": Field(dict, default={}, fix="write a top-level 'databases:' mapping of name -> entry"),
@@ -56,6 +58,8 @@ class DatabaseEntry:
     sample: bool = False
     """True for a sample database built under the storage root (``nl2sql-eval db build``)."""
     description: str = ""
+    prompt_token_budget: int | None = None
+    """Token budget of the introspected schema text (None: the default)."""
     source: str = ""
     """Where the entry is declared: ``<file>:<line>``."""
 
@@ -105,6 +109,7 @@ def parse_entries(check: Checker, entries: Any, base_dir: Path, *, key: str = "d
             semantic_model=(base_dir / model).resolve() if model else None,
             sample=bool(values["sample"]),
             description=values["description"] or "",
+            prompt_token_budget=values["prompt_token_budget"],
             source=f"{check.source}:{line}" if line else str(check.source),
         )
     return found

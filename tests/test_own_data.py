@@ -193,6 +193,17 @@ def test_the_prompt_of_an_undescribed_database_is_introspected(world: Path, caps
     assert "product_id INTEGER REFERENCES sales.products(product_id)" in warehouse
     assert estimate_tokens(text) <= 3000
 
+    # a registry entry sets the budget of its database's prompt
+    from nl2sql_pipeline.database_registry import load_database_registry
+    from nl2sql_pipeline.databases import CaseDatabases
+
+    registry = world / "data" / "databases.yml"
+    registry.write_text(registry.read_text() + "    prompt_token_budget: 100\n")
+    entries = load_database_registry(registry)
+    assert entries["shop"].prompt_token_budget == 100
+    small = prompt_context_for_cases(cases[:1], resolve_database=CaseDatabases(entries)).for_case(cases[0])
+    assert estimate_tokens(small.schema_text) <= 100 and "e.g." not in small.schema_text
+
     # the budget: values go first, then comments, then whole tables (named)
     tables = read_tables(world / "files" / "shop.duckdb")
     full = fit_to_budget(tables, 10_000)

@@ -60,7 +60,9 @@ def build_prompt_context(
         db_path = resolve_database(name)
         db_file = _file_identity(db_path)
         schemas = entry.schemas if entry is not None else None
-        key = (model_file, name, db_file, schemas) if model_file is not None and db_file is not None else None
+        budget = entry.prompt_token_budget if entry is not None else None
+        identified = model_file is not None and db_file is not None
+        key = (model_file, name, db_file, schemas, budget) if identified else None
         cached = _TEXTS.get(key) if key is not None else None
         if cached is None:
             cached = _database_texts(name, db_path, semantic_model, entry, model_path)
@@ -115,7 +117,7 @@ def _database_texts(
             "(to describe it, add 'semantic_model: <file>' to its entry in data/databases.yml)", name, db_path,
         )
         return DatabasePromptText(
-            schema_text=introspected_schema_text(db_path, entry.schemas if entry is not None else None),
+            schema_text=introspected_schema_text(db_path, *_introspection_settings(entry)),
             semantic_text=NO_SEMANTIC_MODEL_TEXT,
             reference_date=NO_REFERENCE_DATE,
         )
@@ -124,6 +126,15 @@ def _database_texts(
         semantic_text=render_for_prompt(model),
         reference_date=model.reference_date.isoformat(),
     )
+
+
+def _introspection_settings(entry: DatabaseEntry | None) -> tuple[tuple[str, ...] | None, int]:
+    """(exposed schemas, token budget) of an introspected database."""
+    from nl2sql_pipeline.semantic_model.introspect import DEFAULT_TOKEN_BUDGET
+
+    if entry is None:
+        return None, DEFAULT_TOKEN_BUDGET
+    return entry.schemas, entry.prompt_token_budget or DEFAULT_TOKEN_BUDGET
 
 
 def _file_identity(path: Path) -> tuple | None:

@@ -28,7 +28,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.database_registry import DatabaseEntry, parse_entries
-from nl2sql_pipeline.databases import CaseDatabases
+from nl2sql_pipeline.databases import CaseDatabases, DatabaseKind
 from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.paths import data_dir as default_data_dir
@@ -148,7 +148,7 @@ def check_gold_set_inputs(key: str, data_dir: Path | None = None) -> list[Case]:
     missing = []
     for reference in sorted({case.database for case in cases}):
         resolved = resolver.resolve(reference)
-        if not resolved.path.is_file() and resolved.kind.value != "sample":
+        if not resolved.path.is_file() and resolved.kind is not DatabaseKind.SAMPLE:
             missing.append(str(resolved.not_found_error()))
     if missing:
         raise DatabaseNotFoundError(f"gold set '{key}': " + "\n".join(missing))
