@@ -343,3 +343,18 @@ def test_the_sample_database_entry_keeps_the_built_in_prompt(tmp_path: Path, mon
     )
     assert through_registry == legacy
     assert "CREATE TABLE users" in through_registry.databases["anime_platform"].schema_text
+
+
+def test_introspection_reads_no_file_through_a_view(tmp_path: Path) -> None:
+    from nl2sql_pipeline.semantic_model.introspect import read_tables
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("token\nsuper-secret-value\n")
+    path = tmp_path / "hostile.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"CREATE VIEW leak AS SELECT * FROM read_csv('{secret}')")
+        con.execute("CREATE TABLE kept (label VARCHAR)")
+        con.execute("INSERT INTO kept VALUES ('x')")
+    tables = {t.qualified: t for t in read_tables(path)}
+    assert tables["main.kept"].columns[0].samples == ["x"]
+    assert all(not c.samples for c in tables["main.leak"].columns)  # listed, never read

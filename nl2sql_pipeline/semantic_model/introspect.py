@@ -88,11 +88,15 @@ def read_tables(db_path: Path, schemas: tuple[str, ...] | None = None, *, sample
 
     Opens the file read-only; raises ``IntrospectionError`` when it cannot be read.
     """
+    config = {"threads": 1, "autoload_known_extensions": False, "autoinstall_known_extensions": False}
     try:
-        con = duckdb.connect(str(db_path), read_only=True, config={"threads": 1})
+        con = duckdb.connect(str(db_path), read_only=True, config=config)
     except duckdb.Error as exc:
         raise IntrospectionError(f"cannot open {db_path} read-only to describe it ({exc})") from exc
     try:
+        # sampling reads views, which a foreign database may point at files: no external access
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         return _read_tables(con, schemas, sample_values, max_value_chars)
     except duckdb.Error as exc:
         raise IntrospectionError(f"cannot read the catalog of {db_path} ({exc})") from exc
@@ -166,13 +170,17 @@ def _samples(con: duckdb.DuckDBPyConnection, schema: str, table: str, column: st
              max_chars: int) -> list[str]:
     """Up to ``count`` distinct non-empty values of a text column: the smallest of a bounded scan."""
     qualified = f"{_quote_ident(schema)}.{_quote_ident(table)}"
-    rows = con.execute(
-        f"""
-        SELECT DISTINCT v FROM (
-            SELECT CAST({_quote_ident(column)} AS VARCHAR) AS v FROM {qualified} LIMIT {SAMPLE_SCAN_ROWS}
-        ) WHERE v IS NOT NULL AND trim(v) <> '' ORDER BY v LIMIT {int(count)}
-        """
-    ).fetchall()
+    try:
+        rows = con.execute(
+            f"""
+            SELECT DISTINCT v FROM (
+                SELECT CAST({_quote_ident(column)} AS VARCHAR) AS v FROM {qualified} LIMIT {SAMPLE_SCAN_ROWS}
+            ) WHERE v IS NOT NULL AND trim(v) <> '' ORDER BY v LIMIT {int(count)}
+            """
+        ).fetchall()
+    except duckdb.Error as exc:  # a view over a file (external access is off), a broken view: no samples
+        logger.warning("no sampled values for %s.%s: %s", qualified, column, exc)
+        return []
     return [" ".join(str(v).split())[:max_chars] for (v,) in rows]
 
 
