@@ -2,7 +2,8 @@
 
 For every table and view of the exposed schemas (main first): its qualified name, its columns with their
 types, declared primary and foreign keys, column comments, and up to ``sample_values`` distinct values of
-each text column (the smallest, from a bounded scan; each cut to ``max_value_chars``). The text is kept
+each text column (the smallest, from a bounded scan; each cut to ``max_value_chars``; the first rows in insertion order, which DuckDB preserves, so the same file
+gives the same values; read in the evaluation sandbox). The text is kept
 within ``token_budget`` (estimated as characters / 4): sampled values go first, then comments, then whole
 tables (named in a closing comment). The same database file gives the same text.
 
@@ -88,24 +89,22 @@ def read_tables(db_path: Path, schemas: tuple[str, ...] | None = None, *, sample
 
     Opens the file read-only; raises ``IntrospectionError`` when it cannot be read.
     """
-    config = {"threads": 1, "autoload_known_extensions": False, "autoinstall_known_extensions": False}
     try:
-        con = duckdb.connect(str(db_path), read_only=True, config=config)
+        # plain read-only (it shares the process's instance of the file with the sandbox, whose
+        # connect-time configuration must match); sampled values are read through the sandbox itself
+        con = duckdb.connect(str(db_path), read_only=True)
     except duckdb.Error as exc:
         raise IntrospectionError(f"cannot open {db_path} read-only to describe it ({exc})") from exc
     try:
-        # sampling reads views, which a foreign database may point at files: no external access
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-        return _read_tables(con, schemas, sample_values, max_value_chars)
+        return _read_tables(con, Path(db_path), schemas, sample_values, max_value_chars)
     except duckdb.Error as exc:
         raise IntrospectionError(f"cannot read the catalog of {db_path} ({exc})") from exc
     finally:
         con.close()
 
 
-def _read_tables(con: duckdb.DuckDBPyConnection, schemas: tuple[str, ...] | None, sample_values: int,
-                 max_value_chars: int) -> list[TableInfo]:
+def _read_tables(con: duckdb.DuckDBPyConnection, db_path: Path, schemas: tuple[str, ...] | None,
+                 sample_values: int, max_value_chars: int) -> list[TableInfo]:
     relations = con.execute(
         """
         SELECT schema_name, table_name, comment, false FROM duckdb_tables()
@@ -140,7 +139,7 @@ def _read_tables(con: duckdb.DuckDBPyConnection, schemas: tuple[str, ...] | None
             column.primary_key = column.name in primary
             column.references = foreign.get(column.name)
             if sample_values > 0 and column.type.upper().startswith(TEXT_TYPES):
-                column.samples = _samples(con, schema, name, column.name, sample_values, max_value_chars)
+                column.samples = _samples(db_path, schema, name, column.name, sample_values, max_value_chars)
         tables.append(TableInfo(schema, name, columns, comment, bool(is_view)))
     return tables
 
@@ -166,22 +165,21 @@ def _keys(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], tuple[set[str
     return found
 
 
-def _samples(con: duckdb.DuckDBPyConnection, schema: str, table: str, column: str, count: int,
-             max_chars: int) -> list[str]:
-    """Up to ``count`` distinct non-empty values of a text column: the smallest of a bounded scan."""
+def _samples(db_path: Path, schema: str, table: str, column: str, count: int, max_chars: int) -> list[str]:
+    """Up to ``count`` distinct non-empty values of a text column: the smallest of a bounded scan, read in
+    the evaluation sandbox (read-only, no external access, a timeout): a view over a file gives none."""
+    from nl2sql_pipeline.execution import run_query
+
     qualified = f"{_quote_ident(schema)}.{_quote_ident(table)}"
-    try:
-        rows = con.execute(
-            f"""
-            SELECT DISTINCT v FROM (
-                SELECT CAST({_quote_ident(column)} AS VARCHAR) AS v FROM {qualified} LIMIT {SAMPLE_SCAN_ROWS}
-            ) WHERE v IS NOT NULL AND trim(v) <> '' ORDER BY v LIMIT {int(count)}
-            """
-        ).fetchall()
-    except duckdb.Error as exc:  # a view over a file (external access is off), a broken view: no samples
-        logger.warning("no sampled values for %s.%s: %s", qualified, column, exc)
+    result = run_query(
+        db_path,
+        f"SELECT DISTINCT v FROM (SELECT CAST({_quote_ident(column)} AS VARCHAR) AS v FROM {qualified} "
+        f"LIMIT {SAMPLE_SCAN_ROWS}) WHERE v IS NOT NULL AND trim(v) <> '' ORDER BY v LIMIT {int(count)}",
+    )
+    if not result.ok:
+        logger.warning("no sampled values for %s.%s: %s", qualified, column, result.error_message)
         return []
-    return [" ".join(str(v).split())[:max_chars] for (v,) in rows]
+    return [" ".join(str(v).split())[:max_chars] for (v,) in result.rows]
 
 
 def render_tables(tables: list[TableInfo], *, samples: bool = True, comments: bool = True) -> list[str]:
