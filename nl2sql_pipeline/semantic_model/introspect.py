@@ -2,9 +2,9 @@
 
 For every table and view of the exposed schemas (main first): its qualified name, its columns with their
 types, declared primary and foreign keys, column comments, and up to ``sample_values`` distinct values of
-each text column (the smallest, from a bounded scan; each cut to ``max_value_chars``; the first rows in insertion order, which DuckDB preserves, so the same file
-gives the same values; read in the evaluation sandbox). The text is kept
-within ``token_budget`` (estimated as characters / 4): sampled values go first, then comments, then whole
+each text column (the smallest among the first rows in insertion order, which DuckDB preserves, so the
+same file gives the same values; read in the evaluation sandbox; each cut to ``max_value_chars``). The
+text is kept within ``token_budget`` (estimated as characters / 4): sampled values go first, then comments, then whole
 tables (named in a closing comment). The same database file gives the same text.
 
 >>> estimate_tokens("x" * 40)
