@@ -116,7 +116,10 @@ def _register_shop(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_gold_set_over_three_databases_runs_end_to_end(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _register_shop(world, capsys)
     assert main(["gold", "validate", str(world / "data" / "gold" / "own.jsonl")]) == EXIT_OK
-    assert "checked against dbs/hr.duckdb, shop, warehouse" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "checked against dbs/hr.duckdb, shop, warehouse" in out
+    assert "database 'shop' has no semantic model: its prompt schema is introspected" in err
+    assert "add 'semantic_model: <file>' to its entry in data/databases.yml" in err
 
     code = main(["run", "--gold-set", "own-v1", "--model", "gold-echo", "--json"])
     out, err = capsys.readouterr()

@@ -88,6 +88,11 @@ def _validate(args: argparse.Namespace) -> int:
         checked.append(reference)
     for line in missing:
         print(f"error: {line}", file=sys.stderr)
+    if checked:
+        from nl2sql_pipeline.generation.prompt_context import introspection_notes
+
+        for note in introspection_notes(checked, resolver):
+            print(f"note: {note}", file=sys.stderr)
     if problems:
         _print_problems(problems, f"{path} against its databases ({', '.join(checked)})")
         return EXIT_BAD_INPUT

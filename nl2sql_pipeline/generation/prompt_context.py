@@ -128,6 +128,32 @@ def _database_texts(
     )
 
 
+def introspection_notes(databases: Iterable[str], resolve_database: Callable[[str], Path]) -> list[str]:
+    """One line per database whose prompt will be introspected (no semantic model describes it), saying
+    how to describe it instead. A broken semantic model file is left to prompt building to report."""
+    from nl2sql_pipeline.semantic_model import default_semantic_model_path, load_semantic_model
+
+    default = default_semantic_model_path()
+    described_by_default = None
+    notes = []
+    for name in sorted(set(databases)):
+        entry = _registry_entry(resolve_database, name)
+        if entry is not None and entry.semantic_model is not None:
+            continue
+        if described_by_default is None:
+            try:
+                described_by_default = load_semantic_model(default).database if default.is_file() else ""
+            except ConfigError:
+                described_by_default = ""
+        if name == described_by_default:
+            continue
+        notes.append(
+            f"database {name!r} has no semantic model: its prompt schema is introspected from the database "
+            "(to describe it instead, add 'semantic_model: <file>' to its entry in data/databases.yml)"
+        )
+    return notes
+
+
 def _introspection_settings(entry: DatabaseEntry | None) -> tuple[tuple[str, ...] | None, int]:
     """(exposed schemas, token budget) of an introspected database."""
     from nl2sql_pipeline.semantic_model.introspect import DEFAULT_TOKEN_BUDGET
