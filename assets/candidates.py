@@ -5,7 +5,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
-from nl2sql_pipeline import paths
+from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.codec import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
 from resources.settings import EvalSettings
 
@@ -33,7 +33,9 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
 
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
-    records, summary = generate_for_gold_set(cases, model, samples=config.samples)
+    records, summary = generate_for_gold_set(
+        cases, model, samples=config.samples, resolve_database=case_databases(gold)
+    )
     context.log.info("generated %s: %s", model, summary)
     return dg.Output(candidates_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
 
@@ -57,7 +59,7 @@ def candidate_results(
 
     cases = cases_from_frame(gold_set)
     attempts = attempts_from_candidates(candidates_from_frame(candidate_sql))
-    gate = PolicyGate(paths.database_path, eval_settings.policy)
+    gate = PolicyGate(case_databases(gold_and_model(context)[0]), eval_settings.policy)
     executed = execute_attempts(cases, attempts, gate, eval_settings.limits(), isolated=eval_settings.isolated)
     return dg.Output(
         attempts_to_frame(executed),

@@ -18,6 +18,7 @@ import pandas as pd
 from assets.partitions import gold_model_partitions, gold_sets_partitions
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.codec import cases_from_frame, run_scores_from_frame
+from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.preflight import run_preflight
 from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run
 from resources.settings import EvalSettings
@@ -37,9 +38,13 @@ REGRESSION_CHECK = "no_regression"
     partitions_def=gold_sets_partitions,
     description="Every expected SQL runs, twice alike; gold scores 100% against itself; policies hold.",
 )
-def gold_preflight(eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.AssetCheckResult:
+def gold_preflight(
+    context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame
+) -> dg.AssetCheckResult:
     cases = cases_from_frame(gold_set)
-    report = run_preflight(cases, paths.database_path, eval_settings.limits(), eval_settings.compare_config())
+    report = run_preflight(
+        cases, case_databases(context.partition_key), eval_settings.limits(), eval_settings.compare_config()
+    )
     return dg.AssetCheckResult(
         passed=report.passed,
         severity=dg.AssetCheckSeverity.ERROR,

@@ -7,8 +7,8 @@ import dagster as dg
 import pandas as pd
 
 from assets.partitions import gold_sets_partitions
-from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.codec import cases_from_frame, cases_to_frame, oracle_rows_to_frame
 from nl2sql_pipeline.report import markdown_table
 from resources.settings import EvalSettings
@@ -66,7 +66,7 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
     from nl2sql_pipeline.stages import run_oracle
 
     cases = cases_from_frame(gold_set)
-    rows = run_oracle(cases, paths.database_path, eval_settings.limits())
+    rows = run_oracle(cases, case_databases(context.partition_key), eval_settings.limits())
     frame = oracle_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases))
     return dg.Output(
         frame,

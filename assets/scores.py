@@ -35,6 +35,8 @@ def run_scores(
         "per_domain": dg.MetadataValue.md(markdown_breakdown(scores, "domain")),
         "per_category": dg.MetadataValue.md(markdown_breakdown(scores, "category")),
         "per_difficulty": dg.MetadataValue.md(markdown_breakdown(scores, "difficulty")),
+        "per_database": dg.MetadataValue.md(markdown_breakdown(scores, "database")),
+        "per_tag": dg.MetadataValue.md(markdown_breakdown(scores, "tag")),
         "semantic_correctness_rate": scores["semantic_correctness_rate"],
         "sql_execution_success_rate": scores["sql_execution_success_rate"],
         "skipped_count": scores["skipped_count"],

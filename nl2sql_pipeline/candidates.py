@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
@@ -16,15 +18,21 @@ from nl2sql_pipeline.generation import (
 
 
 def generate_for_gold_set(
-    cases: list[Case], model: str, *, samples: int = 1, use_cache: bool = True
+    cases: list[Case], model: str, *, samples: int = 1, use_cache: bool = True,
+    resolve_database: Callable[[str], Path] | None = None,
 ) -> tuple[list[CandidateRecord], dict[str, Any]]:
-    """Generate candidates of ``model`` for every query case; returns the records and a summary."""
+    """Generate candidates of ``model`` for every query case; returns the records and a summary.
+
+    ``resolve_database`` maps each case's database to its file (a gold set's ``CaseDatabases``;
+    default: the registry, paths relative to the working directory)."""
+    from nl2sql_pipeline.databases import CaseDatabases
+
     spec = get_model(model)
     records = generate_candidates(
         cases,
         spec,
         cache=GenerationCache() if use_cache else None,
-        context=prompt_context_for_cases(cases),
+        context=prompt_context_for_cases(cases, resolve_database=resolve_database or CaseDatabases.from_registry()),
         samples=samples,
     )
     return records, generation_summary(records)

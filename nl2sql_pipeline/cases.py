@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# The recommended vocabulary of ``category`` (free text: any non-empty value is accepted and broken down).
 CATEGORIES: tuple[str, ...] = (
     "single_table",
     "multi_table",

@@ -3,8 +3,10 @@
 A reference is either the path of a file or the name of a database:
 
 - a path when it looks like one (it ends in ``.duckdb`` or ``.db``, or holds a ``/``) or names an
-  existing file: ``data/x.duckdb``, ``./shop.db``, ``~/dbs/x.duckdb``, ``/abs/file``;
-- otherwise a name: a sample database built under the storage root
+  existing file: ``data/x.duckdb``, ``./shop.db``, ``~/dbs/x.duckdb``, ``/abs/file``; a relative path is
+  relative to the gold file's folder for a case (``base_dir``), to the working directory otherwise;
+- otherwise a name: an entry of the database registry (``data/databases.yml``, plus the inline
+  ``databases:`` of a gold-set entry), or else a sample database built under the storage root
   (``<storage root>/databases/<name>.duckdb``, see ``nl2sql-eval db build``), which may not be built yet.
 
 >>> resolve_database("anime_platform").kind.value
@@ -12,19 +14,19 @@ A reference is either the path of a file or the name of a database:
 >>> resolve_database("data/x.duckdb").kind.value
 'file'
 
-Names are looked up in :func:`sample_database` only; a registry of named databases (name -> file,
-schemas, semantic model) is meant to be consulted first, in :func:`_resolve_name`, without changing
-what callers see: a :class:`ResolvedDatabase`.
+:class:`CaseDatabases` is the resolver of a gold set's cases (a ``DatabaseResolver``: reference -> file).
 """
 
 from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.database_registry import DatabaseEntry, load_database_registry, registry_path
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 
 PATH_SUFFIXES = (".duckdb", ".db")
@@ -36,6 +38,7 @@ class DatabaseKind(enum.Enum):
 
     SAMPLE = "sample"
     FILE = "file"
+    REGISTERED = "registered"
 
 
 class NotADatabaseFileError(DatabaseNotFoundError):
@@ -54,6 +57,8 @@ class ResolvedDatabase:
     kind: DatabaseKind
     exists: bool
     """Whether ``path`` was an existing file when the reference was resolved."""
+    entry: DatabaseEntry | None = None
+    """The registry entry the name was found in (None for a path or an unregistered sample name)."""
 
     @property
     def is_name(self) -> bool:
@@ -64,10 +69,17 @@ class ResolvedDatabase:
         """The error for this reference when its file is missing or is a directory: what, where, how to fix."""
         if self.path.is_dir():
             return NotADatabaseFileError(f"{self.path} is a directory, not a .duckdb file")
+        if self.entry is not None and not self.entry.sample:
+            return DatabaseNotFoundError(
+                f"database {self.reference!r} (registry entry {self.entry.source}): the file {self.path} does "
+                "not exist; fix 'file:' in that entry, or re-register it with: "
+                f"nl2sql-eval db register {self.reference} PATH"
+            )
         if self.is_name:
             return DatabaseNotFoundError(
                 f"sample database {self.reference!r} is not built ({self.path} is missing); "
                 f"build it with: nl2sql-eval db build --name {self.reference}"
+                + (f" (registry entry {self.entry.source})" if self.entry is not None else "")
             )
         return DatabaseNotFoundError(
             f"the file {self.path} does not exist; pass the path of an existing .duckdb file, "
@@ -92,21 +104,32 @@ def sample_database(name: str) -> ResolvedDatabase:
     return ResolvedDatabase(reference=name, path=path, kind=DatabaseKind.SAMPLE, exists=path.is_file())
 
 
-def _resolve_name(name: str) -> ResolvedDatabase:
-    """The database a name stands for (today: the sample database of that name)."""
-    return sample_database(name)
+def _resolve_name(name: str, entries: Mapping[str, DatabaseEntry]) -> ResolvedDatabase:
+    """The database a name stands for: its registry entry, else the sample database of that name."""
+    entry = entries.get(name)
+    if entry is None:
+        return sample_database(name)
+    kind = DatabaseKind.SAMPLE if entry.sample else DatabaseKind.REGISTERED
+    return ResolvedDatabase(reference=name, path=entry.path, kind=kind, exists=entry.path.is_file(), entry=entry)
 
 
-def resolve_database(reference: str) -> ResolvedDatabase:
-    """Resolve a ``--database`` reference (a name or a path, see the module docstring); never raises.
+def resolve_database(
+    reference: str, *, base_dir: Path | None = None, entries: Mapping[str, DatabaseEntry] | None = None
+) -> ResolvedDatabase:
+    """Resolve a database reference (a name or a path, see the module docstring); never raises for a
+    missing file (a broken registry file raises ``ConfigError``).
 
-    Use :meth:`ResolvedDatabase.require` (or :func:`require_database`) to insist on an existing file.
+    ``base_dir`` anchors relative paths (a gold file's folder); ``entries`` is the registry to look names
+    up in (default: ``data/databases.yml``). Use :meth:`ResolvedDatabase.require` (or
+    :func:`require_database`) to insist on an existing file.
     """
     candidate = Path(reference).expanduser()
+    if base_dir is not None and not candidate.is_absolute():
+        candidate = Path(base_dir) / candidate
     if looks_like_path(reference) or candidate.is_file():
         path = candidate.resolve()
         return ResolvedDatabase(reference=reference, path=path, kind=DatabaseKind.FILE, exists=path.is_file())
-    return _resolve_name(reference)
+    return _resolve_name(reference, load_database_registry() if entries is None else entries)
 
 
 def require_database(reference: str) -> Path:
@@ -116,3 +139,47 @@ def require_database(reference: str) -> Path:
     and ``NotADatabaseFileError`` (a subclass) when it is a directory.
     """
     return resolve_database(reference).require()
+
+
+@dataclass
+class CaseDatabases:
+    """The database resolver of a gold set's cases: registry entries (global plus the gold set's inline
+    ones) and the gold file's folder for relative paths. Calling it maps a case's ``database`` to its
+    existing file (a ``DatabaseResolver``); a missing one raises ``DatabaseNotFoundError``.
+    """
+
+    entries: Mapping[str, DatabaseEntry]
+    base_dir: Path | None = None
+    _resolved: dict[str, ResolvedDatabase] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_registry(cls, base_dir: Path | None = None, inline: Mapping[str, DatabaseEntry] | None = None) -> "CaseDatabases":
+        """The global registry (``data/databases.yml``) plus ``inline`` entries, relative paths under ``base_dir``."""
+        return cls({**load_database_registry(), **(inline or {})}, base_dir)
+
+    def resolve(self, reference: str) -> ResolvedDatabase:
+        """The resolved reference (memoized; never raises for a missing file)."""
+        if reference not in self._resolved:
+            self._resolved[reference] = resolve_database(reference, base_dir=self.base_dir, entries=self.entries)
+        return self._resolved[reference]
+
+    def __call__(self, reference: str) -> Path:
+        return self.resolve(reference).require()
+
+    def entry(self, reference: str) -> DatabaseEntry | None:
+        """The registry entry of a reference (None for a path or an unregistered name)."""
+        return self.resolve(reference).entry
+
+    def exposed_schemas(self, reference: str) -> tuple[str, ...] | None:
+        """The schemas the registry exposes for a reference (None: every non-system schema)."""
+        entry = self.entry(reference)
+        return entry.schemas if entry is not None else None
+
+    def missing(self, references: "set[str] | list[str]") -> list[DatabaseNotFoundError]:
+        """The not-found error of every reference whose file is missing, in sorted order."""
+        return [self.resolve(r).not_found_error() for r in sorted(set(references)) if not self.resolve(r).path.is_file()]
+
+
+def default_registry_path() -> Path:
+    """``data/databases.yml`` (re-exported for commands)."""
+    return registry_path()

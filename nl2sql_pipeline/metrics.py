@@ -35,8 +35,9 @@ class Metric:
         return SQL_TYPES[self.kind]
 
 
-# Dimensions with a per-value breakdown of the rates (``per_<dimension>`` in the scores).
-RATE_DIMENSIONS: tuple[str, ...] = ("domain", "category", "difficulty")
+# Dimensions with a per-value breakdown of the rates (``per_<dimension>`` in the scores). ``tag`` groups
+# by each of a case's tags (a case with two tags is in both groups); ``database`` by the case's database.
+RATE_DIMENSIONS: tuple[str, ...] = ("domain", "category", "difficulty", "database", "tag")
 
 METRICS: tuple[Metric, ...] = (
     Metric("semantic_correctness_rate", "rate", True, "share of scored query cases whose result matched the gold"),

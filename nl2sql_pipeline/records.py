@@ -138,6 +138,8 @@ class Verdict:
     clause_scores: str | None = None  # JSON {clause: F1} of the AST clauses: structure, not correctness
     diagnosis: str | None = None  # comma-separated labels of compare.diagnosis for a case that did not pass
     diagnosis_detail: str | None = None  # JSON [[label, explanation], ...]
+    database: str | None = None
+    """The case's database reference (a registered name or a path), for the per-database breakdown."""
 
 
 class RunScoresError(ValueError):

@@ -47,11 +47,18 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return None if known.size == 0 else float(known.mean())
 
 
+def _dimension_values(verdict: Verdict, dimension: str) -> tuple[Any, ...]:
+    """The groups a verdict belongs to on ``dimension`` (one per tag for ``tag``; none when unset)."""
+    if dimension == "tag":
+        return tuple(dict.fromkeys(verdict.tags))
+    key = getattr(verdict, dimension)
+    return () if key is None else (key,)
+
+
 def _breakdown(scored: Sequence[Verdict], dimension: str) -> dict[str, dict[str, Any]]:
     groups: dict[Any, list[Verdict]] = {}
     for verdict in scored:
-        key = getattr(verdict, dimension)
-        if key is not None:  # a verdict without a value for the dimension is in no group
+        for key in _dimension_values(verdict, dimension):  # a verdict without a value is in no group
             groups.setdefault(key, []).append(verdict)
     return {
         str(key): {

@@ -130,8 +130,9 @@ def test_a_directory_is_not_a_database_file(home: Path) -> None:
 
 
 def _gold_file() -> Path:
+    """A gold file whose case names no database: ``gold validate --database`` fills it."""
     path = Path("gold.jsonl")
-    path.write_text(json.dumps(CASE) + "\n", encoding="utf-8")
+    path.write_text(json.dumps({k: v for k, v in CASE.items() if k != "database"}) + "\n", encoding="utf-8")
     return path
 
 

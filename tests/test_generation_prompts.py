@@ -181,5 +181,22 @@ def test_prompt_context_from_the_semantic_model_and_a_built_database(tmp_path):
     assert "CREATE TABLE users" in texts.schema_text and "CREATE TABLE watch_sessions" in texts.schema_text
     assert texts.reference_date == "2026-06-30"
     assert texts.semantic_text.strip()
-    with pytest.raises(ConfigError, match="describes database 'anime_platform', not 'shop'"):
-        build_prompt_context(["shop"], resolve_database=lambda name: db)
+    # a database the semantic model does not describe is introspected (not refused)
+    shop = build_prompt_context(["shop"], resolve_database=lambda name: db).databases["shop"]
+    assert "CREATE TABLE main.users (" in shop.schema_text and "no semantic model" in shop.semantic_text
+
+
+def test_a_registry_entry_whose_semantic_model_describes_another_database_says_how_to_fix_it(tmp_path):
+    from nl2sql_pipeline.database_registry import DatabaseEntry
+    from nl2sql_pipeline.databases import CaseDatabases
+    from nl2sql_pipeline.generation.prompt_context import build_prompt_context
+    from nl2sql_pipeline.semantic_model import default_semantic_model_path
+
+    db = tmp_path / "shop.duckdb"
+    import duckdb
+
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    entry = DatabaseEntry("shop", db, semantic_model=default_semantic_model_path(), source="databases.yml:3")
+    with pytest.raises(ConfigError, match=r"describes database 'anime_platform', not 'shop'.*databases.yml:3.*introspection"):
+        build_prompt_context(["shop"], resolve_database=CaseDatabases({"shop": entry}))

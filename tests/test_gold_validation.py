@@ -169,7 +169,7 @@ BAD_LINES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("expected_sql_list_of_numbers", case(id="c2", expected_sql=["SELECT 1", 2]), ("expected_sql must be",)),
     ("id_number", case(id=7), ("id must be a non-empty string", "got integer", "quote it")),
     ("question_empty", case(id="c2", question="  "), ("question must be a non-empty string",)),
-    ("unknown_category", case(id="c2", category="joins"), ("unknown category 'joins'", "single_table, multi_table, time, metric, follow_up, policy_rejection")),
+    ("category_with_spaces", case(id="c2", category=" joins"), ("category ' joins' has surrounding spaces",)),
     ("unknown_difficulty", case(id="c2", difficulty="trivial"), ("unknown difficulty 'trivial'", "easy, medium, hard")),
     ("unknown_outcome", case(id="c2", expected_outcome="error"), ("unknown expected_outcome 'error'",)),
     ("sql_parse_error", case(id="c2", expected_sql="SELEC count(*) FROM anime"), ("expected_sql does not parse", "column")),
@@ -195,7 +195,7 @@ BAD_LINES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("id_with_slash", case(id="sales/q1"), ("id 'sales/q1' has characters ids cannot hold",)),
     ("id_with_pipe", case(id="a|b"), ("id 'a|b'",)),
     ("id_leading_dot", case(id=".hidden"), ("id '.hidden'",)),
-    ("database_path", case(id="c2", database="../secret"), ("database '../secret' is not a database name",)),
+    ("database_path", case(id="c2", database="../secret"), ("database '../secret' is neither a database name nor a path to a .duckdb file",)),
 ]
 
 
@@ -222,7 +222,7 @@ def test_duplicate_id_names_the_first_line(tmp_path: Path, capsys: pytest.Captur
 def test_every_problem_is_collected_not_just_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_lines(
         tmp_path / "many.jsonl",
-        case(category="joins", difficulty="trivial"),
+        case(category=" joins", difficulty="trivial"),
         "{broken",
         case(id="c3", expected_sql="SELEC 1"),
     )
@@ -384,16 +384,20 @@ def small_db(tmp_path: Path) -> Path:
 
 
 def test_database_check_reports_unknown_tables(small_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    good = case(expected_sql="WITH a AS (SELECT * FROM anime) SELECT count(*) FROM a JOIN anime_v USING (anime_id)")
-    bad = case(id="c2", expected_sql="SELECT count(*) FROM animes")
+    # the cases name no database: --database fills it (a case's own database is never overridden)
+    good = case(database=..., expected_sql="WITH a AS (SELECT * FROM anime) SELECT count(*) FROM a JOIN anime_v USING (anime_id)")
+    bad = case(id="c2", database=..., expected_sql="SELECT count(*) FROM animes")
     turn = case(
         id="c3",
+        database=...,
         category="follow_up",
         follow_up_context=[{"question": "q", "sql": "SELECT * FROM studios"}],
     )
-    path = write_lines(tmp_path / "db.jsonl", good, bad, turn, probe(policy_probe_sql="SELECT * FROM secrets"))
+    path = write_lines(tmp_path / "db.jsonl", good, bad, turn, probe(database=..., policy_probe_sql="SELECT * FROM secrets"))
 
-    problems = validate_cases_against_database(load_cases(path), small_db)
+    from nl2sql_pipeline.gold.importers import import_cases
+
+    problems = validate_cases_against_database(import_cases(path, database=str(small_db)), small_db)
 
     assert len(problems) == 2
     assert "case 'c2'" in problems[0] and "'animes'" in problems[0]
@@ -406,9 +410,9 @@ def test_database_check_reports_unknown_tables(small_db: Path, tmp_path: Path, c
 
 
 def test_database_check_needs_the_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_lines(tmp_path / "g.jsonl", BASE)
+    path = write_lines(tmp_path / "g.jsonl", case(database=...))
     with pytest.raises(DatabaseNotFoundError):
-        validate_cases_against_database(load_cases(path), tmp_path / "missing.duckdb")
+        validate_cases_against_database(load_cases(write_lines(tmp_path / "b.jsonl", BASE)), tmp_path / "missing.duckdb")
     code, _, err = validate(path, capsys, "--database", str(tmp_path / "missing.duckdb"))
     assert code == 3 and "missing.duckdb" in err
 

@@ -37,30 +37,85 @@ def _print_problems(problems: Sequence[str], what: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    """Handler of ``gold validate``."""
+    """Handler of ``gold validate``: the file's rules, then each case against its own database.
+
+    ``--database`` fills the database of cases that name none. A sample database not built yet is
+    noted, not an error; any other missing database file exits 3.
+    """
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
     from nl2sql_pipeline.gold.validation import load_cases, validate_cases_against_database
 
     path = Path(args.file)
-    try:
-        cases = load_cases(path)
-    except CaseValidationError as exc:
-        _print_problems(exc.problems, str(path))
-        return EXIT_BAD_INPUT
-    if args.database:
-        from nl2sql_pipeline.databases import require_database
+    fill = args.database
+    if fill:
+        from nl2sql_pipeline.databases import require_database, resolve_database
 
         try:
-            db_path = require_database(args.database)
-            problems = validate_cases_against_database(cases, db_path)
+            require_database(fill)  # given on the command line: it must exist
         except DatabaseNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ENVIRONMENT
-        if problems:
-            _print_problems([f"{path}: {p}" for p in problems], f"{path} against {db_path}")
-            return EXIT_BAD_INPUT
-    print(f"ok: {summarize(cases)}")
+        if resolve_database(fill).kind.value == "file":
+            fill = str(Path(fill).expanduser().resolve())  # relative to the working directory, not the gold file
+    try:
+        if fill:
+            from nl2sql_pipeline.gold.importers import import_cases
+
+            cases = import_cases(path, database=fill)
+        else:
+            cases = load_cases(path)
+    except CaseValidationError as exc:
+        _print_problems(exc.problems, str(path))
+        return EXIT_BAD_INPUT
+    resolver = _resolver_for(path)
+    problems: list[str] = []
+    missing: list[str] = []
+    checked: list[str] = []
+    for reference in sorted({case.database for case in cases}):
+        resolved = resolver.resolve(reference)
+        if not resolved.path.is_file():
+            if resolved.kind.value == "sample":
+                print(f"note: {resolved.not_found_error()}; its cases were not checked against it", file=sys.stderr)
+            else:
+                missing.append(str(resolved.not_found_error()))
+            continue
+        subset = [case for case in cases if case.database == reference]
+        try:
+            problems += [f"{path}: {p}" for p in validate_cases_against_database(subset, resolved.path)]
+        except DatabaseNotFoundError as exc:
+            missing.append(str(exc))
+            continue
+        checked.append(reference)
+    for line in missing:
+        print(f"error: {line}", file=sys.stderr)
+    if checked:
+        from nl2sql_pipeline.generation.prompt_context import introspection_notes
+
+        for note in introspection_notes(checked, resolver):
+            print(f"note: {note}", file=sys.stderr)
+    if problems:
+        _print_problems(problems, f"{path} against its databases ({', '.join(checked)})")
+        return EXIT_BAD_INPUT
+    if missing:
+        return EXIT_ENVIRONMENT
+    print(f"ok: {summarize(cases)}" + (f", checked against {', '.join(checked)}" if checked else ""))
     return EXIT_OK
+
+
+def _resolver_for(path: Path) -> Any:
+    """The case-database resolver of a gold file: a registered gold set's (with its inline databases),
+    else the registry with paths relative to the file's folder."""
+    from nl2sql_pipeline.databases import CaseDatabases
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.gold.registry import list_gold_sets
+
+    try:
+        for info in list_gold_sets().values():
+            if info.path == path.resolve():
+                return CaseDatabases.from_registry(base_dir=info.path.parent, inline=info.databases)
+    except ConfigError:
+        pass
+    return CaseDatabases.from_registry(base_dir=path.resolve().parent)
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -210,7 +265,7 @@ def register(subparsers: Any) -> None:
 
     validate = actions.add_parser("validate", help="check a gold-set file strictly (.jsonl, .yml, .csv)")
     validate.add_argument("file", metavar="FILE", help="the gold-set file")
-    validate.add_argument("--database", metavar="DB", help="also check tables against a DuckDB file or database name")
+    validate.add_argument("--database", metavar="DB", help="the database of cases that name none (a registered name or a .duckdb path); every case is checked against its own database")
     validate.set_defaults(handler=_validate)
 
     imports = actions.add_parser(

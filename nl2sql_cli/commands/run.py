@@ -91,6 +91,27 @@ def _detailed_report(gold_set: str, runs: list[dict]) -> str:
     return f"{console_full_report(reports)}\n\n== side by side ==\n{console_report(runs, with_warnings=False, with_breakdowns=False)}"
 
 
+def _check_inputs(gold_set: str) -> int | None:
+    """Validate the gold set and its databases before any materialization: the exit code of a problem, else None."""
+    from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
+    from nl2sql_pipeline.gold.registry import check_gold_set_inputs
+
+    try:
+        check_gold_set_inputs(gold_set)
+    except CaseValidationError as exc:
+        for line in exc.problems:
+            print(line, file=sys.stderr)
+        print(f"gold set '{gold_set}' is invalid: {len(exc.problems)} problem(s); nothing was run", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except DatabaseNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return None
+
+
 def run_evaluation(
     gold_set: str,
     models: list[str],
@@ -107,6 +128,9 @@ def run_evaluation(
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import check_gates
 
+    code = _check_inputs(gold_set)
+    if code is not None:
+        return code
     try:
         outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated,
                            min_correctness=min_correctness, max_regression=max_regression)

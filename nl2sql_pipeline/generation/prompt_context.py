@@ -1,13 +1,18 @@
-"""Build the ``PromptContext`` of a gold set from the semantic model and the built databases.
+"""Build the ``PromptContext`` of a gold set from each database's semantic model, or its introspection.
 
-The schema text is the database's DDL annotated with the semantic model's descriptions, the semantic
-text is ``semantic_model.render_for_prompt(model)`` and the reference date is the model's. Both are read
-from files, so the same inputs give the same prompt (and the same cache keys) on every run; the texts
-are memoized in the process by the identity (path, inode, size, mtime) of those files.
+Which semantic model describes a database, in order: the ``semantic_model`` of its registry entry
+(``data/databases.yml`` or a gold-set entry), else the default ``data/semantic_model.yml`` when that
+model's ``database`` is the database's name. With a model, the schema text is the database's DDL
+annotated with the model's descriptions, the semantic text is ``render_for_prompt(model)`` and the
+reference date is the model's. Without one, the schema text is introspected from the database
+(``semantic_model.introspect``: tables, columns, keys, comments, sampled values, within a token budget).
+Both are read from files, so the same inputs give the same prompt (and the same cache keys) on every
+run; the texts are memoized in the process by the identity (path, inode, size, mtime) of those files.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -20,7 +25,10 @@ from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
 
 if TYPE_CHECKING:
+    from nl2sql_pipeline.database_registry import DatabaseEntry
     from nl2sql_pipeline.semantic_model import SemanticModel
+
+logger = logging.getLogger(__name__)
 
 # Prompt texts by (semantic model file, database name, database file): the same files give the same
 # texts, so a second model run in the process (or a re-run) does not re-read the semantic model and
@@ -36,24 +44,28 @@ def build_prompt_context(
     resolve_database: Callable[[str], Path] = paths.database_path,
     semantic_model: SemanticModel | None = None,
 ) -> PromptContext:
-    """Prompt texts for each database name (default semantic model: ``data/semantic_model.yml``).
+    """Prompt texts for each database name (see the module docstring for which model describes which).
 
-    Raises ConfigError when the semantic model does not describe a database, DatabaseNotFoundError
-    when a database file has not been built.
+    ``semantic_model`` (tests) replaces every database's model; a database it does not describe is
+    introspected. Raises ConfigError when a registry entry's semantic model describes another database,
+    DatabaseNotFoundError when a database file is missing.
     """
-    from nl2sql_pipeline.semantic_model import default_semantic_model_path, load_semantic_model
+    from nl2sql_pipeline.semantic_model import default_semantic_model_path
 
-    model_file = _file_identity(default_semantic_model_path()) if semantic_model is None else None
-    model = semantic_model
     texts: dict[str, DatabasePromptText] = {}
     for name in sorted(set(databases)):
+        entry = _registry_entry(resolve_database, name)
+        model_path = entry.semantic_model if entry is not None and entry.semantic_model else default_semantic_model_path()
+        model_file = _file_identity(model_path) if semantic_model is None else None
         db_path = resolve_database(name)
         db_file = _file_identity(db_path)
-        key = (model_file, name, db_file) if model_file is not None and db_file is not None else None
+        schemas = entry.schemas if entry is not None else None
+        budget = entry.prompt_token_budget if entry is not None else None
+        identified = model_file is not None and db_file is not None
+        key = (model_file, name, db_file, schemas, budget) if identified else None
         cached = _TEXTS.get(key) if key is not None else None
         if cached is None:
-            model = model or load_semantic_model()
-            cached = _database_texts(name, db_path, model)
+            cached = _database_texts(name, db_path, semantic_model, entry, model_path)
             if key is not None:
                 with _TEXTS_LOCK:
                     if len(_TEXTS) >= _TEXTS_MAX:
@@ -63,19 +75,92 @@ def build_prompt_context(
     return PromptContext(texts)
 
 
-def _database_texts(name: str, db_path: Path, model: SemanticModel) -> DatabasePromptText:
-    from nl2sql_pipeline.semantic_model import database_ddl_with_descriptions, render_for_prompt
+def _registry_entry(resolve_database: Callable[[str], Path], name: str) -> DatabaseEntry | None:
+    """The registry entry of ``name``: from a ``CaseDatabases`` resolver, else the global registry."""
+    from nl2sql_pipeline.database_registry import load_database_registry
+    from nl2sql_pipeline.databases import looks_like_path
 
-    if name != model.database:
-        raise ConfigError(
-            f"{model.path}: the semantic model describes database {model.database!r}, not {name!r} "
-            "(point the cases at a described database or describe it in the semantic model)"
+    lookup = getattr(resolve_database, "entry", None)
+    if lookup is not None:
+        return lookup(name)
+    return None if looks_like_path(name) else load_database_registry().get(name)
+
+
+def _database_texts(
+    name: str, db_path: Path, given: SemanticModel | None, entry: DatabaseEntry | None, model_path: Path
+) -> DatabasePromptText:
+    from nl2sql_pipeline.semantic_model import database_ddl_with_descriptions, load_semantic_model, render_for_prompt
+    from nl2sql_pipeline.semantic_model.introspect import (
+        NO_REFERENCE_DATE,
+        NO_SEMANTIC_MODEL_TEXT,
+        introspected_schema_text,
+    )
+
+    named = entry is not None and entry.semantic_model is not None
+    if given is not None:
+        model = given
+    elif named or model_path.is_file():
+        model = load_semantic_model(model_path)
+    else:
+        model = None
+    if model is not None and name != model.database:
+        if named:
+            raise ConfigError(
+                f"{model.path}: the semantic model describes database {model.database!r}, not {name!r} "
+                f"(set 'database: {name}' in it, or remove 'semantic_model:' from the registry entry "
+                f"{entry.source} to describe the database by introspection)"
+            )
+        model = None
+    if model is None:
+        logger.info(
+            "database %r has no semantic model: its prompt schema is introspected from %s "
+            "(to describe it, add 'semantic_model: <file>' to its entry in data/databases.yml)", name, db_path,
+        )
+        return DatabasePromptText(
+            schema_text=introspected_schema_text(db_path, *_introspection_settings(entry)),
+            semantic_text=NO_SEMANTIC_MODEL_TEXT,
+            reference_date=NO_REFERENCE_DATE,
         )
     return DatabasePromptText(
         schema_text=database_ddl_with_descriptions(db_path, model),
         semantic_text=render_for_prompt(model),
         reference_date=model.reference_date.isoformat(),
     )
+
+
+def introspection_notes(databases: Iterable[str], resolve_database: Callable[[str], Path]) -> list[str]:
+    """One line per database whose prompt will be introspected (no semantic model describes it), saying
+    how to describe it instead. A broken semantic model file is left to prompt building to report."""
+    from nl2sql_pipeline.semantic_model import default_semantic_model_path, load_semantic_model
+
+    default = default_semantic_model_path()
+    described_by_default = None
+    notes = []
+    for name in sorted(set(databases)):
+        entry = _registry_entry(resolve_database, name)
+        if entry is not None and entry.semantic_model is not None:
+            continue
+        if described_by_default is None:
+            try:
+                described_by_default = load_semantic_model(default).database if default.is_file() else ""
+            except ConfigError:
+                described_by_default = ""
+        if name == described_by_default:
+            continue
+        notes.append(
+            f"database {name!r} has no semantic model: its prompt schema is introspected from the database "
+            "(to describe it instead, add 'semantic_model: <file>' to its entry in data/databases.yml)"
+        )
+    return notes
+
+
+def _introspection_settings(entry: DatabaseEntry | None) -> tuple[tuple[str, ...] | None, int]:
+    """(exposed schemas, token budget) of an introspected database."""
+    from nl2sql_pipeline.semantic_model.introspect import DEFAULT_TOKEN_BUDGET
+
+    if entry is None:
+        return None, DEFAULT_TOKEN_BUDGET
+    return entry.schemas, entry.prompt_token_budget or DEFAULT_TOKEN_BUDGET
 
 
 def _file_identity(path: Path) -> tuple | None:

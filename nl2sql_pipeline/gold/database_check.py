@@ -24,7 +24,7 @@ def _referenced_tables(sql: str) -> set[str]:
     names = set()
     for table in tree.find_all(exp.Table):
         if isinstance(table.this, exp.Identifier) and table.name.lower() not in ctes:
-            names.add(table.name.lower())
+            names.add(f"{table.db}.{table.name}".lower() if table.db else table.name.lower())
     return names
 
 
@@ -39,13 +39,17 @@ def validate_cases_against_database(cases: Sequence[Case], db_path: Path) -> lis
 
     db_path = Path(db_path)
     if not db_path.is_file():
-        raise DatabaseNotFoundError(f"{db_path}: no such database file (build the sample database first)")
+        raise DatabaseNotFoundError(f"{db_path}: no such database file (build the sample database, register the file, or fix the case's database)")
     con = duckdb.connect(str(db_path), read_only=True)
     try:
-        rows = con.execute("SELECT DISTINCT table_name FROM information_schema.tables").fetchall()
+        rows = con.execute(
+            "SELECT DISTINCT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_catalog = current_database()"
+        ).fetchall()
     finally:
         con.close()
-    available = {str(name).lower() for (name,) in rows}
+    available = {f"{schema}.{name}".lower() for schema, name in rows}
+    available |= {str(name).lower() for schema, name in rows if schema == "main"}
     problems = []
     for case in cases:
         if case.is_probe:

@@ -363,9 +363,9 @@ def import_cases(
     path = Path(path)
     source = str(path)
     suffix = path.suffix.lower()
-    if category is not None and category not in CATEGORIES:
+    if category is not None and not category.strip():
         raise CaseValidationError(
-            [f"{source}: unknown category option '{category}' (use one of: {', '.join(CATEGORIES)})"]
+            [f"{source}: empty category option (give any text; recommended: {', '.join(CATEGORIES)})"]
         )
     if suffix not in SUPPORTED_SUFFIXES:
         raise CaseValidationError(

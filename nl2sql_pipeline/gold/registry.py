@@ -5,7 +5,12 @@ gold_sets:
   multidomain-v1:
     file: nl2sql_multidomain.jsonl          # relative to data/gold/
     description: ...
+    databases:                              # optional: entries like data/databases.yml's, for this set
+      shop: {file: dbs/shop.duckdb}         # relative to data/gold/
 ```
+
+A case's ``database`` is a registered name (the set's inline entries first, then ``data/databases.yml``)
+or a path to a ``.duckdb`` file, relative to the gold file's folder; :func:`case_databases` is that resolver.
 
 Keys are slugs (``[a-z0-9][a-z0-9._-]*``) because they become Dagster partition keys, where ``|``,
 ``/`` and ``,`` break things.
@@ -15,14 +20,16 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import read_yaml
-from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.database_registry import DatabaseEntry, parse_entries
+from nl2sql_pipeline.databases import CaseDatabases, DatabaseKind
+from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.paths import data_dir as default_data_dir
 
@@ -37,6 +44,7 @@ TOP_FIELDS: dict[str, Field] = {
 ENTRY_DECLARATIONS: dict[str, Field] = {
     "file": Field(str, required=True, fix="give the gold-set file, e.g. file: <name>.jsonl, relative to data/gold/"),
     "description": Field(str, default="", allow_empty=True, fix="quote it"),
+    "databases": Field(dict, fix="write 'databases:' with name -> {file: x.duckdb, schemas: [...]} entries"),
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -48,6 +56,8 @@ class GoldSetInfo:
     key: str
     path: Path
     description: str = ""
+    databases: dict[str, DatabaseEntry] = field(default_factory=dict)
+    """The set's inline database entries (paths relative to the gold folder)."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -69,9 +79,10 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
     if Path(file_name).is_absolute() or not path.is_relative_to(gold_dir.resolve()):
         check.problem(line_of(entry, "file") or line, f"gold_sets.{key}.file", f"points outside {gold_dir}",
                       "give a path relative to the gold folder, without '..'")
+    inline = parse_entries(check, values["databases"], gold_dir, key=f"gold_sets.{key}.databases") if values["databases"] else {}
     if len(check.problems) > before:
         return None
-    return GoldSetInfo(key=key, path=path, description=values["description"] or "")
+    return GoldSetInfo(key=key, path=path, description=values["description"] or "", databases=inline)
 
 
 def list_gold_sets(data_dir: Path | None = None) -> dict[str, GoldSetInfo]:
@@ -116,4 +127,29 @@ def load_gold_set(key: str, data_dir: Path | None = None) -> list[Case]:
         )
     cases = load_cases(info.path)
     logger.info("gold set %s: %d cases from %s", key, len(cases), info.path)
+    return cases
+
+
+def case_databases(key: str, data_dir: Path | None = None) -> CaseDatabases:
+    """The database resolver of gold set ``key``'s cases (inline entries, the registry, the gold folder)."""
+    info = gold_set_info(key, data_dir)
+    return CaseDatabases.from_registry(base_dir=info.path.parent, inline=info.databases)
+
+
+def check_gold_set_inputs(key: str, data_dir: Path | None = None) -> list[Case]:
+    """What a run of gold set ``key`` needs before anything is materialized: valid cases, and an
+    existing file for every database they name (a sample database is built by the run, so it may be missing).
+
+    Raises ``ConfigError`` (unknown key), ``CaseValidationError`` (every ``file:line`` problem) or
+    ``DatabaseNotFoundError`` naming each missing file and its registry entry.
+    """
+    cases = load_gold_set(key, data_dir)
+    resolver = case_databases(key, data_dir)
+    missing = []
+    for reference in sorted({case.database for case in cases}):
+        resolved = resolver.resolve(reference)
+        if not resolved.path.is_file() and resolved.kind is not DatabaseKind.SAMPLE:
+            missing.append(str(resolved.not_found_error()))
+    if missing:
+        raise DatabaseNotFoundError(f"gold set '{key}': " + "\n".join(missing))
     return cases

@@ -40,7 +40,10 @@ class PolicyGate:
         key = (self.policy_name_for(case), case.database)
         if key not in self._engines:
             policy = load_policy(key[0])
-            schema = read_database_schema(self.resolve_database(case.database))
+            exposed = getattr(self.resolve_database, "exposed_schemas", None)  # a CaseDatabases knows them
+            schema = read_database_schema(
+                self.resolve_database(case.database), exposed(case.database) if exposed is not None else None
+            )
             self._engines[key] = SQLPolicyEngine(policy, schema)
         return self._engines[key]
 

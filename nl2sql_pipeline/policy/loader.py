@@ -39,6 +39,8 @@ POLICY_FIELDS: dict[str, Field] = {
     "forbid_cartesian": Field(bool, required=True),
     "denied_functions": Field(object, required=True, nullable=True),
     "allowed_table_functions": Field(object, required=True, nullable=True),
+    "allowed_schemas": Field(list, items=Field(str, pattern=re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")),
+                             fix="write allowed_schemas: [main, sales] (default: the schemas the registry exposes)"),
 }
 POLICY_KEYS: tuple[str, ...] = tuple(POLICY_FIELDS)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
@@ -123,6 +125,11 @@ def policy_from_mapping(data: Any, source: str | Path = "<policy>") -> Policy:
                           f"lists {function!r}, which is a denied function (matches {clash[0]!r})", "remove it")
     allowed_tables = _allowed_tables(check, data)
     denied_columns = _denied_columns(check, data)
+    schemas = values.get("allowed_schemas")
+    for schema in schemas or ():
+        if schema.lower() in ("information_schema", "pg_catalog"):
+            check.problem(line_of(data, "allowed_schemas"), "allowed_schemas",
+                          f"{schema!r} is a system catalog schema", "list only the database's own schemas")
     check.raise_if_problems()
     where = str(source)
     return Policy(
@@ -134,6 +141,7 @@ def policy_from_mapping(data: Any, source: str | Path = "<policy>") -> Policy:
         forbid_cartesian=values["forbid_cartesian"],
         denied_functions=denied_functions,
         allowed_table_functions=allowed_table_functions,
+        allowed_schemas=tuple(sorted({s.lower() for s in schemas})) if schemas else None,
         source=None if where == "<policy>" else Path(source),
     )
 

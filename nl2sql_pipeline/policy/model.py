@@ -111,7 +111,13 @@ class Policy:
     forbid_cartesian: bool = False
     denied_functions: tuple[str, ...] = ()
     allowed_table_functions: tuple[str, ...] = ()
+    allowed_schemas: tuple[str, ...] | None = None
+    """Schemas queries may read (None: every schema the database registry exposes)."""
     source: Path | None = field(default=None, compare=False)
+
+    def allows_schema(self, schema: str) -> bool:
+        """True when the policy lets queries read tables of ``schema`` (None allows every exposed one)."""
+        return self.allowed_schemas is None or schema.lower() in self.allowed_schemas
 
     def allows_table(self, table: str) -> bool:
         """True when the policy lets queries read ``table`` (case-insensitive)."""
@@ -144,6 +150,8 @@ class Policy:
             "forbid_cartesian": self.forbid_cartesian,
             "denied_functions": sorted(self.denied_functions),
             "allowed_table_functions": sorted(self.allowed_table_functions),
+            # only when set, so that policies without it keep their content hash
+            **({"allowed_schemas": list(self.allowed_schemas)} if self.allowed_schemas is not None else {}),
         }
 
     @property

@@ -100,7 +100,7 @@ def read_only(ctx: QueryContext) -> str | None:
 
 
 def table_scope(ctx: QueryContext) -> str | None:
-    """Only allowed tables/views of the main schema; no paths, URLs, system catalogs or other table functions."""
+    """Only allowed tables/views of the exposed, allowed schemas; no paths, URLs, system catalogs or other table functions."""
     for ref in ctx.table_refs:
         if ref.kind == "cte":
             continue
@@ -205,16 +205,18 @@ RULE_NAMES: tuple[str, ...] = (PARSE_RULE,) + tuple(rule.name for rule in RULES 
 
 def _relation_problem(ctx: QueryContext, ref: TableRef) -> str | None:
     name, db, catalog = ref.name, ref.db, ref.catalog
-    if not db and not catalog and ctx.schema.has_relation(name):  # the common case, decided cheaply
+    if not db and not catalog and ctx.schema.has_relation(name) and ctx.policy.policy.allows_schema("main"):
         return None if ctx.policy.policy.allows_table(name) else f"table {name} is not in the policy's allowed_tables"
     written = ref.node.sql(dialect="duckdb")
     if db in SYSTEM_SCHEMAS or catalog in SYSTEM_CATALOGS or (not catalog and db in SYSTEM_CATALOGS):
         return f"{written} is a system catalog; query the database's own tables"
     main_catalog = ctx.schema.catalog
-    if catalog and (catalog != main_catalog or db != "main"):
-        return f"{written} is outside the database's main schema; query tables of {main_catalog}.main"
-    if db and not catalog and db not in ("main", main_catalog):
-        return f"{written} is outside the database's main schema; query tables of {main_catalog}.main"
+    if catalog and catalog != main_catalog:
+        return f"{written} is outside the database; query tables of {main_catalog}"
+    if db and db not in ("main", main_catalog):
+        return _qualified_problem(ctx, written, db, name)
+    if not ctx.policy.policy.allows_schema("main"):
+        return f"{written} is in schema main, which is not in the policy's allowed_schemas"
     if not ctx.schema.has_relation(name):
         if looks_like_path(name):
             return f"{written} is a file path or URL used as a table; only tables of the database may be read"
@@ -223,6 +225,18 @@ def _relation_problem(ctx: QueryContext, ref: TableRef) -> str | None:
         return f"table {written} does not exist in the database; use one of its tables or a CTE"
     if not ctx.policy.policy.allows_table(name):
         return f"table {name} is not in the policy's allowed_tables"
+    return None
+
+
+def _qualified_problem(ctx: QueryContext, written: str, schema: str, name: str) -> str | None:
+    """A ``schema.table`` outside main: the schema must be exposed, allowed, and hold the table."""
+    exposed = [s for s in ctx.schema.schemas if ctx.policy.policy.allows_schema(s)]
+    if schema not in ctx.schema.schemas or not ctx.policy.policy.allows_schema(schema):
+        return f"{written} is outside the allowed schemas; query tables of {', '.join(exposed) or 'no schema'}"
+    if not ctx.schema.has_qualified(schema, name):
+        return f"table {written} does not exist in the database; use one of its tables or a CTE"
+    if not (ctx.policy.policy.allows_table(name) or ctx.policy.policy.allows_table(f"{schema}.{name}")):
+        return f"table {schema}.{name} is not in the policy's allowed_tables"
     return None
 
 

@@ -1,4 +1,7 @@
-"""The physical schema a policy is checked against: the tables and views of a database's main schema.
+"""The physical schema a policy is checked against: the tables and views of a database's exposed schemas.
+
+``relations`` holds the main schema's relations by name; the other exposed schemas' relations are held
+as ``schema.table`` in ``qualified`` (SQL must name them qualified: DuckDB's search path is ``main``).
 
 Read once per (file, modification time) over a read-only connection and cached, so every case of a
 gold set that uses the same database shares one read.
@@ -34,14 +37,27 @@ class DatabaseSchema:
     relations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     views: frozenset[str] = frozenset()
     path: Path | None = field(default=None, compare=False)
+    qualified: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Relations of the exposed schemas other than main, as ``schema.table`` -> column names."""
+    schemas: tuple[str, ...] = ("main",)
+    """The exposed schemas (lower case), main first when exposed."""
 
     def has_relation(self, name: str) -> bool:
         """True when ``name`` is a table or view of the main schema (case-insensitive)."""
         return name.lower() in self.relations
 
+    def has_qualified(self, schema: str, name: str) -> bool:
+        """True when ``schema.name`` is a relation of an exposed schema other than main."""
+        return f"{schema}.{name}".lower() in self.qualified
+
     def columns(self, name: str) -> tuple[str, ...]:
-        """Column names (lower case, in order) of a relation; empty for an unknown one."""
-        return self.relations.get(name.lower(), ())
+        """Column names (lower case, in order) of a relation; empty for an unknown one. A name found only
+        in one non-main schema gives that relation's columns (column rules see unqualified names)."""
+        found = self.relations.get(name.lower())
+        if found is not None:
+            return found
+        matches = [cols for key, cols in self.qualified.items() if key.split(".", 1)[1] == name.lower()]
+        return matches[0] if len(matches) == 1 else ()
 
     @classmethod
     def from_columns(
@@ -54,8 +70,10 @@ class DatabaseSchema:
         )
 
 
-def read_database_schema(db_path: str | Path) -> DatabaseSchema:
-    """Read the tables and views of ``db_path``'s main schema (cached per path and modification time).
+def read_database_schema(db_path: str | Path, schemas: tuple[str, ...] | None = None) -> DatabaseSchema:
+    """Read the tables and views of ``db_path``'s exposed schemas (cached per path and modification time).
+
+    ``schemas`` are the schemas to expose (None: every non-system schema; catalog schemas never).
 
     Raises ``DatabaseNotFoundError`` for a missing file and ``DatabaseSchemaError`` for one that
     cannot be opened read-only.
@@ -66,11 +84,15 @@ def read_database_schema(db_path: str | Path) -> DatabaseSchema:
             f"database {path} does not exist (build it with `nl2sql-eval db build` or pass an existing .duckdb file)"
         )
     stat = path.stat()
-    return _read_schema_cached(str(path), stat.st_mtime_ns, stat.st_size)
+    wanted = tuple(s.lower() for s in schemas) if schemas is not None else None
+    return _read_schema_cached(str(path), stat.st_mtime_ns, stat.st_size, wanted)
+
+
+SYSTEM_SCHEMAS = ("information_schema", "pg_catalog")
 
 
 @functools.lru_cache(maxsize=64)
-def _read_schema_cached(path: str, mtime_ns: int, size: int) -> DatabaseSchema:
+def _read_schema_cached(path: str, mtime_ns: int, size: int, wanted: tuple[str, ...] | None = None) -> DatabaseSchema:
     logger.info("reading the schema of %s", path)
     try:
         con = duckdb.connect(path, read_only=True)
@@ -82,35 +104,43 @@ def _read_schema_cached(path: str, mtime_ns: int, size: int) -> DatabaseSchema:
         catalog = con.execute("SELECT current_database()").fetchone()[0]
         rows = con.execute(
             """
-            SELECT c.table_name, c.column_name
+            SELECT lower(c.schema_name), c.table_name, c.column_name
             FROM duckdb_columns() AS c
-            WHERE c.database_name = current_database() AND c.schema_name = 'main' AND NOT c.internal
-            ORDER BY c.table_name, c.column_index
+            WHERE c.database_name = current_database() AND NOT c.internal
+            ORDER BY c.schema_name, c.table_name, c.column_index
             """
         ).fetchall()
         tables = con.execute(
             """
-            SELECT table_name FROM duckdb_tables()
-            WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
+            SELECT lower(schema_name), table_name FROM duckdb_tables()
+            WHERE database_name = current_database() AND NOT internal
             """
         ).fetchall()
         views = con.execute(
             """
-            SELECT view_name FROM duckdb_views()
-            WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
+            SELECT lower(schema_name), view_name FROM duckdb_views()
+            WHERE database_name = current_database() AND NOT internal
             """
         ).fetchall()
     except duckdb.Error as exc:
         raise DatabaseSchemaError(f"cannot read the schema of {path} ({exc})") from exc
     finally:
         con.close()
-    relations: dict[str, list[str]] = {name.lower(): [] for (name,) in tables + views}
-    for table, column in rows:
-        if table.lower() in relations:
-            relations[table.lower()].append(column.lower())
+    present = sorted({schema for schema, _ in tables + views} - set(SYSTEM_SCHEMAS), key=lambda s: (s != "main", s))
+    exposed = [s for s in present if wanted is None or s in wanted]
+
+    def key(schema: str, table: str) -> str:
+        return table.lower() if schema == "main" else f"{schema}.{table.lower()}"
+
+    columns: dict[str, list[str]] = {key(s, name): [] for s, name in tables + views if s in exposed}
+    for schema, table, column in rows:
+        if key(schema, table) in columns:
+            columns[key(schema, table)].append(column.lower())
     return DatabaseSchema(
         catalog=str(catalog).lower(),
-        relations={name: tuple(cols) for name, cols in relations.items()},
-        views=frozenset(name.lower() for (name,) in views),
+        relations={name: tuple(cols) for name, cols in columns.items() if "." not in name},
+        views=frozenset(key(s, name) for s, name in views if s == "main" and s in exposed),
         path=Path(path),
+        qualified={name: tuple(cols) for name, cols in columns.items() if "." in name},
+        schemas=tuple(exposed) or ("main",),
     )

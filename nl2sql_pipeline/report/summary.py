@@ -65,7 +65,7 @@ def markdown_scores(scores: Mapping[str, Any]) -> str:
 
 
 def markdown_breakdown(scores: Mapping[str, Any], dimension: str) -> str:
-    """Per-domain / per-category / per-difficulty rates as a Markdown table."""
+    """The rates per value of one dimension (domain, category, difficulty, database, tag) as a Markdown table."""
     data = _nested(scores, f"per_{dimension}")
     lines = [f"| {dimension} | queries | semantic correctness | execution success |", "| --- | --- | --- | --- |"]
     for key, row in sorted(data.items()):
