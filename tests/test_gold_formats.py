@@ -374,7 +374,7 @@ def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt
     bad.write_text(json.dumps({**base, "database": "../secret", "hint": ""}) + "\n")
     with pytest.raises(CaseValidationError) as caught:
         load_cases(bad)
-    assert any("database '../secret' is not a database name" in p for p in caught.value.problems)
+    assert any("database '../secret' is neither a database name nor a path to a .duckdb file" in p for p in caught.value.problems)
     assert any("hint must be a non-empty string" in p for p in caught.value.problems)
 
     spec = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
