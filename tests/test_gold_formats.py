@@ -425,3 +425,31 @@ def test_a_question_that_makes_an_invalid_case_is_reported_at_its_source_line(tm
         import_benchmark("plain", data / "q.jsonl", tmp_path / "gold" / "g.jsonl", source_dialect="sqlite")
     assert caught.value.problems[0].startswith(f"{data / 'q.jsonl'}:1: id 'bad id' has characters ids cannot hold")
     assert not (tmp_path / "gold" / "g.jsonl").exists()
+
+
+@pytest.mark.integration
+def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, monkeypatch, capsys):
+    """The README's three commands: import a Spider directory, register the gold set, run gold-echo on it."""
+    import shutil
+
+    from nl2sql_cli.main import main
+    from nl2sql_pipeline.paths import PROJECT_ROOT
+
+    data = tmp_path / "data"
+    shutil.copytree(PROJECT_ROOT / "data", data, ignore=shutil.ignore_patterns("*.jsonl"))
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster_home"))
+    (tmp_path / "home" / "dagster_home").mkdir(parents=True)
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(json.dumps(
+        [{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS]))
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(data / "gold" / "spider-dev.jsonl")]) == 0
+    (data / "gold" / "gold_sets.yml").write_text("gold_sets:\n  spider-dev:\n    file: spider-dev.jsonl\n")
+    capsys.readouterr()
+    code = main(["run", "--gold-set", "spider-dev", "--model", "gold-echo", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    scores = json.loads(captured.out)["runs"][0]["scores"]
+    assert scores["semantic_correctness_rate"] == 1.0 and scores["query_count"] == 21
+    assert set(json.loads(scores["per_database"])) == {"databases/concert_singer.duckdb", "databases/pets_1.duckdb"}
