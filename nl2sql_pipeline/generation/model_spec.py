@@ -98,6 +98,7 @@ class ModelSpec:
     retry: RetryPolicy = RetryPolicy()
     timeout_s: float = DEFAULT_TIMEOUT_S
     predictions: PredictionsSource | None = None
+    gates: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # runs.gates thresholds
 
     def canonical_config(self) -> dict[str, Any]:
         """Everything that can change the model's outputs (description, prices, limits, retries,
