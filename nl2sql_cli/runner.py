@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 import dagster as dg
 import pandas as pd
@@ -27,32 +26,21 @@ from assets.sensors import register_partitions
 from nl2sql_pipeline.codec import run_scores_from_frame
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.runs.gates import GateThresholds
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
+from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared
+from nl2sql_pipeline.runs.reuse import reusable_run
 from resources.instance import ensure_instance_home
 from resources.io_manager import ParquetIOManager
 from resources.stale_runs import fail_dead_runs, process_tags
 
 DEFAULT_LOCK_WAIT_S = 3600.0  # how long a run waits for another run of the same gold x model partition
 
+from nl2sql_cli.outcome import EvaluationOutcome  # noqa: F401 - re-exported: what evaluate returns
+
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class EvaluationOutcome:
-    """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures.
-
-    ``scores[slug]`` is the run's identity (gold set, model, run id, versions) and every metric, read back
-    through the codec: breakdowns, warnings and outcome counts are real dicts and lists.
-    """
-
-    scores: dict[str, dict] = field(default_factory=dict)
-    skipped_models: dict[str, str] = field(default_factory=dict)
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
-    preflight_problems: list[str] = field(default_factory=list)
-    checks: dict[str, dict[str, bool]] = field(default_factory=dict)  # model -> asset check name -> passed
-    check_messages: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> check -> description
-    reaped_runs: list[str] = field(default_factory=list)  # runs of dead processes marked failed at start
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -100,6 +88,7 @@ def evaluate(
     instance: dg.DagsterInstance | None = None,
     lock_wait_s: float | None = DEFAULT_LOCK_WAIT_S,
     on_wait=None,
+    force: bool = False,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
@@ -108,10 +97,12 @@ def evaluate(
     ``min_correctness`` / ``max_regression`` are the gate thresholds of the asset checks on ``run_scores``
     (their results are in ``EvaluationOutcome.checks``); ``thresholds`` sets every gate (``runs.gates``).
     ``lock_wait_s`` bounds the wait for another run of the same gold x model partition (None: no bound);
-    ``on_wait(message)`` is told when a run waits.
+    ``on_wait(message)`` is told when a run waits. Unless ``force``, a gold version already prepared at its
+    fingerprint is not prepared again, and a model whose latest fully evaluated run is current
+    (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
-    from nl2sql_pipeline.gold.registry import list_gold_sets
+    from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
 
     if gold_set not in list_gold_sets():
         raise ConfigError(f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)")
@@ -128,29 +119,28 @@ def evaluate(
     limits = (thresholds or GateThresholds()).over({"min_semantic_correct": min_correctness,
                                                     "max_regression": max_regression})
 
-    started = time.perf_counter()
-    result = _materialize(["sample_database"], instance)
-    outcome.stage_seconds["sample_database"] = time.perf_counter() - started
-    if not result.success:
-        outcome.failures.append(f"sample_database: {_failure_text(result)}")
-        return outcome
-
-    started = time.perf_counter()
-    result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set)
-    outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
-    for evaluation in result.get_asset_check_evaluations():
-        if evaluation.check_name == PREFLIGHT_CHECK and not evaluation.passed:
-            problems = evaluation.metadata.get("problems")
-            outcome.preflight_problems.append(str(problems.value if problems else "preflight failed"))
-    if outcome.preflight_problems:
-        outcome.failures.append(f"gold preflight of {gold_set} failed; no model was evaluated")
-        return outcome
-    if not result.success:
-        outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
-        return outcome
-
+    cases = load_gold_set(gold_set)
+    fingerprint = gold_fingerprint(cases)
     io = ParquetIOManager()
+    try:
+        with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
+            if force or not _gold_ready(io, gold_set, fingerprint):
+                if not _prepare_gold(instance, gold_set, fingerprint, outcome):
+                    return outcome
+            else:
+                outcome.gold_prepared = True
+    except LockTimeoutError as exc:
+        outcome.failures.append(f"{gold_set}: {exc}")
+        return outcome
+
+    db_path = paths.baselines_db_path()
     for slug, spec in specs.items():
+        if not force:
+            stored = reusable_run(db_path, gold_set, slug, run_versions(spec.config_hash, cases, policy), repeat)
+            if stored is not None:
+                outcome.scores[slug] = stored
+                outcome.reused[slug] = str(stored["run_id"])
+                continue
         readiness = model_readiness(spec)
         if not readiness.ready:
             outcome.skipped_models[slug] = readiness.reason
@@ -185,6 +175,44 @@ def evaluate(
         identity, scores = run_scores_from_frame(pd.read_parquet(own))
         outcome.scores[slug] = {**identity, **scores.as_dict()}
     return outcome
+
+
+def _gold_ready(io: ParquetIOManager, gold_set: str, fingerprint: str) -> bool:
+    """True when this gold version was prepared at this fingerprint and its files are still there."""
+    from nl2sql_pipeline.sample_db.spec import DATABASE_NAME
+
+    return (
+        is_prepared(gold_set, fingerprint)
+        and paths.database_path(DATABASE_NAME).exists()
+        and io.partition_path(dg.AssetKey("gold_set"), gold_set).exists()
+        and io.partition_path(dg.AssetKey("oracle_results"), gold_set).exists()
+    )
+
+
+def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str, outcome: EvaluationOutcome) -> bool:
+    """Materialize the sample database, then the gold set (blocking preflight) and its oracle; mark it prepared."""
+    started = time.perf_counter()
+    result = _materialize(["sample_database"], instance)
+    outcome.stage_seconds["sample_database"] = time.perf_counter() - started
+    if not result.success:
+        outcome.failures.append(f"sample_database: {_failure_text(result)}")
+        return False
+
+    started = time.perf_counter()
+    result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set)
+    outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
+    for evaluation in result.get_asset_check_evaluations():
+        if evaluation.check_name == PREFLIGHT_CHECK and not evaluation.passed:
+            problems = evaluation.metadata.get("problems")
+            outcome.preflight_problems.append(str(problems.value if problems else "preflight failed"))
+    if outcome.preflight_problems:
+        outcome.failures.append(f"gold preflight of {gold_set} failed; no model was evaluated")
+        return False
+    if not result.success:
+        outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
+        return False
+    mark_prepared(gold_set, fingerprint, result.run_id)
+    return True
 
 
 def _check_prediction_files(gold_set: str, specs) -> None:

@@ -75,6 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how long to wait while another evaluation of the same gold set and model is in progress "
         "(default 3600; 0: refuse at once)",
     )
+    parser.add_argument(
+        "--force", action="store_true",
+        help="evaluate again even when nothing changed (by default a model whose latest fully evaluated run has "
+        "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
+        "its stored scores are printed)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(handler=_handle)
 
@@ -103,7 +109,7 @@ def _handle(args: argparse.Namespace) -> int:
     )
     return run_evaluation(
         args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
-        thresholds=thresholds, as_json=args.json, lock_wait_s=args.lock_wait,
+        thresholds=thresholds, as_json=args.json, lock_wait_s=args.lock_wait, force=args.force,
     )
 
 
@@ -119,9 +125,10 @@ def run_evaluation(
     thresholds=None,
     as_json: bool = False,
     lock_wait_s: float | None = 3600.0,
+    force: bool = False,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code."""
-    from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
+    from nl2sql_cli.outcome import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
     from nl2sql_pipeline.report import console_report
@@ -133,11 +140,18 @@ def run_evaluation(
         print(f"WAITING: {message}", file=sys.stderr, flush=True)
 
     try:
-        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
-                           lock_wait_s=lock_wait_s, on_wait=waiting)
+        outcome = None if force else stored_outcome(gold_set, models, repeat=repeat, policy=policy)
+        if outcome is None:
+            from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
+
+            outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
+                               lock_wait_s=lock_wait_s, on_wait=waiting, force=force)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for slug, run_id in outcome.reused.items():
+        print(f"REUSED {slug}: nothing changed since run {run_id}; its stored scores stand (--force runs it again)",
+              file=sys.stderr)
     for run_id in outcome.reaped_runs:
         print(f"NOTE: run {run_id} was left in progress by a process that no longer exists; marked failed",
               file=sys.stderr)
@@ -152,7 +166,9 @@ def run_evaluation(
                                    for k, v in r["scores"].items()}} for r in runs]
         print(json.dumps({"runs": stored, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
                           "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
-                          "gate_failures": gates.messages(), "incomplete": [f.message for f in gates.failures if f.incomplete], "asset_checks": outcome.checks}, default=str, indent=2))
+                          "gate_failures": gates.messages(), "incomplete": [f.message for f in gates.failures if f.incomplete], "asset_checks": outcome.checks,
+                          "asset_check_messages": outcome.check_messages,
+                          "reused": outcome.reused}, default=str, indent=2))
     else:
         if runs:
             print(console_report(runs))

@@ -4,8 +4,8 @@ A case is *skipped* when the environment kept it from being evaluated (no key, p
 limit or timeout that never cleared). Rates leave skipped cases out, so a run that skipped most of them
 still shows a rate, over very few cases. The rules, in order:
 
-1. ``nothing_evaluated``: no query and no probe was scored. The run proved nothing: it fails, whatever
-   the thresholds.
+1. ``nothing_evaluated``: no query case was scored (or, in a probe-only run, no probe). The run proved
+   nothing about the model: it fails, whatever the thresholds.
 2. ``too_many_skipped``: the skipped share of query cases is above the allowed share (``max_skipped_share``,
    from the CLI, the ``eval_settings`` resource or the model's ``gates:``): the run fails.
 
@@ -38,10 +38,16 @@ def skipped_share(scores: Mapping[str, Any]) -> float:
 
 
 def nothing_evaluated(scores: Mapping[str, Any]) -> bool:
-    """True when no query and no probe was scored (without counts: when no correctness rate was measured)."""
+    """True when the run has query cases and none was scored, or has neither queries nor probes scored.
+
+    (Probes need no provider, so a run whose every generation was refused still scores its probes: it
+    evaluated nothing of the model.) Without counts: when no correctness rate was measured.
+    """
     if scores.get("query_count") is None and scores.get("probe_count") is None:
         return scores.get("semantic_correctness_rate") is None
-    return _count(scores, "query_count") == 0 and _count(scores, "probe_count") == 0
+    if query_cases(scores):
+        return _count(scores, "query_count") == 0
+    return _count(scores, "probe_count") == 0
 
 
 def is_probe_only(scores: Mapping[str, Any]) -> bool:
@@ -52,7 +58,7 @@ def is_probe_only(scores: Mapping[str, Any]) -> bool:
 def _nothing_evaluated_rule(scores: Mapping[str, Any], max_share: float | None) -> str | None:
     if nothing_evaluated(scores):
         return (f"nothing was evaluated: {_count(scores, 'skipped_count')} of {query_cases(scores)} query cases "
-                "skipped and no probe scored")
+                "skipped, none scored")
     return None
 
 

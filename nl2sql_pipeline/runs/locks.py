@@ -90,13 +90,14 @@ def partition_lock(
     timeout_s: float | None,
     owner: str = "",
     on_wait: Callable[[str], None] | None = None,
+    what_for: str = "evaluation",
 ) -> Iterator[None]:
     """One evaluation of (gold_set, model) at a time on this storage root; others wait up to ``timeout_s``."""
     with file_lock(
         partition_lock_path(gold_set, model),
         timeout_s=timeout_s,
         poll_s=0.1,
-        what=f"partition {gold_set}|{model} (another evaluation of it is in progress)",
+        what=f"partition {gold_set}|{model} (another {what_for} of it is in progress)",
         owner=owner,
         on_wait=on_wait,
     ):
