@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 import dagster as dg
 import pandas as pd
@@ -97,8 +98,8 @@ def evaluate(
     ``min_correctness`` / ``max_regression`` are the gate thresholds of the asset checks on ``run_scores``
     (their results are in ``EvaluationOutcome.checks``); ``thresholds`` sets every gate (``runs.gates``).
     ``lock_wait_s`` bounds the wait for another run of the same gold x model partition (None: no bound);
-    ``on_wait(message)`` is told when a run waits. Unless ``force``, a gold version already prepared at its
-    fingerprint is not prepared again, and a model whose latest fully evaluated run is current
+    ``on_wait(message)`` is told when a run waits. A gold version already prepared at its fingerprint is
+    not prepared again; unless ``force``, a model whose latest fully evaluated run is current
     (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
@@ -124,7 +125,7 @@ def evaluate(
     io = ParquetIOManager()
     try:
         with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
-            if force or not _gold_ready(io, gold_set, fingerprint):
+            if not _gold_ready(io, gold_set, fingerprint):
                 if not _prepare_gold(instance, gold_set, fingerprint, outcome):
                     return outcome
             else:
@@ -134,9 +135,11 @@ def evaluate(
         return outcome
 
     db_path = paths.baselines_db_path()
+    base_versions = None if force else run_versions("", cases, policy)
     for slug, spec in specs.items():
-        if not force:
-            stored = reusable_run(db_path, gold_set, slug, run_versions(spec.config_hash, cases, policy), repeat)
+        if base_versions is not None:
+            versions = replace(base_versions, model_config_hash=spec.config_hash)
+            stored = reusable_run(db_path, gold_set, slug, versions, repeat)
             if stored is not None:
                 outcome.scores[slug] = stored
                 outcome.reused[slug] = str(stored["run_id"])

@@ -103,5 +103,5 @@ def test_a_run_with_nothing_changed_reuses_the_stored_scores(run_home):
 def test_runs_are_recorded_in_the_persistent_instance(run_home):
     instance = run_home["instance"]
     records = instance.get_run_records()
-    assert len(records) >= 8
+    assert len(records) >= 6  # sample db, gold, 2 models; 2 models again (--force); the no-op run starts none
     assert all(r.dagster_run.is_success for r in records)

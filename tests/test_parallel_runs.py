@@ -62,7 +62,8 @@ def test_twenty_parallel_runs_lose_and_misattribute_nothing(env, isolated_home):
     assert first.returncode == 0, first.stderr
     slugs = ["gold-echo", "sql-mutant", "echo-a", "echo-b"]
     plan = [slugs[i % len(slugs)] for i in range(20)]
-    procs = [subprocess.Popen(_cli("run", "--gold-set", GOLD, "--model", slug, "--json"), env=env,
+    # --force: every process evaluates (without it, a run finding its model's scores current reuses them)
+    procs = [subprocess.Popen(_cli("run", "--gold-set", GOLD, "--model", slug, "--json", "--force"), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for slug in plan]
     outputs = [(slug, *p.communicate(timeout=1200), p.returncode) for slug, p in zip(plan, procs)]
     for slug, out, err, code in outputs:
@@ -84,6 +85,7 @@ def test_twenty_parallel_runs_lose_and_misattribute_nothing(env, isolated_home):
         assert run_id in recorded, f"baseline row of {slug} run {run_id} lost"
         assert recorded[run_id] == (slug, rate), f"run {run_id} misattributed"
     assert len(rows) == 21
+    assert all(row["comparable"] for row in rows)
 
     instance = dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
     for run_id, (slug, _) in reported.items():
