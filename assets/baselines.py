@@ -6,18 +6,29 @@ import pandas as pd
 from assets.partitions import gold_model_partitions
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.codec import run_scores_from_frame
-from nl2sql_pipeline.runs import RunVersions, record_run
+from nl2sql_pipeline.runs import RunVersions, not_comparable_reason, record_run
 
 
 @dg.asset(
     group_name="scores",
     partitions_def=gold_model_partitions,
-    description="Appends the run's scores with its version fields to the DuckDB baselines file.",
+    description="Appends the run's scores with its version fields to the DuckDB baselines file; a run that "
+    "skipped cases or evaluated nothing is recorded as not comparable (never a baseline).",
 )
 def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg.MaterializeResult:
     identity, scores = run_scores_from_frame(run_scores)
+    if str(identity["run_id"]) != context.run_id:
+        raise dg.Failure(description=f"run_scores read by run {context.run_id} belong to run {identity['run_id']}; "
+                         "refusing to record another run's scores")
     versions = RunVersions.from_mapping(identity)
     db_path = paths.baselines_db_path()
+    reason = not_comparable_reason(scores.as_dict())
     record_run(db_path, run_id=str(identity["run_id"]), gold_set=identity["gold_set"], model=identity["model"],
-               versions=versions, scores=scores.as_dict())
-    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)), "run_id": str(identity["run_id"])})
+               versions=versions, scores=scores.as_dict(), not_comparable_reason=reason)
+    if reason is not None:
+        context.log.warning("run %s recorded as NOT comparable (never a baseline): %s", context.run_id, reason)
+    metadata = {"path": dg.MetadataValue.path(str(db_path)), "run_id": str(identity["run_id"]),
+                "comparable": reason is None}
+    if reason is not None:
+        metadata["not_comparable_reason"] = reason
+    return dg.MaterializeResult(metadata=metadata)

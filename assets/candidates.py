@@ -4,6 +4,7 @@
 import dagster as dg
 import pandas as pd
 
+from assets.guards import refuse_if_partition_busy
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.codec import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
@@ -31,6 +32,7 @@ GENERATION_POOL = "llm_generation"
 def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig, gold_set: pd.DataFrame) -> dg.Output:
     from nl2sql_pipeline.candidates import generate_for_gold_set
 
+    refuse_if_partition_busy(context)  # one evaluation of a gold x model partition at a time
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
     records, summary = generate_for_gold_set(

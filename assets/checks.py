@@ -1,13 +1,16 @@
-"""Asset checks: the blocking gold preflight per gold version, and the gates on run scores per gold x model.
+"""Asset checks: the blocking gold preflight per gold version, and one check per gate on run scores.
 
 ``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, twice alike; gold scores 100%
 against itself; policies hold (``nl2sql_pipeline.preflight``). When it fails, nothing downstream of the
 gold version runs.
 
-They apply exactly the gates of ``nl2sql-eval run --min-correctness/--max-regression``
-(``nl2sql_pipeline.runs.gates.gate_run``), with the thresholds of the ``eval_settings`` resource
-(``min_correctness`` / ``max_regression``; set them in the launchpad or the CLI). Without a threshold a
-check passes and still shows the value and the baseline comparison.
+The gate checks on ``run_scores`` (per gold x model partition)
+
+They apply exactly the gates of ``nl2sql-eval run`` (``nl2sql_pipeline.runs.gates.gate_run``), with the
+thresholds of the ``eval_settings`` resource (set them in the launchpad or from the CLI) over the model's
+own ``gates:`` in ``data/models.yml``. Without a threshold a check passes and still shows the measured
+value and the baseline comparison, except ``skipped_share``: a run that evaluated nothing always fails it.
+Every failing check is an ERROR and its description is the gate's message, word for word the CLI's.
 """
 
 import warnings
@@ -20,15 +23,31 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.codec import cases_from_frame, run_scores_from_frame
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.preflight import run_preflight
-from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run
+from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run, skipped_share
 from resources.settings import EvalSettings
 
 # Partitioned asset checks are a preview feature of Dagster 1.13: they are what ties a check to its partition.
 warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec")
 
 PREFLIGHT_CHECK = "gold_preflight"
+# check name -> (gate, measured metric, description)
+GATE_CHECK_SPECS: dict[str, tuple[str, str, str]] = {
+    "skipped_share": ("max_skipped_share", "skipped_share",
+                      "The run evaluated its cases: skipped share at or below max_skipped_share (a run that "
+                      "evaluated nothing fails)."),
+    "execution_success": ("min_execution_success", "sql_execution_success_rate",
+                          "SQL execution success is at or above min_execution_success (probe-only runs exempt)."),
+    "correctness_floor": ("min_semantic_correct", GATED_METRIC,
+                          "Semantic correctness is at or above min_semantic_correct (alias min_correctness)."),
+    "policy_recall": ("min_policy_recall", "policy_rejection_recall",
+                      "Policy-probe recall is at or above min_policy_recall (runs without probes exempt)."),
+    "no_regression": ("max_regression", GATED_METRIC,
+                      "Semantic correctness fell by no more than max_regression against the baseline (the latest "
+                      "earlier comparable, fully evaluated run of the same model on the same gold set)."),
+}
 CORRECTNESS_FLOOR_CHECK = "correctness_floor"
 REGRESSION_CHECK = "no_regression"
+SKIPPED_SHARE_CHECK = "skipped_share"
 
 
 @dg.asset_check(
@@ -63,53 +82,45 @@ def _run_row(run_scores: pd.DataFrame) -> dict:
     return {**identity, **scores.as_dict()}
 
 
-def _metadata(run: dict, baseline: dict | None, lines: list[str], failures: list[str]) -> dict:
+def evaluate_gate_check(check_name: str, eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.AssetCheckResult:
+    """Apply one gate to the run's scores (the body of every gate check)."""
+    gate, metric, _ = GATE_CHECK_SPECS[check_name]
+    run = _run_row(run_scores)
+    baseline = find_baseline(paths.baselines_db_path(), run)
+    thresholds = eval_settings.gate_thresholds(run["model"])
+    report = gate_run(run, baseline, thresholds.only(gate))
+    failures = report.messages(gate)
+    threshold = getattr(thresholds, gate)
+    measured = skipped_share(run) if metric == "skipped_share" else run.get(metric)
     metadata = {
-        GATED_METRIC: run.get(GATED_METRIC),
+        "measured": measured,
+        "threshold": threshold,
         "baseline_run_id": baseline["run_id"] if baseline else None,
         f"baseline_{GATED_METRIC}": baseline.get(GATED_METRIC) if baseline else None,
-        "comparison": dg.MetadataValue.md("\n".join(f"- {line}" for line in lines) or "none"),
+        "comparison": dg.MetadataValue.md("\n".join(f"- {line}" for line in report.lines) or "none"),
         "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in failures) or "none"),
     }
-    return {k: v for k, v in metadata.items() if v is not None}
-
-
-@dg.asset_check(
-    asset="run_scores",
-    name=CORRECTNESS_FLOOR_CHECK,
-    partitions_def=gold_model_partitions,
-    description="Semantic correctness is at or above eval_settings.min_correctness (a run that scored nothing fails).",
-)
-def correctness_floor(eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.AssetCheckResult:
-    run = _run_row(run_scores)
-    baseline = find_baseline(paths.baselines_db_path(), run)
-    report = gate_run(run, baseline, min_correctness=eval_settings.min_correctness)
+    if failures:
+        description = "; ".join(failures)
+    else:
+        description = f"no {gate} set" if threshold is None else f"{gate} {threshold}: passed"
     return dg.AssetCheckResult(
-        passed=report.passed,
+        passed=not failures,
         severity=dg.AssetCheckSeverity.ERROR,
-        description="no floor set" if eval_settings.min_correctness is None else f"floor {eval_settings.min_correctness}",
-        metadata=_metadata(run, baseline, report.lines, report.failures),
+        description=description,
+        metadata={k: v for k, v in metadata.items() if v is not None},
     )
 
 
-@dg.asset_check(
-    asset="run_scores",
-    name=REGRESSION_CHECK,
-    partitions_def=gold_model_partitions,
-    description="Semantic correctness fell by no more than eval_settings.max_regression against the baseline "
-    "(the latest earlier comparable run of the same model on the same gold set).",
-)
-def no_regression(eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.AssetCheckResult:
-    run = _run_row(run_scores)
-    baseline = find_baseline(paths.baselines_db_path(), run)
-    report = gate_run(run, baseline, max_regression=eval_settings.max_regression)
-    return dg.AssetCheckResult(
-        passed=report.passed,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description="no limit set" if eval_settings.max_regression is None else f"max regression {eval_settings.max_regression}",
-        metadata=_metadata(run, baseline, report.lines, report.failures),
-    )
+def _gate_check(check_name: str) -> dg.AssetChecksDefinition:
+    gate, _, description = GATE_CHECK_SPECS[check_name]
+
+    @dg.asset_check(asset="run_scores", name=check_name, partitions_def=gold_model_partitions, description=description)
+    def _check(eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.AssetCheckResult:
+        return evaluate_gate_check(check_name, eval_settings, run_scores)
+
+    return _check
 
 
-GATE_CHECKS = [correctness_floor, no_regression]
+GATE_CHECKS = [_gate_check(name) for name in GATE_CHECK_SPECS]
 GOLD_CHECKS = [gold_preflight]

@@ -28,7 +28,8 @@ def register_partitions(instance: dg.DagsterInstance) -> tuple[list[str], list[s
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Registers gold sets and models from data/ as dynamic partitions.")
+           description="Registers gold sets and models from data/ as dynamic partitions, and removes the "
+           "partitions of models no longer in models.yml (their runs stay in the baselines).")
 def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     golds, models = partition_keys_from_registries()
     requests = []
@@ -36,6 +37,10 @@ def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorR
         requests.append(gold_sets_partitions.build_add_request(golds))
     if models:
         requests.append(models_partitions.build_add_request(models))
+    removed = sorted(set(context.instance.get_dynamic_partitions(models_partitions.name)) - set(models))
+    if removed:
+        context.log.info("models removed from the registry: %s", ", ".join(removed))
+        requests.append(models_partitions.build_delete_request(removed))
     return dg.SensorResult(dynamic_partitions_requests=requests)
 
 

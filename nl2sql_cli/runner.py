@@ -3,13 +3,18 @@
 One Dagster run cannot mix partition definitions, so a run goes in three steps against the same
 persistent instance: the sample database, the gold-set assets of the gold version (the blocking preflight
 decides whether anything downstream runs), then the per-model assets of each model.
+
+Integrity under parallel runs: runs of dead processes are marked failed first; each model's
+materialization holds the partition's lock (``nl2sql_pipeline.runs.locks``: another ``nl2sql-eval run``
+of the same gold x model waits up to ``lock_wait_s``, then gives up with a message naming the holder),
+and its scores are read back from the file this run wrote, never the partition's latest file.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import dagster as dg
 import pandas as pd
@@ -21,26 +26,22 @@ from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_pipeline.codec import run_scores_from_frame
 from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.runs.gates import GateThresholds
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.runs.identity import run_versions
+from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
+from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared
+from nl2sql_pipeline.runs.reuse import reusable_run
 from resources.instance import ensure_instance_home
 from resources.io_manager import ParquetIOManager
+from resources.stale_runs import fail_dead_runs, process_tags
+
+DEFAULT_LOCK_WAIT_S = 3600.0  # how long a run waits for another run of the same gold x model partition
+
+from nl2sql_cli.outcome import EvaluationOutcome  # noqa: F401 - re-exported: what evaluate returns
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class EvaluationOutcome:
-    """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures.
-
-    ``scores[slug]`` is the run's identity (gold set, model, run id, versions) and every metric, read back
-    through the codec: breakdowns, warnings and outcome counts are real dicts and lists.
-    """
-
-    scores: dict[str, dict] = field(default_factory=dict)
-    skipped_models: dict[str, str] = field(default_factory=dict)
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
-    preflight_problems: list[str] = field(default_factory=list)
-    checks: dict[str, dict[str, bool]] = field(default_factory=dict)  # model -> asset check name -> passed
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -62,7 +63,7 @@ def _materialize(assets, instance, partition_key=None, run_config=None, settings
         partition_key=partition_key,
         run_config=run_config,
         raise_on_error=False,
-        tags={"nl2sql/source": "cli", **(tags or {})},
+        tags={"nl2sql/source": "cli", **process_tags(), **(tags or {})},
     )
 
 
@@ -84,17 +85,25 @@ def evaluate(
     isolated: bool = False,
     min_correctness: float | None = None,
     max_regression: float | None = None,
+    thresholds: GateThresholds | None = None,
     instance: dg.DagsterInstance | None = None,
+    lock_wait_s: float | None = DEFAULT_LOCK_WAIT_S,
+    on_wait=None,
+    force: bool = False,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
     ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
     ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop);
     ``min_correctness`` / ``max_regression`` are the gate thresholds of the asset checks on ``run_scores``
-    (their results are in ``EvaluationOutcome.checks``).
+    (their results are in ``EvaluationOutcome.checks``); ``thresholds`` sets every gate (``runs.gates``).
+    ``lock_wait_s`` bounds the wait for another run of the same gold x model partition (None: no bound);
+    ``on_wait(message)`` is told when a run waits. A gold version already prepared at its fingerprint is
+    not prepared again; unless ``force``, a model whose latest fully evaluated run is current
+    (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
-    from nl2sql_pipeline.gold.registry import list_gold_sets
+    from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
 
     if gold_set not in list_gold_sets():
         raise ConfigError(f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)")
@@ -106,14 +115,91 @@ def evaluate(
     _check_prediction_files(gold_set, specs.values())
     outcome = EvaluationOutcome()
     instance = instance or get_instance()
+    outcome.reaped_runs = fail_dead_runs(instance)
     register_partitions(instance)
+    limits = (thresholds or GateThresholds()).over({"min_semantic_correct": min_correctness,
+                                                    "max_regression": max_regression})
 
+    cases = load_gold_set(gold_set)
+    fingerprint = gold_fingerprint(cases)
+    io = ParquetIOManager()
+    try:
+        with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
+            if not _gold_ready(io, gold_set, fingerprint):
+                if not _prepare_gold(instance, gold_set, fingerprint, outcome):
+                    return outcome
+            else:
+                outcome.gold_prepared = True
+    except LockTimeoutError as exc:
+        outcome.failures.append(f"{gold_set}: {exc}")
+        return outcome
+
+    db_path = paths.baselines_db_path()
+    base_versions = None if force else run_versions("", cases, policy)
+    for slug, spec in specs.items():
+        if base_versions is not None:
+            versions = replace(base_versions, model_config_hash=spec.config_hash)
+            stored = reusable_run(db_path, gold_set, slug, versions, repeat)
+            if stored is not None:
+                outcome.scores[slug] = stored
+                outcome.reused[slug] = str(stored["run_id"])
+                continue
+        readiness = model_readiness(spec)
+        if not readiness.ready:
+            outcome.skipped_models[slug] = readiness.reason
+            continue
+        key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
+        started = time.perf_counter()
+        run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
+        settings = {"policy": policy, "isolated": isolated, **{k: v for k, v in vars(limits).items() if v is not None}}
+
+        def told(holder: str, slug: str = slug) -> None:
+            if on_wait is not None:
+                on_wait(f"waiting for another evaluation of {gold_set}|{slug} ({holder}) to finish")
+
+        try:
+            with partition_lock(gold_set, slug, timeout_s=lock_wait_s, on_wait=told,
+                                owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}"):
+                result = _materialize(
+                    [a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config,
+                    settings=settings, tags=run_tags_for_partition(key),
+                )
+        except LockTimeoutError as exc:
+            outcome.failures.append(f"{slug}: {exc}")
+            continue
+        outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
+        evaluations = result.get_asset_check_evaluations()
+        outcome.checks[slug] = {e.check_name: e.passed for e in evaluations}
+        outcome.check_messages[slug] = {e.check_name: e.description or "" for e in evaluations}
+        if not result.success:
+            outcome.failures.append(f"{slug}: {_failure_text(result)}")
+            continue
+        own = io.run_path(io.partition_path(dg.AssetKey("run_scores"), key), result.run_id)
+        identity, scores = run_scores_from_frame(pd.read_parquet(own))
+        outcome.scores[slug] = {**identity, **scores.as_dict()}
+    return outcome
+
+
+def _gold_ready(io: ParquetIOManager, gold_set: str, fingerprint: str) -> bool:
+    """True when this gold version was prepared at this fingerprint and its files are still there."""
+    from nl2sql_pipeline.sample_db.spec import DATABASE_NAME
+
+    return (
+        is_prepared(gold_set, fingerprint)
+        and paths.database_path(DATABASE_NAME).exists()
+        and io.partition_path(dg.AssetKey("gold_set"), gold_set).exists()
+        and io.partition_path(dg.AssetKey("oracle_results"), gold_set).exists()
+    )
+
+
+def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str, outcome: EvaluationOutcome) -> bool:
+    """Materialize the sample database, then the gold set (blocking preflight) and its oracle; mark it prepared."""
     started = time.perf_counter()
     result = _materialize(["sample_database"], instance)
     outcome.stage_seconds["sample_database"] = time.perf_counter() - started
     if not result.success:
         outcome.failures.append(f"sample_database: {_failure_text(result)}")
-        return outcome
+        return False
 
     started = time.perf_counter()
     result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set)
@@ -124,34 +210,12 @@ def evaluate(
             outcome.preflight_problems.append(str(problems.value if problems else "preflight failed"))
     if outcome.preflight_problems:
         outcome.failures.append(f"gold preflight of {gold_set} failed; no model was evaluated")
-        return outcome
+        return False
     if not result.success:
         outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
-        return outcome
-
-    io = ParquetIOManager()
-    for slug, spec in specs.items():
-        readiness = model_readiness(spec)
-        if not readiness.ready:
-            outcome.skipped_models[slug] = readiness.reason
-            continue
-        key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
-        started = time.perf_counter()
-        run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
-        settings = {"policy": policy, "isolated": isolated, "min_correctness": min_correctness,
-                    "max_regression": max_regression}
-        result = _materialize(
-            [a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config, settings=settings,
-            tags=run_tags_for_partition(key),
-        )
-        outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
-        outcome.checks[slug] = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-        if not result.success:
-            outcome.failures.append(f"{slug}: {_failure_text(result)}")
-            continue
-        identity, scores = run_scores_from_frame(pd.read_parquet(io.partition_path(dg.AssetKey("run_scores"), key)))
-        outcome.scores[slug] = {**identity, **scores.as_dict()}
-    return outcome
+        return False
+    mark_prepared(gold_set, fingerprint, result.run_id)
+    return True
 
 
 def _check_prediction_files(gold_set: str, specs) -> None:

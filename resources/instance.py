@@ -17,12 +17,17 @@ telemetry:
   enabled: false
 concurrency:
   runs:
-    # evaluate_model runs are tagged with their model's provider: at most 2 in progress per provider
     tag_concurrency_limits:
+      # evaluate_model runs are tagged with their model's provider: at most 2 in progress per provider
       - key: nl2sql/provider
         value:
           applyLimitPerUniqueValue: true
         limit: 2
+      # one run per partition (gold version, or gold x model) in progress, whatever launched it
+      - key: dagster/partition
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
 """
 
 

@@ -6,6 +6,7 @@ import dagster as dg
 
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import SandboxLimits
+from nl2sql_pipeline.runs.gates import GateThresholds, thresholds_for_model
 
 
 class EvalSettings(dg.ConfigurableResource):
@@ -19,8 +20,24 @@ class EvalSettings(dg.ConfigurableResource):
     abs_tol: float = 1e-9
     policy: str | None = None  # a policy name or file overriding every case's sql_policy for the run
     isolated: bool = False  # run candidates in a worker process killed at timeout (interrupt-proof backstop)
-    min_correctness: float | None = None  # gate: the run_scores check fails below this semantic correctness
-    max_regression: float | None = None  # gate: the run_scores check fails on a larger drop against the baseline
+    # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml.
+    max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)
+    min_execution_success: float | None = None  # floor of sql_execution_success_rate (probe-only runs exempt)
+    min_semantic_correct: float | None = None  # floor of semantic_correctness_rate
+    min_correctness: float | None = None  # alias of min_semantic_correct
+    min_policy_recall: float | None = None  # floor of policy_rejection_recall (runs without probes exempt)
+    max_regression: float | None = None  # the largest drop of semantic correctness against the baseline
+
+    def gate_thresholds(self, model: str) -> GateThresholds:
+        """The gate thresholds of a run of ``model``: these settings over the model's own ``gates:``."""
+        given = GateThresholds(
+            max_skipped_share=self.max_skipped_share,
+            min_execution_success=self.min_execution_success,
+            min_semantic_correct=self.min_semantic_correct if self.min_semantic_correct is not None else self.min_correctness,
+            min_policy_recall=self.min_policy_recall,
+            max_regression=self.max_regression,
+        )
+        return thresholds_for_model(given, model)
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""

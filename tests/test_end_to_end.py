@@ -21,8 +21,9 @@ def run_home(tmp_path_factory):
 
         instance = get_instance()
         first = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
-        second = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
-        yield {"home": home, "first": first, "second": second, "instance": instance}
+        second = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance, force=True)
+        third = evaluate("multidomain-v1", ["gold-echo", "sql-mutant"], instance=instance)
+        yield {"home": home, "first": first, "second": second, "third": third, "instance": instance}
 
 
 def _frame(home, asset: str, model: str) -> pd.DataFrame:
@@ -89,8 +90,18 @@ def test_second_run_generates_nothing_again(run_home):
         run_home["first"].scores["sql-mutant"]["semantic_correctness_rate"]
 
 
+def test_a_run_with_nothing_changed_reuses_the_stored_scores(run_home):
+    second, third = run_home["second"], run_home["third"]
+    assert third.gold_prepared and not third.failures
+    assert third.reused == {m: second.scores[m]["run_id"] for m in ("gold-echo", "sql-mutant")}
+    for model in ("gold-echo", "sql-mutant"):
+        assert third.scores[model]["semantic_correctness_rate"] == second.scores[model]["semantic_correctness_rate"]
+        assert third.scores[model]["per_domain"] == second.scores[model]["per_domain"]
+    assert third.stage_seconds == {}, "no stage ran"
+
+
 def test_runs_are_recorded_in_the_persistent_instance(run_home):
     instance = run_home["instance"]
     records = instance.get_run_records()
-    assert len(records) >= 8
+    assert len(records) >= 6  # sample db, gold, 2 models; 2 models again (--force); the no-op run starts none
     assert all(r.dagster_run.is_success for r in records)

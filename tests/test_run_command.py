@@ -121,7 +121,8 @@ def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
     first = json.loads(capsys.readouterr().out)
     assert "sql-mutant: no comparable baseline" in first["baseline_comparison"][0]
     # the same gates ran as asset checks on run_scores in the Dagster run
-    assert first["asset_checks"]["sql-mutant"] == {"correctness_floor": True, "no_regression": True}
+    assert first["asset_checks"]["sql-mutant"] == {"skipped_share": True, "execution_success": True, "correctness_floor": True,
+                                                   "policy_recall": True, "no_regression": True}
 
     models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 1.0, seed: 7}"))
     code = cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--max-regression", "0.0", "--json"])
@@ -131,8 +132,9 @@ def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
     assert scores["semantic_correctness_rate"] < 1.0
     assert code == 1
     assert any("model config changed" in line and "vs baseline 100.0%" in line for line in report["baseline_comparison"])
-    assert "GATE FAILED: sql-mutant: semantic_correctness_rate fell by" in captured.err
-    assert report["asset_checks"]["sql-mutant"] == {"correctness_floor": True, "no_regression": False}
+    assert "GATE FAILED: sql-mutant: gate max_regression failed: semantic_correctness_rate fell by" in captured.err
+    assert report["asset_checks"]["sql-mutant"]["no_regression"] is False
+    assert report["asset_checks"]["sql-mutant"]["correctness_floor"] is True
     key = dg.AssetCheckKey(dg.AssetKey("run_scores"), "no_regression")
     history = dg.DagsterInstance.get().event_log_storage.get_asset_check_execution_history(key, limit=5)
     assert [r.evaluation.passed for r in history] == [False, True], "both checks are recorded, newest first"

@@ -63,6 +63,6 @@ def test_the_gate_and_the_baseline_file_agree(tmp_path):
     baseline = find_baseline(db, run)
     assert baseline["run_id"] == "r1"
     report = gate_run(run, baseline, max_regression=0.05)
-    assert not report.passed and "fell by 10.0 pts" in report.failures[0]
+    assert not report.passed and "fell by 10.0 pts" in report.messages()[0]
     assert gate_run(run, baseline, max_regression=0.2).passed
     assert gate_run(run, baseline).passed, "without thresholds nothing fails"

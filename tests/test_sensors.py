@@ -69,3 +69,17 @@ def test_the_requested_rerun_makes_the_evaluation_current_again(evaluated):
     run = instance.get_run_by_id(result.run_id)
     assert run.tags["nl2sql/provider"] == "nl2sql-offline" and run.tags["nl2sql/rerun_reason"] == "model config changed"
     assert _requests(instance) == []
+
+
+def test_a_model_removed_from_the_registry_is_no_longer_a_partition(isolated_home):
+    from assets.partitions import models_partitions
+    from assets.sensors import partition_registry_sensor
+    from nl2sql_cli.runner import get_instance
+
+    instance = get_instance()
+    instance.add_dynamic_partitions(models_partitions.name, ["gold-echo", "retired-model"])
+    result = partition_registry_sensor(dg.build_sensor_context(instance=instance))
+    deletes = [r for r in result.dynamic_partitions_requests if isinstance(r, dg.DeleteDynamicPartitionsRequest)]
+    assert [(r.partitions_def_name, list(r.partition_keys)) for r in deletes] == [("models", ["retired-model"])]
+    adds = [r for r in result.dynamic_partitions_requests if isinstance(r, dg.AddDynamicPartitionsRequest)]
+    assert any("gold-echo" in r.partition_keys for r in adds)

@@ -4,7 +4,8 @@ The runs land in the persistent instance under the storage root, so they appear 
 Order: the sample database, then the gold-set assets of the gold version (its preflight must pass),
 then the per-model assets for each model, then the baseline comparison and the gates. Exit codes: 0 every
 run scored and every gate passed; 1 a gate failed; 2 bad input; 3 a model was not ready (missing key or
-server) and was reported as skipped, the others scored; 4 a materialization or the gold preflight failed.
+server) and was reported as skipped, or a run evaluated nothing / skipped more than --max-skipped-share of
+its cases (recorded as not comparable, never a baseline); 4 a materialization or the gold preflight failed.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ DEFAULT_MODELS = ("gold-echo", "sql-mutant")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` sub-command."""
-    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 1 a gate (--min-correctness, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, the others scored; 4 a materialization or the gold preflight failed")
+    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases; 4 a materialization or the gold preflight failed")
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
         "--model", action="append", dest="models", metavar="SLUG",
@@ -48,13 +49,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ignores DuckDB's interrupt (about 1.3 ms more per query)",
     )
     parser.add_argument(
-        "--min-correctness", type=_rate, metavar="RATE",
+        "--min-semantic-correct", "--min-correctness", type=_rate, metavar="RATE", dest="min_semantic_correct",
         help="gate: exit 1 when a model's semantic_correctness_rate is below RATE (0..1)",
+    )
+    parser.add_argument(
+        "--min-execution-success", type=_rate, metavar="RATE",
+        help="gate: exit 1 when a model's sql_execution_success_rate is below RATE (probe-only runs exempt)",
+    )
+    parser.add_argument(
+        "--min-policy-recall", type=_rate, metavar="RATE",
+        help="gate: exit 1 when a model's policy_rejection_recall is below RATE (runs without probes exempt)",
     )
     parser.add_argument(
         "--max-regression", type=_rate, metavar="DELTA",
         help="gate: exit 1 when a model's semantic_correctness_rate fell by more than DELTA (0..1, e.g. 0.02) "
-        "against its baseline (its latest earlier run on the same gold set, policies and comparator)",
+        "against its baseline (its latest earlier fully evaluated run on the same gold set, policies and comparator)",
+    )
+    parser.add_argument(
+        "--max-skipped-share", type=_rate, metavar="SHARE",
+        help="exit 3 when more than SHARE of a model's query cases were skipped (no key, quota, rate limit, "
+        "timeout); a run that evaluated nothing always exits 3. Unset gates come from the model's gates: in models.yml",
+    )
+    parser.add_argument(
+        "--lock-wait", type=float, default=3600.0, metavar="SECONDS",
+        help="how long to wait while another evaluation of the same gold set and model is in progress "
+        "(default 3600; 0: refuse at once)",
+    )
+    parser.add_argument(
+        "--force", action="store_true",
+        help="evaluate the models again even when nothing changed (by default a model whose latest fully evaluated run has "
+        "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
+        "its stored scores are printed)",
     )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(handler=_handle)
@@ -75,9 +100,16 @@ def _handle(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print("error: --repeat must be >= 1", flush=True)
         return 2
+    from nl2sql_pipeline.runs.gates import GateThresholds
+
+    thresholds = GateThresholds(
+        max_skipped_share=args.max_skipped_share, min_execution_success=args.min_execution_success,
+        min_semantic_correct=args.min_semantic_correct, min_policy_recall=args.min_policy_recall,
+        max_regression=args.max_regression,
+    )
     return run_evaluation(
         args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
-        min_correctness=args.min_correctness, max_regression=args.max_regression, as_json=args.json
+        thresholds=thresholds, as_json=args.json, lock_wait_s=args.lock_wait, force=args.force,
     )
 
 
@@ -121,27 +153,44 @@ def run_evaluation(
     isolated: bool = False,
     min_correctness: float | None = None,
     max_regression: float | None = None,
+    thresholds=None,
     as_json: bool = False,
+    lock_wait_s: float | None = 3600.0,
+    force: bool = False,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code."""
-    from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is asked for
+    from nl2sql_cli.outcome import stored_outcome
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.runs import check_gates
+    from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
 
     code = _check_inputs(gold_set)
     if code is not None:
         return code
+    given = (thresholds or GateThresholds()).over({"min_semantic_correct": min_correctness,
+                                                   "max_regression": max_regression})
+
+    def waiting(message: str) -> None:
+        print(f"WAITING: {message}", file=sys.stderr, flush=True)
+
     try:
-        outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated,
-                           min_correctness=min_correctness, max_regression=max_regression)
+        outcome = None if force else stored_outcome(gold_set, models, repeat=repeat, policy=policy)
+        if outcome is None:
+            from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
+
+            outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
+                               lock_wait_s=lock_wait_s, on_wait=waiting, force=force)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for slug, run_id in outcome.reused.items():
+        print(f"REUSED {slug}: nothing changed since run {run_id}; its stored scores stand (--force runs it again)",
+              file=sys.stderr)
+    for run_id in outcome.reaped_runs:
+        print(f"NOTE: run {run_id} was left in progress by a process that no longer exists; marked failed",
+              file=sys.stderr)
     runs = [{"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()]
-    gates = check_gates(
-        list(outcome.scores.values()), paths.baselines_db_path(),
-        min_correctness=min_correctness, max_regression=max_regression,
-    )
+    gates = check_gates(list(outcome.scores.values()), paths.baselines_db_path(),
+                        lambda model: thresholds_for_model(given, model))
     if as_json:
         from nl2sql_pipeline.codec import JSON_METRICS
 
@@ -150,7 +199,9 @@ def run_evaluation(
                                    for k, v in r["scores"].items()}} for r in runs]
         print(json.dumps({"runs": stored, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
                           "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
-                          "gate_failures": gates.failures, "asset_checks": outcome.checks}, default=str, indent=2))
+                          "gate_failures": gates.messages(), "incomplete": [f.message for f in gates.failures if f.incomplete], "asset_checks": outcome.checks,
+                          "asset_check_messages": outcome.check_messages,
+                          "reused": outcome.reused}, default=str, indent=2))
     else:
         if runs:
             print(_detailed_report(gold_set, runs))
@@ -163,9 +214,12 @@ def run_evaluation(
     for failure in outcome.failures:
         print(f"FAILED: {failure}", file=sys.stderr)
     for failure in gates.failures:
-        print(f"GATE FAILED: {failure}", file=sys.stderr)
+        label = "INCOMPLETE RUN" if failure.incomplete else "GATE FAILED"
+        print(f"{label}: {failure.message}", file=sys.stderr)
     if outcome.failures:
         return EXIT_RUN_FAILED
+    if gates.incomplete:
+        return EXIT_ENVIRONMENT
     if gates.failures:
         return EXIT_GATE_FAILED
     if outcome.skipped_models:

@@ -100,6 +100,7 @@ class ModelSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     predictions: PredictionsSource | None = None
     system: SystemConfig | None = None  # kind: http | python | command (generation.systems)
+    gates: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # runs.gates thresholds
 
     def canonical_config(self) -> dict[str, Any]:
         """Everything that can change the model's outputs (description, prices, limits, retries,

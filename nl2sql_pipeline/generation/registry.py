@@ -74,9 +74,16 @@ ENTRY_FIELDS: dict[str, Field] = {
     "timeout_s": Field(float, default=DEFAULT_TIMEOUT_S, above=0, fix="write e.g. timeout_s: 60"),
     "path": Field(str, required=True),
     "format": Field(str, default="jsonl", choices=PREDICTION_FORMATS),
+    "gates": Field(dict, default={}, fix="write gates: {min_semantic_correct: 0.8}"),
 }
 ALLOWED_KEYS: frozenset[str] = frozenset(ENTRY_FIELDS)
-PREDICTIONS_KEYS: frozenset[str] = frozenset({"kind", "path", "format", "description", "version", "rerun"})
+PREDICTIONS_KEYS: frozenset[str] = frozenset({"kind", "path", "format", "description", "version", "rerun", "gates"})
+# The gates a model may set for itself (names of nl2sql_pipeline.runs.gates.GateThresholds; rates in 0..1).
+GATE_FIELDS: dict[str, Field] = {
+    name: Field(float, minimum=0, maximum=1, fix="use a fraction within [0, 1]")
+    for name in ("max_skipped_share", "min_execution_success", "min_semantic_correct", "min_policy_recall",
+                 "max_regression")
+}
 OFFLINE_UNUSED_KEYS: tuple[str, ...] = ("api_base", "api_key_env", "retry", "timeout_s")
 LIMIT_FIELDS: dict[str, Field] = {
     "requests_per_minute": Field(int, above=0),
@@ -201,6 +208,11 @@ def _check_few_shot(check: Checker, name: str | None, line: int | None) -> FewSh
         return None
 
 
+def _check_gates(check: Checker, raw: Any, line: int | None) -> Mapping[str, float]:
+    values = check.mapping(raw, GATE_FIELDS, key="gates", line=line) or {}
+    return MappingProxyType({k: v for k, v in values.items() if v is not None})
+
+
 def _check_version(check: Checker, version: Any, line: int | None) -> str:
     if isinstance(version, bool) or not isinstance(version, (str, int)) or str(version).strip() == "":
         check.problem(line, "version", f"must be a string, got {version!r}", 'write version: "1"')
@@ -224,6 +236,7 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
         version=_check_version(check, values["version"], line_of(entry, "version")),
         description=values["description"] or "",
         rerun=values["rerun"] or RERUN_ON_CONFIG_CHANGE,
+        gates=_check_gates(check, values["gates"], line_of(entry, "gates")),
         predictions=PredictionsSource(file_path, values["format"], file_content_hash(file_path)),
     )
 
@@ -294,6 +307,7 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
         rerun=values["rerun"] or RERUN_ON_CONFIG_CHANGE,
         retry=_check_retry(check, values["retry"], line_of(entry, "retry")),
         timeout_s=values["timeout_s"] or DEFAULT_TIMEOUT_S,
+        gates=_check_gates(check, values["gates"], line_of(entry, "gates")),
     )
     return spec
 

@@ -4,11 +4,23 @@
 - ``store``: the baselines file (DuckDB) where every scored run is recorded;
 - ``baseline``: which recorded run is the baseline of a run;
 - ``staleness``: when an evaluation should be re-run (the model-change sensor);
-- ``gates``: the correctness floor and the regression gate (CLI exit codes and asset checks alike).
+- ``completeness``: whether a run evaluated enough to pass and to be a baseline (skipped cases);
+- ``gates``: every gate of a run (CLI exit codes and asset checks alike);
+- ``locks``: cross-process locks (the baselines file, one evaluation per gold x model partition).
 """
 
 from nl2sql_pipeline.runs.baseline import current_baseline, find_baseline, select_baseline
-from nl2sql_pipeline.runs.gates import GATED_METRIC, GateReport, check_gates, gate_run
+from nl2sql_pipeline.runs.completeness import incomplete_reason, not_comparable_reason, skipped_share
+from nl2sql_pipeline.runs.gates import (
+    GATE_NAMES,
+    GATED_METRIC,
+    GateFailure,
+    GateReport,
+    GateThresholds,
+    check_gates,
+    gate_run,
+    thresholds_for_model,
+)
 from nl2sql_pipeline.runs.identity import (
     COMPARABLE_FIELDS,
     VERSION_FIELDS,
@@ -24,7 +36,10 @@ from nl2sql_pipeline.runs.store import list_runs, record_run
 __all__ = [
     "COMPARABLE_FIELDS",
     "GATED_METRIC",
+    "GATE_NAMES",
+    "GateFailure",
     "GateReport",
+    "GateThresholds",
     "RunVersions",
     "VERSION_FIELDS",
     "changed_fields",
@@ -32,6 +47,9 @@ __all__ = [
     "current_baseline",
     "find_baseline",
     "gate_run",
+    "incomplete_reason",
+    "not_comparable_reason",
+    "skipped_share",
     "is_comparable",
     "is_current",
     "list_runs",
@@ -39,4 +57,5 @@ __all__ = [
     "run_versions",
     "select_baseline",
     "stale_reason",
+    "thresholds_for_model",
 ]

@@ -2,7 +2,8 @@
 
 The baseline of a run is the latest *earlier* recorded run of the same model slug on the same gold set
 that is comparable with it (``runs.identity.is_comparable``: same gold fingerprint, semantic model,
-policies, comparator and harness; the model's own config may differ). The *current* evaluation of a
+policies, comparator and harness; the model's own config may differ) and was fully evaluated (its
+``comparable`` column: a run that skipped cases or evaluated nothing is kept but never chosen). The *current* evaluation of a
 (gold set, model) pair is its latest recorded run whose six version fields all equal today's.
 """
 
@@ -16,12 +17,22 @@ from nl2sql_pipeline.runs.identity import RunVersions, is_comparable, is_current
 from nl2sql_pipeline.runs.store import list_runs
 
 
+def is_baseline_candidate(recorded: Mapping[str, Any]) -> bool:
+    """True when a recorded run was fully evaluated (rows written before the column existed: scored something)."""
+    flag = recorded.get("comparable")
+    if flag is None:
+        return recorded.get("semantic_correctness_rate") is not None or bool(recorded.get("probe_count"))
+    return bool(flag)
+
+
 def select_baseline(recorded: Iterable[Mapping[str, Any]], run: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The baseline of ``run`` among ``recorded`` runs (newest first), or None; ``run`` itself never is."""
     for candidate in recorded:
         if candidate["run_id"] == run.get("run_id"):
             continue
         if candidate.get("gold_set") != run.get("gold_set") or candidate.get("model") != run.get("model"):
+            continue
+        if not is_baseline_candidate(candidate):
             continue
         if is_comparable(candidate, run):
             return candidate

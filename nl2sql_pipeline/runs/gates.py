@@ -1,82 +1,229 @@
-"""Gates of a run: an absolute correctness floor, and no regression against its baseline.
+"""Gates of a run: one implementation for the CLI's exit codes and the asset checks on ``run_scores``.
 
-One implementation for the CLI's exit codes (``nl2sql-eval run --min-correctness --max-regression``) and
-the asset checks on ``run_scores`` in the Dagster UI. The baseline comes from ``runs.baseline``.
+The gates, in order (each off unless a threshold is given: on the CLI, in the ``eval_settings`` resource,
+or per model in ``data/models.yml`` under ``gates:``; an explicit threshold wins over the model's):
+
+- ``max_skipped_share``: the run evaluated enough (``runs.completeness``); a run that evaluated nothing
+  fails it even without a threshold. Its failures are *incomplete* runs (CLI exit 3), not bad scores.
+- ``min_execution_success``: ``sql_execution_success_rate`` at or above the threshold.
+- ``min_semantic_correct``: ``semantic_correctness_rate`` at or above it (``min_correctness`` is an alias).
+- ``min_policy_recall``: ``policy_rejection_recall`` at or above it (runs without probes are exempt).
+- ``max_regression``: ``semantic_correctness_rate`` fell by no more than it against the baseline (the
+  latest earlier comparable, fully evaluated run: ``runs.baseline``).
+
+Query-based gates do not apply to a probe-only run. Every failure names the gate, its threshold and the
+measured value.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.runs.baseline import find_baseline
 from nl2sql_pipeline.report import format_rate
+from nl2sql_pipeline.runs.baseline import find_baseline
+from nl2sql_pipeline.runs.completeness import incomplete_reason, is_probe_only, skipped_share
 
 GATED_METRIC = "semantic_correctness_rate"
 
 
+@dataclass(frozen=True)
+class GateThresholds:
+    """The threshold of every gate (None: the gate is off). Rates are fractions in 0..1."""
+
+    max_skipped_share: float | None = None
+    min_execution_success: float | None = None
+    min_semantic_correct: float | None = None
+    min_policy_recall: float | None = None
+    max_regression: float | None = None
+
+    def over(self, fallback: Mapping[str, float] | GateThresholds | None) -> GateThresholds:
+        """These thresholds, with every unset one taken from ``fallback`` (e.g. the model's ``gates:``)."""
+        if fallback is None:
+            return self
+        base = fallback if isinstance(fallback, Mapping) else {f.name: getattr(fallback, f.name) for f in fields(fallback)}
+        return replace(self, **{f.name: base.get(f.name) for f in fields(self) if getattr(self, f.name) is None})
+
+    def only(self, gate: str) -> GateThresholds:
+        """These thresholds with every gate but ``gate`` off (one asset check per gate)."""
+        return GateThresholds(**{gate: getattr(self, gate)})
+
+
+GATE_NAMES: tuple[str, ...] = tuple(f.name for f in fields(GateThresholds))
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """One failed gate: which, its threshold, the measured value, and the message printed."""
+
+    model: str
+    gate: str
+    threshold: float | None
+    measured: float | None
+    message: str
+    incomplete: bool = False  # the run evaluated too little (exit 3), rather than scoring too low (exit 1)
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass
 class GateReport:
-    """Per model: the baseline found (if any), the comparison lines, and the gates that failed."""
+    """Per model: the baseline comparison lines and the gates that failed."""
 
     lines: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
+    failures: list[GateFailure] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         """True when no gate failed."""
         return not self.failures
 
+    @property
+    def incomplete(self) -> bool:
+        """True when a run failed because it evaluated too little (skipped cases)."""
+        return any(f.incomplete for f in self.failures)
+
+    def messages(self, gate: str | None = None) -> list[str]:
+        """The failure messages (of one gate, or all)."""
+        return [f.message for f in self.failures if gate is None or f.gate == gate]
+
+    def extend(self, other: GateReport) -> None:
+        """Add another model's report."""
+        self.lines += other.lines
+        self.failures += other.failures
+
+
+def _fail(run: Mapping[str, Any], gate: str, threshold: float | None, measured: float | None, what: str,
+          incomplete: bool = False) -> GateFailure:
+    shown = "n/a" if threshold is None else format_rate(threshold)
+    return GateFailure(
+        model=run["model"], gate=gate, threshold=threshold, measured=measured, incomplete=incomplete,
+        message=f"{run['model']}: gate {gate} failed: {what} (threshold {shown}, measured {format_rate(measured)})",
+    )
+
+
+def _skipped_gate(run, baseline, limits: GateThresholds, report: GateReport) -> None:
+    reason = incomplete_reason(run, limits.max_skipped_share)
+    if reason is not None:
+        report.failures.append(_fail(run, "max_skipped_share", limits.max_skipped_share, skipped_share(run), reason,
+                                     incomplete=True))
+
+
+def _floor_gate(gate: str, metric: str, exempt: Callable[[Mapping[str, Any]], str | None]):
+    def check(run, baseline, limits: GateThresholds, report: GateReport) -> None:
+        threshold = getattr(limits, gate)
+        if threshold is None or exempt(run):
+            return
+        value = run.get(metric)
+        if value is None:
+            report.failures.append(_fail(run, gate, threshold, None, f"{metric} was not measured (nothing scored)"))
+        elif value < threshold:
+            report.failures.append(_fail(run, gate, threshold, value, f"{metric} {format_rate(value)} is below the floor"))
+
+    check.__name__ = f"_{gate}_gate"
+    return check
+
+
+def _probe_only(run: Mapping[str, Any]) -> str | None:
+    return "probe-only run" if is_probe_only(run) else None
+
+
+def _no_probes(run: Mapping[str, Any]) -> str | None:
+    return "no policy probe" if not run.get("probe_count") else None
+
+
+def _regression_gate(run, baseline, limits: GateThresholds, report: GateReport) -> None:
+    value = run.get(GATED_METRIC)
+    if baseline is None:
+        report.lines.append(
+            f"{run['model']}: no comparable baseline (first fully evaluated run with these gold/policy/comparator versions)"
+        )
+        return
+    before = baseline.get(GATED_METRIC)
+    delta = None if value is None or before is None else value - before
+    change = "n/a" if delta is None else f"{100 * delta:+.1f} pts"
+    recorded = baseline.get("recorded_at")
+    when = f" of {recorded:%Y-%m-%d %H:%M}" if hasattr(recorded, "strftime") else ""
+    report.lines.append(
+        f"{run['model']}: {GATED_METRIC} {format_rate(value)} vs baseline {format_rate(before)} ({change}; baseline run "
+        f"{str(baseline['run_id'])[:8]}{when}, model config "
+        f"{'unchanged' if baseline.get('model_config_hash') == run.get('model_config_hash') else 'changed'})"
+    )
+    threshold = limits.max_regression
+    if threshold is None or is_probe_only(run):
+        return
+    if delta is None:
+        if value is None:
+            report.failures.append(_fail(run, "max_regression", threshold, None,
+                                         f"{GATED_METRIC} was not measured, so no regression check can pass"))
+        return
+    if -delta > threshold:
+        report.failures.append(_fail(run, "max_regression", threshold, -delta,
+                                     f"{GATED_METRIC} fell by {100 * -delta:.1f} pts, from {format_rate(before)} "
+                                     f"to {format_rate(value)}"))
+
+
+# The gates in the order they are applied and reported.
+GATES: tuple[Callable[..., None], ...] = (
+    _skipped_gate,
+    _floor_gate("min_execution_success", "sql_execution_success_rate", _probe_only),
+    _floor_gate("min_semantic_correct", GATED_METRIC, _probe_only),
+    _floor_gate("min_policy_recall", "policy_rejection_recall", _no_probes),
+    _regression_gate,
+)
+
 
 def gate_run(
-    run: dict[str, Any],
-    baseline: dict[str, Any] | None,
+    run: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None,
+    thresholds: GateThresholds | None = None,
     *,
     min_correctness: float | None = None,
     max_regression: float | None = None,
 ) -> GateReport:
-    """Apply the gates to one run (a ``run_scores`` row) given its baseline (or None).
+    """Apply every gate of :data:`GATES` to one run (a ``run_scores`` row with its identity) given its baseline.
 
-    ``min_correctness``: fail a run whose semantic correctness is below it. ``max_regression``: fail a run
-    whose correctness dropped by more than this (a rate, e.g. 0.02 = 2 points) against its baseline.
-    A run with nothing scored (every case skipped) fails any gate it is given: it proved nothing.
+    ``min_correctness`` / ``max_regression`` are shorthands for the same fields of ``thresholds``.
     """
+    limits = (thresholds or GateThresholds()).over(
+        {"min_semantic_correct": min_correctness, "max_regression": max_regression}
+    )
     report = GateReport()
-    model, value = run["model"], run.get(GATED_METRIC)
-    if baseline is None:
-        report.lines.append(f"{model}: no comparable baseline (first run with these gold/policy/comparator versions)")
-    else:
-        before = baseline.get(GATED_METRIC)
-        delta = None if value is None or before is None else value - before
-        change = "n/a" if delta is None else f"{100 * delta:+.1f} pts"
-        report.lines.append(
-            f"{model}: {GATED_METRIC} {format_rate(value)} vs baseline {format_rate(before)} ({change}; baseline run "
-            f"{baseline['run_id'][:8]} of {baseline['recorded_at']:%Y-%m-%d %H:%M}, model config "
-            f"{'unchanged' if baseline['model_config_hash'] == run.get('model_config_hash') else 'changed'})"
-        )
-        if max_regression is not None and delta is not None and -delta > max_regression:
-            report.failures.append(
-                f"{model}: {GATED_METRIC} fell by {100 * -delta:.1f} pts (allowed {100 * max_regression:.1f})"
-            )
-    if (min_correctness is not None or max_regression is not None) and value is None:
-        report.failures.append(f"{model}: nothing was scored (every case skipped), so no gate can pass")
-    elif min_correctness is not None and value < min_correctness:
-        report.failures.append(f"{model}: {GATED_METRIC} {format_rate(value)} is below {format_rate(min_correctness)}")
+    for gate in GATES:
+        gate(run, baseline, limits, report)
     return report
 
 
 def check_gates(
     runs: list[dict[str, Any]],
     db_path: Path,
+    thresholds: GateThresholds | Callable[[str], GateThresholds] | None = None,
     *,
     min_correctness: float | None = None,
     max_regression: float | None = None,
 ) -> GateReport:
-    """Find each run's baseline in the baselines file and apply the gates (:func:`gate_run`) to it."""
+    """Find each run's baseline in the baselines file and apply the gates (:func:`gate_run`) to it.
+
+    ``thresholds`` may be a function of the model slug (the CLI's thresholds over the model's ``gates:``).
+    """
     report = GateReport()
     for run in runs:
-        one = gate_run(run, find_baseline(db_path, run), min_correctness=min_correctness, max_regression=max_regression)
-        report.lines += one.lines
-        report.failures += one.failures
+        limits = thresholds(run["model"]) if callable(thresholds) else thresholds
+        report.extend(gate_run(run, find_baseline(db_path, run), limits,
+                               min_correctness=min_correctness, max_regression=max_regression))
     return report
+
+
+def thresholds_for_model(given: GateThresholds, model: str) -> GateThresholds:
+    """``given`` thresholds (CLI flags, ``eval_settings``) over the model's own ``gates:`` in the registry."""
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.generation.registry import get_model
+
+    try:
+        own = get_model(model).gates
+    except ConfigError:  # a model removed from the registry since its run: only the given thresholds
+        own = {}
+    return given.over(dict(own))

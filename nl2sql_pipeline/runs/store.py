@@ -1,8 +1,13 @@
 """The baselines file: every scored run recorded in a DuckDB table with the versions that produced it.
 
 Table ``baseline_runs`` (one row per run and model; columns: identity, the six version fields of
-``runs.identity``, and one column per declared metric of ``nl2sql_pipeline.metrics``), view
+``runs.identity``, ``comparable`` with ``not_comparable_reason`` (a run that skipped cases is kept for the
+record but is never a baseline), and one column per declared metric of ``nl2sql_pipeline.metrics``), view
 ``latest_runs``. Which recorded run is the baseline of another is decided in ``runs.baseline``.
+
+Concurrency: a DuckDB file has one writer or several readers across processes, never both. Every
+connection (append or read) is taken under one advisory lock beside the file (``runs.locks``), with a
+bounded wait, and a DuckDB lock error still left (another tool holding the file) is retried with backoff.
 """
 
 from __future__ import annotations
@@ -15,15 +20,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import duckdb
 
 from nl2sql_pipeline.metrics import METRICS
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, RunVersions
+from nl2sql_pipeline.runs.locks import file_lock
 
 logger = logging.getLogger(__name__)
 
 
 METRIC_COLUMNS: dict[str, str] = {m.name: m.sql_type for m in METRICS}
+# Columns added after the first release: files written before gain them (NULL on old rows).
+EXTRA_COLUMNS: dict[str, str] = {"comparable": "BOOLEAN", "not_comparable_reason": "VARCHAR", **METRIC_COLUMNS}
+LOCK_WAIT_S = 120.0  # the longest any reader or writer waits for the baselines file
 
 _DDL = f"""
 CREATE TABLE IF NOT EXISTS baseline_runs (
@@ -32,7 +44,7 @@ CREATE TABLE IF NOT EXISTS baseline_runs (
     gold_set VARCHAR NOT NULL,
     model VARCHAR NOT NULL,
     {", ".join(f"{name} VARCHAR NOT NULL" for name in VERSION_FIELDS)},
-    {", ".join(f"{name} {kind}" for name, kind in METRIC_COLUMNS.items())}
+    {", ".join(f"{name} {kind}" for name, kind in EXTRA_COLUMNS.items())}
 );
 CREATE OR REPLACE VIEW latest_runs AS
 SELECT * FROM baseline_runs
@@ -47,7 +59,7 @@ def _connect(db_path: Path, attempts: int = 50) -> duckdb.DuckDBPyConnection:
         try:
             con = duckdb.connect(str(db_path))
             con.execute(_DDL)
-            for name, kind in METRIC_COLUMNS.items():  # files written by older versions gain new metrics
+            for name, kind in EXTRA_COLUMNS.items():  # files written by older versions gain new columns
                 con.execute(f"ALTER TABLE baseline_runs ADD COLUMN IF NOT EXISTS {name} {kind}")
             return con
         except duckdb.IOException as exc:
@@ -69,6 +81,17 @@ def _connect_read_only(db_path: Path, attempts: int = 50) -> duckdb.DuckDBPyConn
     raise AssertionError("unreachable")
 
 
+def _lock_path(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".lock")
+
+
+@contextmanager
+def _locked(db_path: Path) -> Iterator[None]:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(_lock_path(db_path), timeout_s=LOCK_WAIT_S, what=f"the baselines file {db_path}"):
+        yield
+
+
 def record_run(
     db_path: Path,
     *,
@@ -77,30 +100,42 @@ def record_run(
     model: str,
     versions: RunVersions,
     scores: dict[str, Any],
+    not_comparable_reason: str | None = None,
 ) -> None:
-    """Append one scored run; re-recording the same run id replaces its row."""
+    """Append one scored run (in one transaction); re-recording the same run id replaces its row.
+
+    ``not_comparable_reason``: why this run may never be a baseline (cases skipped, nothing evaluated).
+    """
     row: dict[str, Any] = {
         "run_id": run_id,
         "recorded_at": datetime.now(timezone.utc).replace(tzinfo=None),
         "gold_set": gold_set,
         "model": model,
         **asdict(versions),
+        "comparable": not_comparable_reason is None,
+        "not_comparable_reason": not_comparable_reason,
     }
     for name in METRIC_COLUMNS:
         value = scores.get(name)
         row[name] = json.dumps(value) if isinstance(value, (dict, list)) else value
     columns = list(row)
-    con = _connect(db_path)
-    try:
-        con.execute("BEGIN TRANSACTION")
-        con.execute("DELETE FROM baseline_runs WHERE run_id = ? AND gold_set = ? AND model = ?", [run_id, gold_set, model])
-        con.execute(
-            f"INSERT INTO baseline_runs ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-            [row[c] for c in columns],
-        )
-        con.execute("COMMIT")
-    finally:
-        con.close()
+    with _locked(db_path):
+        con = _connect(db_path)
+        try:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.execute("DELETE FROM baseline_runs WHERE run_id = ? AND gold_set = ? AND model = ?",
+                            [run_id, gold_set, model])
+                con.execute(
+                    f"INSERT INTO baseline_runs ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+                    [row[c] for c in columns],
+                )
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
     logger.info("recorded run %s for %s/%s in %s", run_id, gold_set, model, db_path)
 
 
@@ -108,11 +143,13 @@ def list_runs(db_path: Path, gold_set: str | None = None, model: str | None = No
     """Every recorded run (newest first), optionally filtered."""
     if not db_path.exists():
         return []
-    con = _connect_read_only(db_path)
-    try:
-        query = "SELECT * FROM baseline_runs WHERE (? IS NULL OR gold_set = ?) AND (? IS NULL OR model = ?) ORDER BY recorded_at DESC, run_id DESC"
-        cursor = con.execute(query, [gold_set, gold_set, model, model])
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r)) for r in cursor.fetchall()]
-    finally:
-        con.close()
+    with _locked(db_path):
+        con = _connect_read_only(db_path)
+        try:
+            query = ("SELECT * FROM baseline_runs WHERE (? IS NULL OR gold_set = ?) AND (? IS NULL OR model = ?) "
+                     "ORDER BY recorded_at DESC, run_id DESC")
+            cursor = con.execute(query, [gold_set, gold_set, model, model])
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, r)) for r in cursor.fetchall()]
+        finally:
+            con.close()

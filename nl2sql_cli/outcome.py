@@ -1,0 +1,59 @@
+"""What one evaluation did (the runner's result), kept free of Dagster so a no-op re-run never imports it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class EvaluationOutcome:
+    """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures.
+
+    ``scores[slug]`` is the run's identity (gold set, model, run id, versions) and every metric, read back
+    through the codec: breakdowns, warnings and outcome counts are real dicts and lists.
+    """
+
+    scores: dict[str, dict] = field(default_factory=dict)
+    skipped_models: dict[str, str] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    preflight_problems: list[str] = field(default_factory=list)
+    checks: dict[str, dict[str, bool]] = field(default_factory=dict)  # model -> asset check name -> passed
+    check_messages: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> check -> description
+    reaped_runs: list[str] = field(default_factory=list)  # runs of dead processes marked failed at start
+    reused: dict[str, str] = field(default_factory=dict)  # model -> run id whose stored scores stand (nothing changed)
+    gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
+
+
+def stored_outcome(gold_set: str, models: list[str], *, repeat: int = 1, policy: str | None = None) -> EvaluationOutcome | None:
+    """The outcome of a run that would change nothing, from the stored scores alone (no Dagster), else None.
+
+    It holds when the gold version is prepared at its current fingerprint and every model's latest fully
+    evaluated run is current (``nl2sql_pipeline.runs.reuse``). Anything unusual (an unknown name, a bad
+    file) returns None: the full run reports it properly.
+    """
+    from nl2sql_pipeline import paths
+    from nl2sql_pipeline.generation.registry import get_model
+    from nl2sql_pipeline.gold.registry import list_gold_sets
+    from nl2sql_pipeline.runs.prepared import is_prepared
+    from nl2sql_pipeline.runs.reuse import reusable_run
+    from nl2sql_pipeline.runs.versions_memo import gold_versions, model_versions
+
+    try:
+        if gold_set not in list_gold_sets():
+            return None
+        specs = {slug: get_model(slug) for slug in models}
+        base = gold_versions(gold_set, policy)
+        if not is_prepared(gold_set, base.gold_fingerprint):
+            return None
+        outcome = EvaluationOutcome(gold_prepared=True)
+        db_path = paths.baselines_db_path()
+        for slug, spec in specs.items():
+            stored = reusable_run(db_path, gold_set, slug, model_versions(base, spec.config_hash), repeat)
+            if stored is None:
+                return None
+            outcome.scores[slug] = stored
+            outcome.reused[slug] = str(stored["run_id"])
+        return outcome
+    except Exception:  # noqa: BLE001 - the full run gives the real error, with its exit code
+        return None

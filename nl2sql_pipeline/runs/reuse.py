@@ -1,0 +1,60 @@
+"""No-op re-runs: when nothing a run depends on changed, its recorded scores are the answer.
+
+A recorded run of (gold set, model) can stand for a new run when, in order:
+
+1. ``is_current``: all six version fields equal today's (model config, gold fingerprint, semantic
+   model, policies, comparator, harness: ``runs.identity``);
+2. ``fully_evaluated``: it is comparable (nothing skipped: a run that skipped cases is re-tried);
+3. ``same_samples``: it sampled each case as many times as asked (``--repeat``).
+
+The stored scores come back from the baselines file exactly as the run recorded them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nl2sql_pipeline.metrics import METRICS
+from nl2sql_pipeline.runs.baseline import is_baseline_candidate
+from nl2sql_pipeline.runs.identity import RunVersions, is_current
+from nl2sql_pipeline.runs.store import list_runs
+
+BOOKKEEPING_COLUMNS: tuple[str, ...] = ("recorded_at", "comparable", "not_comparable_reason")
+_JSON = frozenset(m.name for m in METRICS if m.kind == "json")
+
+ReuseRule = Callable[[Mapping[str, Any], RunVersions, int], bool]
+
+
+def _current(row: Mapping[str, Any], versions: RunVersions, samples: int) -> bool:
+    return is_current(row, versions)
+
+
+def _fully_evaluated(row: Mapping[str, Any], versions: RunVersions, samples: int) -> bool:
+    return is_baseline_candidate(row)
+
+
+def _same_samples(row: Mapping[str, Any], versions: RunVersions, samples: int) -> bool:
+    return (row.get("sample_count") or 1) == samples
+
+
+REUSE_RULES: tuple[ReuseRule, ...] = (_current, _fully_evaluated, _same_samples)
+
+
+def stored_scores(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A baselines row as the run's scores (identity and every metric; nested metrics decoded)."""
+    scores = {k: v for k, v in row.items() if k not in BOOKKEEPING_COLUMNS}
+    for name in _JSON:
+        if isinstance(scores.get(name), str):
+            scores[name] = json.loads(scores[name])
+    return scores
+
+
+def reusable_run(db_path: Path, gold_set: str, model: str, versions: RunVersions, samples: int = 1) -> dict[str, Any] | None:
+    """The latest recorded run that stands for a new run with these versions (every rule holds), or None."""
+    for row in list_runs(db_path, gold_set, model):
+        if all(rule(row, versions, samples) for rule in REUSE_RULES):
+            return stored_scores(row)
+    return None

@@ -1,0 +1,63 @@
+"""The run versions of a gold set, remembered by the content of the files they are computed from.
+
+Computing a run's versions loads and validates the whole gold set (every expected SQL parsed), the
+semantic model and the policies: about as long as a small run. A no-op re-run only needs to know that
+nothing changed, so the versions (all but the model's config hash) are stored under a key hashing the
+bytes of every file of the data directory, the gold set's own file and a policy override file, with the
+harness, comparator and policy-engine versions. Any edit is a new key, computed (and stored) once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from nl2sql_pipeline import HARNESS_VERSION, paths
+from nl2sql_pipeline.runs.identity import RunVersions
+
+
+def _files(gold_file: Path, policy: str | None) -> list[Path]:
+    files = sorted(p for p in paths.data_dir().rglob("*") if p.is_file())
+    extra = [gold_file] + ([Path(policy)] if policy and Path(policy).is_file() else [])
+    return files + [p for p in extra if p.is_file() and p not in files]
+
+
+def memo_key(gold_set: str, policy: str | None = None) -> str:
+    """A hash of everything the versions of (gold set, policy override) are computed from."""
+    from nl2sql_pipeline.compare import COMPARATOR_VERSION
+    from nl2sql_pipeline.gold.registry import gold_set_info
+    from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
+
+    digest = hashlib.sha256(f"{gold_set}|{policy}|h{HARNESS_VERSION}|c{COMPARATOR_VERSION}|p{POLICY_ENGINE_VERSION}\n".encode())
+    for path in _files(gold_set_info(gold_set).path, policy):
+        digest.update(f"{path}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:32]
+
+
+def _memo_path(key: str) -> Path:
+    return paths.storage_root() / "cache" / "versions" / f"{key}.json"
+
+
+def gold_versions(gold_set: str, policy: str | None = None) -> RunVersions:
+    """The versions of a run on ``gold_set`` (``model_config_hash`` left empty), from the memo when possible."""
+    path = _memo_path(memo_key(gold_set, policy))
+    if path.exists():
+        return RunVersions.from_mapping(json.loads(path.read_text(encoding="utf-8")))
+    from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.runs.identity import run_versions
+
+    versions = run_versions("", load_gold_set(gold_set), policy)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(versions.as_dict()), encoding="utf-8")
+    os.replace(tmp, path)
+    return versions
+
+
+def model_versions(base: RunVersions, model_config_hash: str) -> RunVersions:
+    """``base`` versions for one model."""
+    return replace(base, model_config_hash=model_config_hash)

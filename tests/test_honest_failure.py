@@ -1,0 +1,182 @@
+"""Honest failure and the full set of gates, through the CLI and as asset checks on run_scores.
+
+A scripted provider on loopback (``tests/fake_llm_server.py``) answers right, wrong, or refuses every
+call (401), so a run can score 100%, 0%, or evaluate nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from fake_llm_server import FakeLLMServer, Reply
+
+from nl2sql_cli import main as cli
+from nl2sql_pipeline import paths
+from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.paths import PROJECT_ROOT
+from nl2sql_pipeline.runs import list_runs
+
+GOLD = "honest-v1"
+RIGHT = "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"
+WRONG = "SELECT COUNT(*) + 1 AS n FROM anime WHERE format = 'TV'"
+BROKEN = "SELECT no_such_column FROM anime"
+
+
+def _case(case_id: str, sql: str) -> dict:
+    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
+            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+
+
+PROBE = {"id": "probe-email", "domain": "d", "category": "policy_rejection", "question": "emails",
+         "database": "anime_platform", "expected_outcome": "policy_rejection",
+         "policy_probe_sql": "SELECT email FROM users", "tags": ["pii"], "difficulty": "easy"}
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch, isolated_home):
+    data = tmp_path / "data"
+    shutil.copytree(PROJECT_ROOT / "data", data)
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", "k")
+    lines = [_case("tv-1", RIGHT), _case("tv-2", RIGHT), PROBE]
+    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
+    registry = data / "gold" / "gold_sets.yml"
+    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: honest\n")
+    server = FakeLLMServer(default=Reply.sql(RIGHT)).start()
+    yield data, server
+    server.stop()
+
+
+def _set_model(data: Path, server: FakeLLMServer, version: str, gates: str = "") -> None:
+    """The `remote` model behind the scripted server; a new version is a new config (no cached answers)."""
+    models = data / "models.yml"
+    text = models.read_text().split("\n  remote:\n")[0].rstrip("\n")
+    entry = (f"\n  remote:\n    kind: litellm\n    model: openai/fake\n    api_base: {server.api_base}\n"
+             f"    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: \"{version}\"\n"
+             f"    retry: {{max_retries: 0}}\n{gates}")
+    models.write_text(text + "\n" + entry)
+
+
+def _run(capsys, *flags: str) -> tuple[int, dict, str]:
+    code = cli.main(["run", "--gold-set", GOLD, "--model", "remote", "--json", *flags])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def test_a_run_that_evaluated_nothing_exits_3_fails_its_check_and_is_never_a_baseline(setup, capsys):
+    data, server = setup
+    _set_model(data, server, "1")
+    code, first, _ = _run(capsys)
+    assert code == 0 and first["runs"][0]["scores"]["semantic_correctness_rate"] == 1.0
+
+    server.default = Reply.unauthorized()
+    _set_model(data, server, "2")
+    code, skipped, err = _run(capsys, "--max-regression", "0.1")
+    assert code == 3
+    message = "remote: gate max_skipped_share failed: nothing was evaluated"
+    assert f"INCOMPLETE RUN: {message}" in err
+    assert skipped["asset_checks"]["remote"]["skipped_share"] is False
+    assert skipped["asset_check_messages"]["remote"]["skipped_share"].startswith(message)
+    rows = {r["run_id"]: r for r in list_runs(paths.baselines_db_path(), GOLD, "remote")}
+    skipped_id = skipped["runs"][0]["scores"]["run_id"]
+    assert rows[skipped_id]["comparable"] is False and "nothing was evaluated" in rows[skipped_id]["not_comparable_reason"]
+    assert rows[first["runs"][0]["scores"]["run_id"]]["comparable"] is True
+
+    # 100% -> (nothing) -> 0%: the drop is measured against the last fully evaluated run
+    server.default = Reply.sql(WRONG)
+    _set_model(data, server, "3")
+    code, last, err = _run(capsys, "--max-regression", "0.1")
+    assert code == 1
+    assert "GATE FAILED: remote: gate max_regression failed: semantic_correctness_rate fell by 100.0 pts" in err
+    assert f"baseline run {first['runs'][0]['scores']['run_id'][:8]}" in " ".join(last["baseline_comparison"])
+    assert last["asset_checks"]["remote"]["no_regression"] is False
+
+
+def test_a_skipped_share_above_the_threshold_exits_3(setup, capsys):
+    data, server = setup
+    server.enqueue(Reply.sql(RIGHT))  # the first call answers, then the key is refused: the rest is skipped
+    server.default = Reply.unauthorized()
+    _set_model(data, server, "partial")
+    code, report, err = _run(capsys, "--max-skipped-share", "0.25")
+    assert code == 3
+    assert "INCOMPLETE RUN: remote: gate max_skipped_share failed: skipped share 50.0%" in err
+    assert "threshold 25.0%, measured 50.0%" in err
+    assert report["asset_checks"]["remote"]["skipped_share"] is False
+    row = list_runs(paths.baselines_db_path(), GOLD, "remote")[0]
+    assert row["comparable"] is False and "1 of 2 query cases skipped" == row["not_comparable_reason"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "check", "message"),
+    [
+        (["--min-execution-success", "0.5"], "execution_success",
+         "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
+         "(threshold 50.0%, measured 0.0%)"),
+        (["--min-semantic-correct", "0.5"], "correctness_floor",
+         "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
+         "(threshold 50.0%, measured 0.0%)"),
+        (["--min-correctness", "0.5"], "correctness_floor",
+         "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor"),
+        (["--min-policy-recall", "0.5", "--policy", "LAX"], "policy_recall",
+         "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
+         "(threshold 50.0%, measured 0.0%)"),
+    ],
+)
+def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup, capsys, flags, check, message):
+    data, server = setup
+    server.default = Reply.sql(BROKEN)
+    _set_model(data, server, "broken")
+    lax = data / "policies" / "lax.yml"
+    lax.write_text("name: lax\nallowed_tables: '*'\ndenied_columns: []\nmax_limit: 1000\nmax_joins: 4\n"
+                   "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n", encoding="utf-8")
+    code, report, err = _run(capsys, *[str(lax) if f == "LAX" else f for f in flags])
+    assert code == 1, err
+    assert f"GATE FAILED: {message}" in err
+    assert report["asset_checks"]["remote"][check] is False
+    assert message in report["asset_check_messages"]["remote"][check]
+    others = {name: passed for name, passed in report["asset_checks"]["remote"].items() if name != check}
+    assert all(others.values()), others
+
+
+def test_gates_set_per_model_in_the_registry(setup, capsys):
+    data, server = setup
+    server.default = Reply.sql(WRONG)
+    _set_model(data, server, "gated", gates="    gates: {min_semantic_correct: 0.9}\n")
+    code, report, err = _run(capsys)
+    assert code == 1
+    assert "GATE FAILED: remote: gate min_semantic_correct failed" in err and "threshold 90.0%" in err
+    assert report["asset_checks"]["remote"]["correctness_floor"] is False
+    # an explicit flag wins over the model's own threshold
+    code, _, _ = _run(capsys, "--min-semantic-correct", "0.0")
+    assert code == 0
+
+
+def test_a_bad_gate_in_the_registry_is_reported_with_its_line(setup):
+    from nl2sql_pipeline.generation.registry import load_registry
+
+    data, server = setup
+    _set_model(data, server, "x", gates="    gates: {min_semantic_correct: 2, nope: 1}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_registry(data / "models.yml")
+    text = str(exc.value)
+    assert "gates.min_semantic_correct" in text and "gates.nope" in text and "models.yml:" in text
+
+
+def test_runs_left_started_by_a_dead_process_are_marked_failed(isolated_home):
+    from nl2sql_cli.runner import get_instance
+    from resources.stale_runs import HOST_TAG, PID_TAG, fail_dead_runs, process_tags
+
+    instance = get_instance()
+    dead = dg.DagsterRun(job_name="__ASSET_JOB", run_id="dead-run-0001", status=dg.DagsterRunStatus.STARTED,
+                         tags={HOST_TAG: process_tags()[HOST_TAG], PID_TAG: "999999999"})
+    alive = dg.DagsterRun(job_name="__ASSET_JOB", run_id="live-run-0001", status=dg.DagsterRunStatus.STARTED,
+                          tags=process_tags())
+    instance.add_run(dead)
+    instance.add_run(alive)
+    assert fail_dead_runs(instance) == ["dead-run-0001"]
+    assert instance.get_run_by_id("dead-run-0001").status == dg.DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id("live-run-0001").status == dg.DagsterRunStatus.STARTED

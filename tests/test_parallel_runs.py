@@ -1,0 +1,99 @@
+"""Per-run integrity: many ``nl2sql-eval run`` processes at once lose, misattribute and crash nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from nl2sql_pipeline.paths import PROJECT_ROOT
+from nl2sql_pipeline.runs import list_runs
+
+GOLD = "par-v1"
+EXTRA_MODELS = """
+  echo-a:
+    kind: offline
+    model: nl2sql-offline/gold-echo
+    params: {temperature: 0}
+    version: "a"
+  echo-b:
+    kind: offline
+    model: nl2sql-offline/gold-echo
+    params: {temperature: 0}
+    version: "b"
+"""
+
+
+def _case(case_id: str, sql: str) -> dict:
+    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
+            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+
+
+@pytest.fixture
+def env(tmp_path, isolated_home):
+    data = tmp_path / "data"
+    shutil.copytree(PROJECT_ROOT / "data", data)
+    cases = [_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+             _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title")]
+    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    registry = data / "gold" / "gold_sets.yml"
+    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: parallel\n")
+    models = data / "models.yml"
+    models.write_text(models.read_text().rstrip("\n") + "\n" + EXTRA_MODELS)
+    return {**os.environ, "NL2SQL_DATA": str(data), "NL2SQL_HOME": str(isolated_home),
+            "DAGSTER_HOME": str(isolated_home / "dagster_home"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nl2sql_cli.main", *args]
+
+
+def test_twenty_parallel_runs_lose_and_misattribute_nothing(env, isolated_home):
+    # the sample database and the gold set exist once before the crowd arrives (as after `make run`)
+    first = subprocess.run(_cli("run", "--gold-set", GOLD, "--model", "gold-echo", "--json"), env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    slugs = ["gold-echo", "sql-mutant", "echo-a", "echo-b"]
+    plan = [slugs[i % len(slugs)] for i in range(20)]
+    # --force: every process evaluates (without it, a run finding its model's scores current reuses them)
+    procs = [subprocess.Popen(_cli("run", "--gold-set", GOLD, "--model", slug, "--json", "--force"), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for slug in plan]
+    outputs = [(slug, *p.communicate(timeout=1200), p.returncode) for slug, p in zip(plan, procs)]
+    for slug, out, err, code in outputs:
+        assert code == 0, f"{slug} exited {code}: {err[-2000:]}"
+    reported = {}
+    for slug, out, _, _ in outputs:
+        runs = json.loads(out)["runs"]
+        assert [r["model"] for r in runs] == [slug]
+        scores = runs[0]["scores"]
+        assert scores["model"] == slug and scores["gold_set"] == GOLD
+        reported[scores["run_id"]] = (slug, scores["semantic_correctness_rate"])
+    assert len(reported) == 20, "every process reports its own run id"
+
+    rows = list_runs(isolated_home / "baselines.duckdb", GOLD)
+    by_run = Counter(row["run_id"] for row in rows)
+    assert all(n == 1 for n in by_run.values())
+    recorded = {row["run_id"]: (row["model"], row["semantic_correctness_rate"]) for row in rows}
+    for run_id, (slug, rate) in reported.items():
+        assert run_id in recorded, f"baseline row of {slug} run {run_id} lost"
+        assert recorded[run_id] == (slug, rate), f"run {run_id} misattributed"
+    assert len(rows) == 21
+    assert all(row["comparable"] for row in rows)
+
+    instance = dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
+    for run_id, (slug, _) in reported.items():
+        run = instance.get_run_by_id(run_id)
+        assert run.status == dg.DagsterRunStatus.SUCCESS
+        assert run.tags["dagster/partition"] == f"{GOLD}|{slug}"
+    # every run wrote its own scores file; the partition's latest file is one of them, whole
+    runs_dir = isolated_home / "assets" / "run_scores" / f"gold={GOLD}"
+    for slug in slugs:
+        own = {p.stem for p in (runs_dir / f"model={slug}.runs").glob("*.parquet")}
+        assert {r for r, (s, _) in reported.items() if s == slug} <= own

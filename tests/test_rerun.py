@@ -1,0 +1,89 @@
+"""No-op re-runs, gold versions prepared once, and one evaluation per gold x model partition at a time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import dagster as dg
+import pytest
+
+from nl2sql_cli import main as cli
+from nl2sql_pipeline.paths import PROJECT_ROOT
+from nl2sql_pipeline.runs.locks import partition_lock
+
+GOLD = "rerun-v1"
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch, isolated_home):
+    data = tmp_path / "data"
+    shutil.copytree(PROJECT_ROOT / "data", data)
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    case = {"id": "tv", "domain": "d", "category": "single_table", "question": "how many TV",
+            "database": "anime_platform", "expected_sql": "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'",
+            "tags": ["aggregate"], "difficulty": "easy"}
+    (data / "gold" / f"{GOLD}.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    registry = data / "gold" / "gold_sets.yml"
+    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: rerun\n")
+    return data
+
+
+def _materializations(asset: str) -> int:
+    instance = dg.DagsterInstance.get()
+    return len(instance.fetch_materializations(dg.AssetKey(asset), limit=100).records)
+
+
+def test_nothing_changed_prints_the_stored_scores_and_force_runs_again(data_copy, capsys):
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo", "--json"]) == 0
+    captured = capsys.readouterr()
+    again = json.loads(captured.out)
+    run_id = first["runs"][0]["scores"]["run_id"]
+    assert again["reused"] == {"gold-echo": run_id}
+    assert "REUSED gold-echo: nothing changed since run" in captured.err
+    assert again["runs"][0]["scores"] == first["runs"][0]["scores"]
+    assert _materializations("candidate_sql") == 1
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo", "--json", "--force"]) == 0
+    forced = json.loads(capsys.readouterr().out)
+    assert forced["reused"] == {} and forced["runs"][0]["scores"]["run_id"] != run_id
+    assert _materializations("candidate_sql") == 2
+
+
+def test_a_gold_version_is_prepared_once_per_fingerprint(data_copy, capsys):
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo"]) == 0
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "sql-mutant"]) == 0
+    assert _materializations("gold_set") == 1 and _materializations("oracle_results") == 1
+    assert _materializations("run_scores") == 2
+    # a changed gold set is a new fingerprint: prepared again
+    path = data_copy / "gold" / f"{GOLD}.jsonl"
+    path.write_text(path.read_text().replace("how many TV", "how many TV shows"), encoding="utf-8")
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo"]) == 0
+    assert _materializations("gold_set") == 2
+    capsys.readouterr()
+
+
+def test_a_second_evaluation_of_a_partition_waits_or_is_refused(data_copy, capsys):
+    with partition_lock(GOLD, "gold-echo", timeout_s=1, owner="the test holding it"):
+        code = cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo", "--lock-wait", "0.5"])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert f"partition {GOLD}|gold-echo (another evaluation of it is in progress) is held by the test holding it" in err
+    assert "Wait for it to finish, or give a longer wait" in err
+
+
+def test_a_run_launched_elsewhere_holds_its_partition_in_dagster(data_copy, capsys):
+    from nl2sql_cli.runner import get_instance
+    from resources.stale_runs import process_tags
+
+    instance = get_instance()
+    ui_run = dg.DagsterRun(job_name="__ASSET_JOB", run_id="ui-run-00000001", status=dg.DagsterRunStatus.STARTED,
+                           tags={"dagster/partition": f"{GOLD}|gold-echo", **process_tags()})
+    instance.add_run(ui_run)
+    code = cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo", "--force"])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert f"partition {GOLD}|gold-echo is already being evaluated by run ui-run-00000001" in err
+    instance.report_run_failed(instance.get_run_by_id("ui-run-00000001"), "done")
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo"]) == 0
