@@ -7,6 +7,7 @@ import pandas as pd
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.codec import attempts_from_frame, cases_from_frame, oracle_rows_from_frame, verdicts_to_frame
+from nl2sql_pipeline.gold.registry import case_databases
 from resources.settings import EvalSettings
 
 
@@ -35,7 +36,8 @@ def case_verdicts(
             "and oracle_results first (its preflight must pass)."
         )
     attempts = attempts_from_frame(candidate_results)
-    verdicts = judge(cases, oracle_rows_from_frame(oracle_results), attempts, eval_settings.compare_config())
+    verdicts = judge(cases, oracle_rows_from_frame(oracle_results), attempts, eval_settings.compare_config(),
+                     resolve_database=case_databases(gold), limits=eval_settings.limits())
     model_hash = next((a.generation.model_config_hash for a in attempts if a.generation is not None), None)
     frame = verdicts_to_frame(verdicts, gold_set=gold, model=model, model_config_hash=model_hash)
     counts: dict[str, int] = {}

@@ -381,11 +381,21 @@ def verdicts_to_frame(
         data["model"] = [model] * len(verdicts)
     for name in VERDICT_COLUMNS:
         values = [getattr(v, name) for v in verdicts]
-        data[name] = [",".join(tags) for tags in values] if name == "tags" else values
+        if name == "tags":
+            values = [",".join(tags) for tags in values]
+        elif name in _VERDICT_JSON:
+            values = [None if v is None else json.dumps(v, sort_keys=True) for v in values]
+        data[name] = values
     if gold_set is not None or model is not None:
         data["model_config_hash"] = [model_config_hash] * len(verdicts)
     return pd.DataFrame(data, columns=list(data))
 
+
+# Nested verdict values: JSON text in the Parquet, real values in the record.
+_VERDICT_JSON = {
+    "clause_scores": dict,
+    "diagnosis_detail": lambda items: tuple((str(label), str(text)) for label, text in items),
+}
 
 _VERDICT_CONVERTERS = {
     "sample_index": int,
@@ -412,6 +422,8 @@ def _verdict(row: dict[str, Any]) -> Verdict:
         value = row.get(name)
         if name == "tags":
             value = tuple(t for t in (value or "").split(",") if t)
+        elif name in _VERDICT_JSON:
+            value = None if value is None else _VERDICT_JSON[name](json.loads(value))
         elif value is not None and name in _VERDICT_CONVERTERS:
             value = _VERDICT_CONVERTERS[name](value)
         elif value is None and name in ("is_probe", "correct", "first_candidate_correct", "cold_start",

@@ -17,6 +17,7 @@ every problem is reported as ``file:line``.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,14 +122,29 @@ def load_database_registry(path: Path | None = None) -> dict[str, DatabaseEntry]
     Raises ``ConfigError`` listing every problem of the file, each as ``file:line``.
     """
     path = path or registry_path()
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
     if not path.is_file():
         return {}
-    _, data = read_yaml(path, ConfigError, missing="create it with a 'databases:' mapping")
-    check = Checker(path)
-    top = check.mapping(data, TOP_FIELDS, unknown_fix="write a top-level 'databases:' mapping of name -> entry") or {}
-    entries = parse_entries(check, top.get("databases") or {}, path.parent)
-    check.raise_if_problems()
-    return entries
+    # sample entries resolve under the storage root: a different root is a different registry
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, os.environ.get(paths.STORAGE_ENV_VAR, ""))
+    cached = _LOADED.get(key)
+    if cached is None:
+        _, data = read_yaml(path, ConfigError, missing="create it with a 'databases:' mapping")
+        check = Checker(path)
+        top = check.mapping(data, TOP_FIELDS, unknown_fix="write a top-level 'databases:' mapping of name -> entry") or {}
+        cached = parse_entries(check, top.get("databases") or {}, path.parent)
+        check.raise_if_problems()
+        if len(_LOADED) > 64:
+            _LOADED.clear()
+        _LOADED[key] = cached
+    return dict(cached)
+
+
+# Registries read in this process, by (file, modification time, size, storage root): a changed file is read again.
+_LOADED: dict[tuple[str, int, int, str], dict[str, DatabaseEntry]] = {}
 
 
 def register_database(name: str, file: Path, *, registry: Path | None = None,

@@ -135,9 +135,9 @@ class Verdict:
     row_precision: float | None = None
     row_recall: float | None = None
     cell_f1: float | None = None
-    clause_scores: str | None = None  # JSON {clause: F1} of the AST clauses: structure, not correctness
+    clause_scores: Mapping[str, float] | None = None  # {clause: F1} of the AST clauses: structure, not correctness
     diagnosis: str | None = None  # comma-separated labels of compare.diagnosis for a case that did not pass
-    diagnosis_detail: str | None = None  # JSON [[label, explanation], ...]
+    diagnosis_detail: tuple[tuple[str, str], ...] | None = None  # ((label, explanation), ...)
     database: str | None = None
     """The case's database reference (a registered name or a path), for the per-database breakdown."""
 

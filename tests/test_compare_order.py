@@ -119,4 +119,4 @@ def test_judge_stores_grade_order_credit_clauses_and_diagnosis(db):
     assert "wrong_order_or_direction" in reversed_.diagnosis and reversed_.comparison_rule == "row_order_mismatch"
     assert (longer.grade, longer.row_recall, longer.candidate_row_count) == ("partial", 1.0, 12)
     assert longer.row_precision == pytest.approx(10 / 12, abs=1e-6)
-    assert "limit_differs" in longer.diagnosis and json.loads(longer.clause_scores)["limit"] == 0.0
+    assert "limit_differs" in longer.diagnosis and longer.clause_scores["limit"] == 0.0

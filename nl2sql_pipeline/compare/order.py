@@ -22,6 +22,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from nl2sql_pipeline import sql_ast
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.model import CompareConfig
 from nl2sql_pipeline.compare.rules import CANONICALISER
@@ -84,8 +85,8 @@ NOT_REQUIRED = OrderCheck(ORDER_NOT_REQUIRED, "the expected query has no outermo
 def order_spec(expected_sql: str) -> OrderSpec | None:
     """The outermost ORDER BY of ``expected_sql`` resolved to result columns; None without one (or unparsable)."""
     try:
-        tree = sqlglot.parse_one(expected_sql, read="duckdb")
-    except sqlglot.errors.ParseError:
+        tree = sql_ast.parse(expected_sql)  # shared with the policy engine's parse: read only, never modified
+    except sql_ast.SqlParseError:
         return None
     order = tree.args.get("order") if isinstance(tree, (exp.Select, exp.SetOperation)) else None
     if not isinstance(order, exp.Order) or not order.expressions:

@@ -7,7 +7,6 @@ tokens and cost come from the attempts' generation part: nothing is read back fr
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -44,6 +43,11 @@ def judge(
     whole in the engine on the case's database (``resolve_database``, default
     ``databases.require_database``, under ``limits``).
     """
+    if resolve_database is None:
+        from nl2sql_pipeline.databases import require_database
+
+        resolve_database = require_database
+    resolve_database = _memoized(resolve_database)
     oracle_by_case: dict[str, list[OracleRow]] = {}
     for row in oracle_rows:
         oracle_by_case.setdefault(row.case_id, []).append(row)
@@ -174,11 +178,13 @@ def explain(
     """The grade, order check, exact row counts, partial credit, clause scores and diagnosis of one verdict."""
     if outcome in outcomes.NOT_SCORED:
         return {}
-    expected_items = parse_clauses(case.canonical_sql) if case.canonical_sql else None
-    candidate_items = parse_clauses(candidate_sql) if candidate_sql else None
-    scores = clause_scores(expected_items, candidate_items)
     case_grade = grade(comparison, config) if outcome == outcomes.CORRECT or comparison is not None else "fail"
-    findings = diagnose(comparison, expected_items, candidate_items) if case_grade != "pass" else []
+    scores, findings = None, []
+    if case_grade != "pass":  # structure and diagnosis explain what is not a Pass (a Pass needs no explaining)
+        expected_items = parse_clauses(case.canonical_sql) if case.canonical_sql else None
+        candidate_items = parse_clauses(candidate_sql) if candidate_sql else None
+        scores = clause_scores(expected_items, candidate_items)
+        findings = diagnose(comparison, expected_items, candidate_items)
     if comparison is None and case_grade != "pass":
         findings = [(outcome, "the candidate produced no comparable result"), *[f for f in findings if f[0] != "unexplained"]]
     return {
@@ -189,10 +195,22 @@ def explain(
         "row_precision": comparison.row_precision if comparison else None,
         "row_recall": comparison.row_recall if comparison else None,
         "cell_f1": comparison.cell_f1 if comparison else None,
-        "clause_scores": json.dumps(scores) if scores is not None else None,
+        "clause_scores": dict(scores) if scores is not None else None,
         "diagnosis": ",".join(label for label, _ in findings) or None,
-        "diagnosis_detail": json.dumps(findings) if findings else None,
+        "diagnosis_detail": tuple((str(label), str(text)) for label, text in findings) if findings else None,
     }
+
+
+def _memoized(resolve: Callable[[str], Path]) -> Callable[[str], Path]:
+    """``resolve`` asked once per database name within one judge call (errors are raised every time)."""
+    seen: dict[str, Path] = {}
+
+    def resolve_once(name: str) -> Path:
+        if name not in seen:
+            seen[name] = resolve(name)
+        return seen[name]
+
+    return resolve_once
 
 
 def _whole_results(
