@@ -30,6 +30,13 @@ class PolicyGate:
     resolve_database: DatabaseResolver
     policy_override: str | None = None
     _engines: dict[tuple[str, str], SQLPolicyEngine] = field(default_factory=dict)
+    _paths: dict[str, Path] = field(default_factory=dict)
+
+    def database_path(self, database: str) -> Path:
+        """The file of a case's database, resolved once per name for the life of this gate (one stage)."""
+        if database not in self._paths:
+            self._paths[database] = self.resolve_database(database)
+        return self._paths[database]
 
     def policy_name_for(self, case: Case) -> str:
         """The policy that governs ``case`` in this run."""
@@ -42,7 +49,7 @@ class PolicyGate:
             policy = load_policy(key[0])
             exposed = getattr(self.resolve_database, "exposed_schemas", None)  # a CaseDatabases knows them
             schema = read_database_schema(
-                self.resolve_database(case.database), exposed(case.database) if exposed is not None else None
+                self.database_path(case.database), exposed(case.database) if exposed is not None else None
             )
             self._engines[key] = SQLPolicyEngine(policy, schema)
         return self._engines[key]

@@ -87,7 +87,7 @@ def execute_attempt(
             attempt, policy_allowed=False, policy_rule=decision.rule, policy_name=decision.policy_name,
             policy_reason=decision.reason,
         )
-    result = runner(gate.resolve_database(case.database), attempt.sql, limits)
+    result = runner(gate.database_path(case.database), attempt.sql, limits)
     return replace(
         attempt, policy_allowed=True, policy_rule=decision.rule, policy_name=decision.policy_name,
         policy_reason=decision.reason, executed=True, result=result,
