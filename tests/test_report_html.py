@@ -105,3 +105,16 @@ def test_page_renders_offline_in_headless_chromium(tmp_path):
                           page.as_uri()], check=True, capture_output=True, text=True, timeout=120).stdout
     assert dom.count('<tr class="case">') == len(fixture_verdicts())
     assert dom.count("<svg") == len(COLORS)
+
+
+def test_a_systems_answer_and_its_disagreement_flag_are_in_the_case_table():
+    from dataclasses import replace
+
+    verdicts = fixture_verdicts()
+    answered = [replace(verdicts[0], answer="There are 12 studios.", system_rows_disagree=True,
+                        system_rows_reason="it showed 3 rows, its SQL returns 12")] + list(verdicts[1:])
+    page = run_html([build_run_report(answered, model="sys", gold_set="g", warnings=[])])
+    assert "<th>answer</th>" in page and "There are 12 studios." in page
+    assert "rows shown differ from its SQL: it showed 3 rows, its SQL returns 12" in page
+    plain = run_html([_report("m")])
+    assert "<th>answer</th>" not in plain, "a model without answers gets no answer column"

@@ -102,20 +102,34 @@ def _sql(text: str | None) -> str:
     return f"<pre>{escape(text)}</pre>" if text else "<i>none</i>"
 
 
+def _answer_cell(v) -> str:
+    """A system's own answer, and the flag when the rows it showed differ from what its SQL returns."""
+    parts = [escape(v.answer)] if v.answer else []
+    if v.system_rows_disagree:
+        parts.append(f'<b class="bad">rows shown differ from its SQL: {escape(v.system_rows_reason or "")}</b>')
+    return "<br>".join(parts)
+
+
 def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
+    with_answers = any(v.answer or v.system_rows_disagree for v in report.verdicts)
     rows = []
     for v in sorted(report.verdicts, key=lambda v: (v.correct, v.case_id, v.sample_index)):
         case = cases.get(v.case_id)
         expected = case.policy_probe_sql if case is not None and case.is_probe else (
             "\n-- or --\n".join(case.expected_sql) if case is not None else None)
         css = "ok" if v.correct else "bad"
+        why = v.reason or v.skip_reason or ""
+        if v.diagnosis:
+            why = f"{why} [{v.diagnosis}]" if why else v.diagnosis
         rows.append(
             f'<tr class="case"><td>{escape(v.case_id)}{f"#{v.sample_index}" if v.sample_index else ""}</td>'
             f"<td>{escape(case.question) if case else ''}</td><td>{_sql(v.generated_sql)}</td><td>{_sql(expected)}</td>"
-            f'<td class="{css}">{escape(v.outcome)}</td><td>{escape(v.reason or v.skip_reason or "")}</td></tr>'
+            + (f'<td class="answer">{_answer_cell(v)}</td>' if with_answers else "")
+            + f'<td class="{css}">{escape(v.outcome)}</td><td>{escape(why)}</td></tr>'
         )
     return (f'<table class="cases" data-model="{escape(report.model)}"><tr><th>case</th><th>question</th>'
-            "<th>generated SQL</th><th>expected SQL</th><th>verdict</th><th>reason</th></tr>" + "".join(rows) + "</table>")
+            "<th>generated SQL</th><th>expected SQL</th>" + ("<th>answer</th>" if with_answers else "")
+            + "<th>verdict</th><th>reason</th></tr>" + "".join(rows) + "</table>")
 
 
 def _page(title: str, body: str) -> str:
