@@ -118,3 +118,17 @@ def test_a_systems_answer_and_its_disagreement_flag_are_in_the_case_table():
     assert "rows shown differ from its SQL: it showed 3 rows, its SQL returns 12" in page
     plain = run_html([_report("m")])
     assert "<th>answer</th>" not in plain, "a model without answers gets no answer column"
+
+
+def test_the_console_report_shows_a_systems_answers_and_disagreements():
+    from dataclasses import replace
+
+    from nl2sql_pipeline.report.console import console_run_report
+
+    verdicts = fixture_verdicts()
+    answered = [replace(verdicts[0], answer="There are 12 studios.", system_rows_disagree=True,
+                        system_rows_reason="it showed 3 rows, its SQL returns 12")] + list(verdicts[1:])
+    text = console_run_report(build_run_report(answered, model="sys", gold_set="g", warnings=[]))
+    assert f"1 of {len(answered)} cases answered in prose; rows shown differ from the system's own SQL in 1" in text
+    assert "it showed 3 rows, its SQL returns 12" in text and "There are 12 studios." in text
+    assert "answered in prose" not in console_run_report(_report("m"))

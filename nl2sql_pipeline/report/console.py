@@ -65,6 +65,23 @@ def _headline(report: RunReport) -> list[str]:
         cost_text += f"; total {_usd(cost.total.estimate)} {format_interval(cost.total, _usd)}"
     lines.append(f"{'cost'.ljust(22)}  {cost_text}")
     lines.append(f"{'tokens'.ljust(22)}  {report.token_source or 'n/a (no scored call)'}")
+    lines += _answers(report)
+    return lines
+
+
+def _answers(report: RunReport, shown: int = 3) -> list[str]:
+    """A system's own answers: how many cases had one, a few of them, and where its rows disagree with its SQL."""
+    answered = [v for v in report.verdicts if v.answer]
+    disagree = [v for v in report.verdicts if v.system_rows_disagree]
+    if not answered and not disagree:
+        return []
+    lines = [f"{'answers'.ljust(22)}  {len(answered)} of {len(report.verdicts)} cases answered in prose; "
+             f"rows shown differ from the system's own SQL in {len(disagree)}"]
+    for v in disagree[:shown]:
+        lines.append(f"{''.ljust(22)}  ! {v.case_id}: {v.system_rows_reason or 'rows differ'}")
+    for v in answered[:shown]:
+        text = v.answer if len(v.answer) <= 100 else v.answer[:97] + "..."
+        lines.append(f"{''.ljust(22)}  {v.case_id}: {text}")
     return lines
 
 
