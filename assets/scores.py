@@ -7,6 +7,7 @@ import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.codec import cases_from_frame, model_config_hash_of, run_scores_to_frame, verdicts_from_frame
+from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
 from nl2sql_pipeline.scoring import score_run
@@ -25,7 +26,7 @@ def run_scores(
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
     model_hash = model_config_hash_of(case_verdicts) or "unknown"
-    versions = run_versions(model_hash, cases, eval_settings.policy)
+    versions = run_versions(model_hash, cases, eval_settings.policy, case_databases(gold))
     scores = score_run(verdicts_from_frame(case_verdicts))
     frame = run_scores_to_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
     for warning in scores.warnings:

@@ -52,7 +52,7 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
     identity rule the gates use to pick a baseline.
     """
     from nl2sql_pipeline.generation.registry import load_registry
-    from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
     from nl2sql_pipeline.runs import RunVersions, run_versions, stale_reason
 
     registry = load_registry()
@@ -72,7 +72,7 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
             recorded = {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
             if spec.rerun == "always":
                 cases = cases if cases is not None else load_gold_set(gold)
-                current = run_versions(spec.config_hash, cases)
+                current = run_versions(spec.config_hash, cases, None, case_databases(gold))
             else:  # only the model's config hash matters: the other fields are taken as recorded
                 current = RunVersions.from_mapping({**recorded, "model_config_hash": spec.config_hash})
             reason = stale_reason(spec.rerun, recorded, current)

@@ -103,7 +103,7 @@ def evaluate(
     (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
-    from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
+    from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
 
     if gold_set not in list_gold_sets():
         raise ConfigError(f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)")
@@ -135,7 +135,7 @@ def evaluate(
         return outcome
 
     db_path = paths.baselines_db_path()
-    base_versions = None if force else run_versions("", cases, policy)
+    base_versions = None if force else run_versions("", cases, policy, case_databases(gold_set))
     for slug, spec in specs.items():
         if base_versions is not None:
             versions = replace(base_versions, model_config_hash=spec.config_hash)

@@ -66,3 +66,27 @@ def test_the_gate_and_the_baseline_file_agree(tmp_path):
     assert not report.passed and "fell by 10.0 pts" in report.messages()[0]
     assert gate_run(run, baseline, max_regression=0.2).passed
     assert gate_run(run, baseline).passed, "without thresholds nothing fails"
+
+
+def test_a_changed_schema_of_an_own_database_is_a_new_version(tmp_path):
+    import duckdb
+
+    from nl2sql_pipeline.cases import case_from_dict
+    from nl2sql_pipeline.execution.pool import release_sandboxes
+    from nl2sql_pipeline.runs.identity import schema_context_hash
+
+    db = tmp_path / "shop.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name VARCHAR)")
+        con.execute("INSERT INTO customers VALUES (1, 'Ada')")
+    case = case_from_dict({"id": "q1", "domain": "shop", "category": "aggregation", "question": "How many?",
+                           "database": "shop", "expected_sql": "SELECT count(*) FROM customers"})
+    resolve = {"shop": db}.__getitem__
+    first = schema_context_hash([case], resolve)
+    assert schema_context_hash([case], resolve) == first, "the same schema is the same version"
+    release_sandboxes(db)  # the introspection's read-only connection, before this test writes the file
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE customers ADD COLUMN country VARCHAR")
+    assert schema_context_hash([case], resolve) != first, "an introspected schema that changed is a new version"
+    missing = schema_context_hash([case], {"shop": tmp_path / "gone.duckdb"}.__getitem__)
+    assert missing not in (first, schema_context_hash([case], resolve))

@@ -11,8 +11,11 @@ semantic-model hash, the policy hash, the comparator version and the harness ver
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Union
 
 from nl2sql_pipeline import HARNESS_VERSION
@@ -79,17 +82,51 @@ def is_current(recorded: VersionsLike, current: VersionsLike) -> bool:
     return not changed_fields(recorded, current)
 
 
-def run_versions(model_config_hash: str, cases: list[Case], policy_override: str | None = None) -> RunVersions:
-    """The version fields of a run of the model (by config hash) on ``cases`` (under ``policy_override``)."""
+def run_versions(
+    model_config_hash: str,
+    cases: list[Case],
+    policy_override: str | None = None,
+    resolve_database: Callable[[str], Path] | None = None,
+) -> RunVersions:
+    """The version fields of a run of the model (by config hash) on ``cases`` (under ``policy_override``).
+
+    With ``resolve_database`` (the gold set's ``case_databases``), ``semantic_model_hash`` hashes what the
+    prompts describe of every database the cases use: its semantic model, or the schema introspected from
+    the database itself. A changed per-database semantic model, or a changed schema, is then a new
+    version. Without it, the default semantic model's hash.
+    """
     from nl2sql_pipeline.compare import COMPARATOR_VERSION
     from nl2sql_pipeline.policy import policies_hash
-    from nl2sql_pipeline.semantic_model import load_semantic_model
 
     return RunVersions(
         model_config_hash=model_config_hash,
         gold_fingerprint=gold_fingerprint(cases),
-        semantic_model_hash=load_semantic_model().content_hash,
+        semantic_model_hash=schema_context_hash(cases, resolve_database),
         policy_hash=policies_hash([policy_override] if policy_override else sorted({c.sql_policy for c in cases})),
         comparator_version=str(COMPARATOR_VERSION),
         harness_version=HARNESS_VERSION,
     )
+
+
+def schema_context_hash(cases: list[Case], resolve_database: Callable[[str], Path] | None = None) -> str:
+    """A hash of the prompt texts (schema, semantic model, reference date) of every database ``cases`` use.
+
+    When a database cannot be read yet (a sample database not built), its name and the error stand in:
+    the hash is then a version no recorded run has, so nothing is reused or compared by mistake.
+    """
+    from nl2sql_pipeline.semantic_model import load_semantic_model
+
+    if resolve_database is None:
+        return load_semantic_model().content_hash
+    from nl2sql_pipeline.errors import Nl2SqlError
+    from nl2sql_pipeline.generation.prompt_context import build_prompt_context
+
+    digest = hashlib.sha256(b"schema-context-v1\n")
+    for name in sorted({case.database for case in cases if not case.is_probe}):
+        try:
+            texts = build_prompt_context([name], resolve_database=resolve_database).databases[name]
+            parts = [texts.schema_text, texts.semantic_text, texts.reference_date]
+        except Nl2SqlError as exc:
+            parts = [f"unavailable: {type(exc).__name__}"]
+        digest.update(json.dumps([name, *parts]).encode("utf-8"))
+    return digest.hexdigest()[:16]

@@ -32,10 +32,28 @@ def memo_key(gold_set: str, policy: str | None = None) -> str:
     from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
 
     digest = hashlib.sha256(f"{gold_set}|{policy}|h{HARNESS_VERSION}|c{COMPARATOR_VERSION}|p{POLICY_ENGINE_VERSION}\n".encode())
-    for path in _files(gold_set_info(gold_set).path, policy):
+    info = gold_set_info(gold_set)
+    for path in _files(info.path, policy):
         digest.update(f"{path}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for path in _database_files(info):  # the schemas the prompts are introspected from live in these
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"db {path} {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:32]
+
+
+def _database_files(info) -> list[Path]:
+    """Every DuckDB file a case of the gold set may name: registered, inline, beside the gold file, built samples."""
+    from nl2sql_pipeline.database_registry import load_database_registry
+
+    files = {entry.path for entry in load_database_registry().values()}
+    files |= {entry.path for entry in (info.databases or {}).values()}
+    files |= set(info.path.parent.rglob("*.duckdb"))
+    files |= set(paths.databases_dir().glob("*.duckdb"))
+    return sorted(Path(f) for f in files)
 
 
 def _memo_path(key: str) -> Path:
@@ -47,10 +65,10 @@ def gold_versions(gold_set: str, policy: str | None = None) -> RunVersions:
     path = _memo_path(memo_key(gold_set, policy))
     if path.exists():
         return RunVersions.from_mapping(json.loads(path.read_text(encoding="utf-8")))
-    from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
     from nl2sql_pipeline.runs.identity import run_versions
 
-    versions = run_versions("", load_gold_set(gold_set), policy)
+    versions = run_versions("", load_gold_set(gold_set), policy, case_databases(gold_set))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(versions.as_dict()), encoding="utf-8")
