@@ -50,11 +50,17 @@ def get_instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+def _console_loggers() -> dict:
+    """Dagster's console logger: errors with their tracebacks under ``-v`` only; otherwise silent, since a
+    failed step is reported by the CLI as one ``FAILED: <step>: <message>`` line."""
+    verbose = logging.getLogger().isEnabledFor(logging.INFO)
+    return {"loggers": {"console": {"config": {"log_level": "ERROR" if verbose else "CRITICAL"}}}}
 
 
 def _materialize(assets, instance, partition_key=None, run_config=None, settings=None, tags=None) -> dg.ExecuteInProcessResult:
-    run_config = {**QUIET_LOGGERS, **(run_config or {})}
+    run_config = {**_console_loggers(), **(run_config or {})}
     return dg.materialize(
         [*ALL_ASSETS, *ASSET_CHECKS],
         selection=assets,
@@ -72,6 +78,8 @@ def _failure_text(result: dg.ExecuteInProcessResult) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
+            while error.cause is not None:  # Dagster wraps what the asset raised: report the asset's own error
+                error = error.cause
             messages.append(f"{event.step_key}: {error.message.strip()}")
     return "; ".join(messages) or "run failed"
 

@@ -146,3 +146,19 @@ def test_gate_arguments_are_validated(capsys):
         cli.main(["run", "--min-correctness", "90"])
     assert exc.value.code == 2
     assert "outside 0..1" in capsys.readouterr().err
+
+
+def test_a_failed_step_is_one_line_without_a_dagster_traceback(data_copy, capsys, monkeypatch):
+    import assets.scores
+
+    _add_gold_set(data_copy, "tb-v1", [_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'")])
+
+    def exploding_score_run(*args, **kwargs):
+        raise RuntimeError("scoring exploded")
+
+    monkeypatch.setattr(assets.scores, "score_run", exploding_score_run)
+    code = cli.main(["run", "--gold-set", "tb-v1", "--model", "gold-echo"])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert "FAILED: gold-echo: run_scores: RuntimeError: scoring exploded" in err
+    assert "Traceback" not in err and 'File "' not in err
