@@ -444,7 +444,14 @@ def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, mon
     src = build_spider(tmp_path / "spider")
     (src / "dev.json").write_text(json.dumps(
         [{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS]))
-    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(data / "gold" / "spider-dev.jsonl")]) == 0
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(data / "gold" / "spider-dev.jsonl"),
+                 "--register"]) == 0
+    out = capsys.readouterr().out
+    assert "registered concert_singer -> " in out and "registered pets_1 -> " in out
+    assert main(["db", "list"]) == 0 and "concert_singer" in capsys.readouterr().out
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(data / "gold" / "spider-dev.jsonl"),
+                 "--register"]) == 0
+    assert "already registered: pets_1" in capsys.readouterr().out, "importing again keeps the registry as it is"
     (data / "gold" / "gold_sets.yml").write_text("gold_sets:\n  spider-dev:\n    file: spider-dev.jsonl\n")
     capsys.readouterr()
     code = main(["run", "--gold-set", "spider-dev", "--model", "gold-echo", "--json"])

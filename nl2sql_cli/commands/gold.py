@@ -177,7 +177,31 @@ def _import_format(args: argparse.Namespace) -> int:
     if len(dropped) > MAX_LISTED_DROPS:
         print(f"... and {len(dropped) - MAX_LISTED_DROPS} more in {result.report_path}", file=sys.stderr)
     print(result.summary())
+    if getattr(args, "register", False):
+        _register_imported(result)
     return EXIT_OK
+
+
+def _register_imported(result) -> None:
+    """Register each copied database of an import under its benchmark id (``gold import --register``)."""
+    from nl2sql_pipeline.database_registry import load_database_registry, register_database
+    from nl2sql_pipeline.errors import ConfigError
+
+    registered = load_database_registry()
+    for database in result.databases:
+        file = (result.gold_path.parent / database.file).resolve()
+        entry = registered.get(database.db_id)
+        if entry is not None:
+            same = Path(entry.path).resolve() == file
+            print(f"{'already registered' if same else 'not registered (name taken by ' + str(entry.path) + ')'}: "
+                  f"{database.db_id}", file=sys.stdout if same else sys.stderr)
+            continue
+        try:
+            register_database(database.db_id, file)
+        except ConfigError as exc:
+            print(f"not registered: {database.db_id}: {exc}", file=sys.stderr)
+            continue
+        print(f"registered {database.db_id} -> {file}")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -288,6 +312,11 @@ def register(subparsers: Any) -> None:
         "--source-dialect", metavar="DIALECT",
         help="dialect of the gold SQL with --format (default: sqlite for spider/bird, postgres for defog, "
         "duckdb for plain; any sqlglot dialect)",
+    )
+    imports.add_argument(
+        "--register", action="store_true",
+        help="with --format: also register each copied database by its benchmark id in data/databases.yml "
+        "(so `db list` / `db info` show it; a name already registered to another file is left as it is)",
     )
     imports.add_argument(
         "--databases", metavar="DIR",
