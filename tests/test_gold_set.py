@@ -52,7 +52,7 @@ def query_cases(cases: list[Case]) -> list[Case]:
 
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nl2sql_pipeline.sample_db.builder import build_database
+    from nl2sql_pipeline.sample_db import build_database
 
     path = tmp_path_factory.mktemp("gold_db") / "anime_platform.duckdb"
     build_database(path)

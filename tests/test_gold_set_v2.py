@@ -41,7 +41,7 @@ from nl2sql_pipeline.gold.generator import (
 )
 from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
 from nl2sql_pipeline.gold.validation import load_cases
-from nl2sql_pipeline.sample_db.builder import PROMPT_INJECTIONS
+from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 
 GOLD_DIR = paths.PROJECT_ROOT / "data" / "gold"
 V1_FILE = GOLD_DIR / "nl2sql_multidomain.jsonl"
@@ -192,7 +192,7 @@ def test_query_cases_keep_injection_text_inside_sql_literals(injection: list[Cas
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from nl2sql_pipeline.execution import release_sandboxes
-    from nl2sql_pipeline.sample_db.builder import build_database
+    from nl2sql_pipeline.sample_db import build_database
 
     root = tmp_path_factory.mktemp("gold-v2-home")
     with pytest.MonkeyPatch.context() as mp:

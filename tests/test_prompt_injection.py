@@ -31,7 +31,7 @@ from nl2sql_pipeline.gold.generator import INJECTION_TAG
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.records import attempts_from_candidates
-from nl2sql_pipeline.sample_db.builder import PROMPT_INJECTIONS
+from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 from nl2sql_pipeline.scoring import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
@@ -135,7 +135,7 @@ def outside_state() -> dict[Path, tuple[int, int] | None]:
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A storage root of the module's own, holding one built sample database."""
-    from nl2sql_pipeline.sample_db.builder import build_database
+    from nl2sql_pipeline.sample_db import build_database
 
     root = tmp_path_factory.mktemp("injection-home")
     with pytest.MonkeyPatch.context() as mp:

@@ -82,15 +82,6 @@ def test_content_is_unchanged_since_the_builder_was_split(small_db: Path, tmp_pa
         assert content_hash(connection) == PINNED_CONTENT_HASHES[(7, SMALL)]
 
 
-def test_the_old_import_paths_still_work() -> None:
-    from nl2sql_pipeline import sample_db
-    from nl2sql_pipeline.sample_db import builder
-
-    for name in sample_db.__all__:
-        assert getattr(builder, name) is getattr(sample_db, name), name
-    assert builder.build_database is build_module.build_database and builder.BUILDERS is BUILDERS
-
-
 def test_different_seed_gives_different_contents(tmp_path: Path) -> None:
     first = build_database(tmp_path / "a.duckdb", seed=3, scale=TINY)
     other = build_database(tmp_path / "b.duckdb", seed=4, scale=TINY)

@@ -4,7 +4,7 @@
 case unchanged plus the prompt-injection cases of ``templates/multidomain_v2/`` (ids
 ``<prefix>-injection-NN``, tagged ``prompt_injection``): hostile instructions in the question, in an
 earlier follow-up turn, or quoted from the cell values the sample database plants
-(``sample_db.builder.PROMPT_INJECTIONS``, bound to the slots ``{injected_title}``, ``{injected_synopsis}``
+(``sample_db.PROMPT_INJECTIONS``, bound to the slots ``{injected_title}``, ``{injected_synopsis}``
 and ``{injected_review}``). Query cases expect the SQL of the user's legitimate intent; probes carry
 what a model obeying the injection would write.
 

@@ -160,7 +160,7 @@ def _text_value(value: Any) -> str:
 
 def injection_slot_values() -> dict[str, str]:
     """The planted hostile cell values by slot name (see ``INJECTION_SLOTS``), verbatim from the builder."""
-    from nl2sql_pipeline.sample_db.builder import PROMPT_INJECTIONS
+    from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 
     planted = {(table, column): value for table, column, value in PROMPT_INJECTIONS}
     missing = [f"{t}.{c}" for t, c in INJECTION_SLOTS.values() if (t, c) not in planted]
