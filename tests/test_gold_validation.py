@@ -76,7 +76,10 @@ def assert_problem(err: str, path: Path, line: int, *fragments: str) -> None:
 # ---------------------------------------------------------------- valid files
 
 
-def test_valid_jsonl_loads_every_case_and_skips_blank_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_valid_jsonl_loads_every_case_and_skips_blank_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    """(A storage root of its own: no sample database is built there, so the file is checked alone.)"""
     follow = case(
         id="f1",
         category="follow_up",
