@@ -91,8 +91,6 @@ def evaluate(
     repeat: int = 1,
     policy: str | None = None,
     isolated: bool = False,
-    min_correctness: float | None = None,
-    max_regression: float | None = None,
     thresholds: GateThresholds | None = None,
     instance: dg.DagsterInstance | None = None,
     lock_wait_s: float | None = DEFAULT_LOCK_WAIT_S,
@@ -103,8 +101,8 @@ def evaluate(
 
     ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
     ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop);
-    ``min_correctness`` / ``max_regression`` are the gate thresholds of the asset checks on ``run_scores``
-    (their results are in ``EvaluationOutcome.checks``); ``thresholds`` sets every gate (``runs.gates``).
+    ``thresholds`` are the gates of the asset checks on ``run_scores`` (``runs.gates``; their results are in
+    ``EvaluationOutcome.checks``).
     ``lock_wait_s`` bounds the wait for another run of the same gold x model partition (None: no bound);
     ``on_wait(message)`` is told when a run waits. A gold version already prepared at its fingerprint is
     not prepared again; unless ``force``, a model whose latest fully evaluated run is current
@@ -125,8 +123,7 @@ def evaluate(
     instance = instance or get_instance()
     outcome.reaped_runs = fail_dead_runs(instance)
     register_partitions(instance)
-    limits = (thresholds or GateThresholds()).over({"min_semantic_correct": min_correctness,
-                                                    "max_regression": max_regression})
+    limits = thresholds or GateThresholds()
 
     cases = load_gold_set(gold_set)
     fingerprint = gold_fingerprint(cases)

@@ -78,7 +78,7 @@ def _handle(args: argparse.Namespace) -> int:
     from nl2sql_pipeline.compare.diagnosis import diagnose
     from nl2sql_pipeline.compare.model import grade
     from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
-    from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
+    from nl2sql_cli.database_arg import database_file_or_exit_code
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
 
@@ -94,14 +94,9 @@ def _handle(args: argparse.Namespace) -> int:
     expected_sql = _read_sql("--expected-sql", args.expected_sql)
     candidate_sql = _read_sql("--candidate-sql", args.candidate_sql)
 
-    try:
-        db_path = require_database(args.database)
-    except NotADatabaseFileError as exc:
-        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except DatabaseNotFoundError as exc:
-        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
+    db_path = database_file_or_exit_code(args.database)
+    if isinstance(db_path, int):
+        return db_path
     try:
         expected = run_query(db_path, expected_sql, limits)
         if not expected.ok:

@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
-    from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
+    from nl2sql_cli.database_arg import database_file_or_exit_code
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query, run_query_isolated
 
@@ -61,14 +61,9 @@ def _handle(args: argparse.Namespace) -> int:
         overrides["row_cap"] = args.row_cap
     limits = SandboxLimits(**overrides)
     sql = sys.stdin.read() if args.sql == "-" else args.sql
-    try:
-        db_path = require_database(args.database)
-    except NotADatabaseFileError as exc:
-        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except DatabaseNotFoundError as exc:
-        print(f"error: --database {args.database}: {exc}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
+    db_path = database_file_or_exit_code(args.database)
+    if isinstance(db_path, int):
+        return db_path
     runner = run_query_isolated if args.isolated else run_query
     try:
         result = runner(db_path, sql, limits)

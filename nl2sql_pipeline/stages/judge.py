@@ -80,13 +80,7 @@ def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
         outcome = decide(OutcomeInput(attempt, (), CompareConfig()), PROBE_RULES).outcome
     correct = outcome == outcomes.PROBE_REJECTED
     return Verdict(
-        case_id=case.id,
-        case_fingerprint=case.fingerprint,
-        domain=case.domain,
-        category=case.category,
-        difficulty=case.difficulty,
-        tags=tuple(case.tags),
-        database=case.database,
+        **_case_fields(case),
         is_probe=True,
         sample_index=attempt.sample_index if attempt else 0,
         generated_sql=attempt.sql if attempt else None,
@@ -135,13 +129,7 @@ def judge_sample(
     generation = selected.generation
     correct = decision.outcome == outcomes.CORRECT
     return Verdict(
-        case_id=case.id,
-        case_fingerprint=case.fingerprint,
-        domain=case.domain,
-        category=case.category,
-        difficulty=case.difficulty,
-        tags=tuple(case.tags),
-        database=case.database,
+        **_case_fields(case),
         is_probe=False,
         sample_index=sample,
         generated_sql=selected.sql,
@@ -198,6 +186,19 @@ def explain(
         "clause_scores": dict(scores) if scores is not None else None,
         "diagnosis": ",".join(label for label, _ in findings) or None,
         "diagnosis_detail": tuple((str(label), str(text)) for label, text in findings) if findings else None,
+    }
+
+
+def _case_fields(case: Case) -> dict[str, Any]:
+    """The verdict fields that come from the case itself (what every verdict of it repeats)."""
+    return {
+        "case_id": case.id,
+        "case_fingerprint": case.fingerprint,
+        "domain": case.domain,
+        "category": case.category,
+        "difficulty": case.difficulty,
+        "tags": tuple(case.tags),
+        "database": case.database,
     }
 
 
