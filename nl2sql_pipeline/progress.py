@@ -8,8 +8,9 @@ cost so far, cache hits, retries, failures by cause, ETA). The core knows no ren
     with progress.subscribe(print_line):            # the CLI's bar, or Dagster's context.log
         generate_candidates(cases, spec, ...)       # its tracker reports to every subscribed sink
 
-Sinks are called from worker threads, outside the tracker's lock; they bound their own rate
-(``ThrottledSink``). A sink that raises is logged and dropped, never fatal to the work it watches.
+Sinks are called from worker threads, outside the tracker's lock, at most once per ``emit_interval_s``
+(default 0.1 s) plus at ``begin`` and ``finish``, so a unit costs its counters only; a sink bounds its own
+rate beyond that (``ThrottledSink``). A sink that raises is logged and dropped, never fatal to the work.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ logger = logging.getLogger(__name__)
 STAGE_GENERATE = "generate"
 STAGE_EXECUTE = "execute"
 STAGE_JUDGE = "judge"
+DEFAULT_EMIT_INTERVAL_S = 0.1  # the fastest any sink is told of a change (a terminal redraw)
 
 
 @dataclass(frozen=True)
@@ -159,14 +161,17 @@ class _Counts:
 class ProgressTracker:
     """Counts of one stage of one model, sent to its sinks on every change (thread-safe).
 
-    ``sinks`` are added to the sinks subscribed when the tracker is made (``subscribe``).
+    ``sinks`` are added to the sinks subscribed when the tracker is made (``subscribe``); they hear of a change
+    at most once per ``emit_interval_s`` (0: every change), and always of ``begin`` and ``finish``.
     """
 
     def __init__(self, stage: str, model: str, *, sinks: tuple[ProgressSink, ...] = (),
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, emit_interval_s: float = DEFAULT_EMIT_INTERVAL_S):
         self.stage, self.model = stage, model
         self._sinks = list(dict.fromkeys((*subscribers(), *sinks)))
         self._clock = clock
+        self._emit_interval = emit_interval_s
+        self._last_emit: float | None = None
         self._lock = threading.Lock()
         self._counts = _Counts()
         self._total = 0
@@ -177,7 +182,7 @@ class ProgressTracker:
         """The stage plans ``total`` units; the clock starts."""
         with self._lock:
             self._total, self._started = total, self._clock()
-        self._emit()
+        self._emit(force=True)
 
     def unit_started(self) -> None:
         """A unit is being worked on (counts as in flight until it finishes)."""
@@ -227,7 +232,7 @@ class ProgressTracker:
             if self._finished:
                 return
             self._finished = True
-        self._emit()
+        self._emit(force=True)
 
     def snapshot(self) -> ProgressSnapshot:
         """The counts now."""
@@ -245,10 +250,15 @@ class ProgressTracker:
             elapsed_s=elapsed, finished=self._finished,
         )
 
-    def _emit(self) -> None:
+    def _emit(self, force: bool = False) -> None:
         if not self._sinks:
             return
-        snapshot = self.snapshot()
+        with self._lock:
+            now = self._clock()
+            if not force and self._last_emit is not None and now - self._last_emit < self._emit_interval:
+                return
+            self._last_emit = now
+            snapshot = self._snapshot_locked()
         for sink in list(self._sinks):
             try:
                 sink(snapshot)

@@ -33,7 +33,7 @@ class FakeClock:
 
 def test_tracker_counts_calls_retries_tokens_cost_and_failures_by_cause():
     clock, seen = FakeClock(), []
-    tracker = ProgressTracker("generate", "m", sinks=(seen.append,), clock=clock)
+    tracker = ProgressTracker("generate", "m", sinks=(seen.append,), clock=clock, emit_interval_s=0)
     tracker.begin(4)
     tracker.unit_started()
     tracker.unit_started()
@@ -62,6 +62,18 @@ def test_failures_are_listed_most_frequent_first_and_judge_says_not_correct():
         tracker.unit_finished(failure=outcome, started=False)
     line = tracker.snapshot().line()
     assert "not correct wrong_result=2 execution_error=1" in line and "verdicts/s" in line
+
+
+def test_sinks_hear_at_most_one_change_per_interval_but_always_begin_and_finish():
+    clock, seen = FakeClock(), []
+    tracker = ProgressTracker("generate", "m", sinks=(seen.append,), clock=clock, emit_interval_s=1.0)
+    tracker.begin(100)
+    for _ in range(50):
+        tracker.unit_finished(started=False)  # the clock stands still: no sink hears of these
+    clock.now += 1.0
+    tracker.unit_finished(started=False)
+    tracker.finish()
+    assert [(s.done, s.finished) for s in seen] == [(0, False), (51, False), (51, True)]
 
 
 def test_tracker_is_thread_safe():
@@ -99,7 +111,7 @@ def test_a_failing_sink_is_dropped_and_the_work_goes_on():
         calls.append(snapshot)
         raise RuntimeError("display gone")
 
-    tracker = ProgressTracker("generate", "m", sinks=(broken,))
+    tracker = ProgressTracker("generate", "m", sinks=(broken,), emit_interval_s=0)
     tracker.begin(2)
     tracker.unit_finished(started=False)
     assert len(calls) == 1 and tracker.snapshot().done == 1
@@ -151,8 +163,8 @@ def test_generation_reports_every_unit_while_it_runs():
 
     cases = [Case(id=f"c{i}", domain="d", category="c", question=f"q{i}", database="db", expected_sql="SELECT 1")
              for i in range(6)]
-    script = {f"q{i}": Reply.sql("SELECT 1", delay_s=0.05) for i in range(5)}
-    script["q5"] = Reply.text("no idea", delay_s=0.05)
+    script = {f"q{i}": Reply.sql("SELECT 1", delay_s=0.15) for i in range(5)}
+    script["q5"] = Reply.text("no idea", delay_s=0.15)
     seen: list[ProgressSnapshot] = []
     with FakeLLMServer(responder=lambda index, body: script[last_user_message(body)]) as server:
         spec = ModelSpec(slug="scripted", kind="litellm", model="openai/scripted", api_base=server.api_base,
@@ -163,7 +175,8 @@ def test_generation_reports_every_unit_while_it_runs():
     assert len(records) == 6
     assert seen[0].done == 0 and seen[0].total == 6
     assert [s.done for s in seen] == sorted(s.done for s in seen), "done never goes back"
-    assert max(s.in_flight for s in seen) == 2
+    assert any(0 < s.done < 6 for s in seen), "heard of part-way, not only at the start and the end"
+    assert max(s.in_flight for s in seen) >= 1 and all(s.in_flight <= 2 for s in seen)
     last = seen[-1]
     assert last.finished and (last.done, last.calls, last.input_tokens) == (6, 6, 6 * 111)
     assert last.failures == (("no_sql", 1),) and last.cost_usd > 0
