@@ -8,6 +8,7 @@ stdout is never written to, so ``--json`` output stays valid JSON; ``--quiet`` s
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -86,6 +87,15 @@ class ProgressView:
                 self.stream.write("\n")
             self.stream.flush()
 
+    def clear(self) -> None:
+        """Wipe a live line off the screen (before other text is written to the same terminal); the next
+        snapshot draws it again."""
+        with self._lock:
+            if self._drawn:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+                self._drawn = False
+
     def close(self) -> None:
         """End a live line left open (a stage that never finished), so later output starts on its own line."""
         with self._lock:
@@ -93,3 +103,31 @@ class ProgressView:
                 self.stream.write("\n")
                 self.stream.flush()
                 self._drawn = False
+
+
+class _ClearBeforeLogging(logging.Filter):
+    """Wipes the live bar before a log record is written, so the record starts at the line's beginning."""
+
+    def __init__(self, view: ProgressView):
+        super().__init__()
+        self.view = view
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.view.clear()
+        return True
+
+
+def clear_before_logging(view: ProgressView) -> Callable[[], None]:
+    """Make every root log handler wipe ``view``'s live bar before it writes; returns the undo."""
+    if not view.live:
+        return lambda: None
+    guard = _ClearBeforeLogging(view)
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(guard)
+
+    def undo() -> None:
+        for handler in handlers:
+            handler.removeFilter(guard)
+
+    return undo

@@ -155,6 +155,27 @@ def test_plain_view_writes_lines_and_live_view_redraws_in_place():
     assert len(live_line(ProgressSnapshot("generate", "m" * 300, 1, 4), 80)) == 79
 
 
+def test_a_log_record_wipes_the_live_bar_first():
+    import logging
+
+    from nl2sql_cli.progress_view import clear_before_logging
+
+    screen = io.StringIO()
+    view = ProgressView(screen, live=True)
+    handler = logging.StreamHandler(screen)
+    logger = logging.getLogger()
+    logger.addHandler(handler)
+    undo = clear_before_logging(view)
+    try:
+        view(ProgressSnapshot("generate", "m", 1, 4))
+        logger.warning("rate limited on case c1")
+    finally:
+        undo()
+        logger.removeHandler(handler)
+    assert screen.getvalue().endswith("1/4  25%\r\x1b[2Krate limited on case c1\n")
+    assert not handler.filters
+
+
 def test_generation_reports_every_unit_while_it_runs():
     from nl2sql_pipeline.cases import Case
     from nl2sql_pipeline.generation import generate_candidates

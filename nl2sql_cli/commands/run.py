@@ -158,14 +158,16 @@ def _progress_shown(quiet: bool) -> Iterator[None]:
     if quiet:
         yield
         return
-    from nl2sql_cli.progress_view import ProgressView
+    from nl2sql_cli.progress_view import ProgressView, clear_before_logging
     from nl2sql_pipeline import progress
 
     view = ProgressView()
+    undo = clear_before_logging(view)  # a warning logged mid-run starts on a line of its own
     try:
         with progress.subscribe(view):
             yield
     finally:
+        undo()
         view.close()
 
 
