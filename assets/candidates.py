@@ -6,8 +6,10 @@ import pandas as pd
 
 from assets.guards import refuse_if_partition_busy
 from assets.partitions import gold_and_model, gold_model_partitions
+from assets.progress_log import logged_progress
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.codec import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
+from nl2sql_pipeline.progress import STAGE_EXECUTE, STAGE_GENERATE
 from resources.settings import EvalSettings
 
 
@@ -36,7 +38,8 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
     records, summary = generate_for_gold_set(
-        cases, model, samples=config.samples, resolve_database=case_databases(gold)
+        cases, model, samples=config.samples, resolve_database=case_databases(gold),
+        progress=logged_progress(context, STAGE_GENERATE, model),
     )
     context.log.info("generated %s: %s", model, summary)
     return dg.Output(candidates_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
@@ -62,7 +65,8 @@ def candidate_results(
     cases = cases_from_frame(gold_set)
     attempts = attempts_from_candidates(candidates_from_frame(candidate_sql))
     gate = PolicyGate(case_databases(gold_and_model(context)[0]), eval_settings.policy)
-    executed = execute_attempts(cases, attempts, gate, eval_settings.limits(), isolated=eval_settings.isolated)
+    executed = execute_attempts(cases, attempts, gate, eval_settings.limits(), isolated=eval_settings.isolated,
+                                progress=logged_progress(context, STAGE_EXECUTE, gold_and_model(context)[1]))
     return dg.Output(
         attempts_to_frame(executed),
         metadata={

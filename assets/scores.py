@@ -27,7 +27,8 @@ def run_scores(
     cases = cases_from_frame(gold_set)
     model_hash = model_config_hash_of(case_verdicts) or "unknown"
     versions = run_versions(model_hash, cases, eval_settings.policy, case_databases(gold))
-    scores = score_run(verdicts_from_frame(case_verdicts))
+    verdicts = verdicts_from_frame(case_verdicts)
+    scores = score_run(verdicts)
     frame = run_scores_to_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
     for warning in scores.warnings:
         context.log.warning("%s/%s: %s", gold, model, warning)
@@ -45,4 +46,20 @@ def run_scores(
     }
     if scores.warnings:
         metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in scores.warnings))
+    metadata.update(_report_metadata(context, gold, model, cases, verdicts, scores.warnings))
     return dg.Output(frame, metadata={k: v for k, v in metadata.items() if v is not None})
+
+
+def _report_metadata(context: dg.AssetExecutionContext, gold: str, model: str, cases, verdicts, warnings) -> dict:
+    """The run's HTML report (written under the storage root, its own file per run) and its Markdown summary."""
+    from nl2sql_pipeline.report.html import run_html, run_report_path, write_html
+    from nl2sql_pipeline.report.markdown import markdown_summary
+    from nl2sql_pipeline.report.samples import load_result_samples
+    from nl2sql_pipeline.report.tables import build_run_report
+
+    report = build_run_report(verdicts, model=model, gold_set=gold, warnings=warnings,
+                              samples=load_result_samples(gold, model, verdicts))
+    path = write_html(run_html([report], {c.id: c for c in cases}), run_report_path(gold, model, context.run_id))
+    return {"report_html": dg.MetadataValue.path(str(path)),
+            "report_url": dg.MetadataValue.url(path.resolve().as_uri()),
+            "summary": dg.MetadataValue.md(markdown_summary(report, path))}

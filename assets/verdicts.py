@@ -5,9 +5,11 @@ import dagster as dg
 import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
+from assets.progress_log import logged_progress
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.codec import attempts_from_frame, cases_from_frame, oracle_rows_from_frame, verdicts_to_frame
 from nl2sql_pipeline.gold.registry import case_databases
+from nl2sql_pipeline.progress import STAGE_JUDGE
 from resources.settings import EvalSettings
 
 
@@ -37,7 +39,8 @@ def case_verdicts(
         )
     attempts = attempts_from_frame(candidate_results)
     verdicts = judge(cases, oracle_rows_from_frame(oracle_results), attempts, eval_settings.compare_config(),
-                     resolve_database=case_databases(gold), limits=eval_settings.limits())
+                     resolve_database=case_databases(gold), limits=eval_settings.limits(),
+                     progress=logged_progress(context, STAGE_JUDGE, model))
     model_hash = next((a.generation.model_config_hash for a in attempts if a.generation is not None), None)
     frame = verdicts_to_frame(verdicts, gold_set=gold, model=model, model_config_hash=model_hash)
     counts: dict[str, int] = {}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.progress import ProgressTracker
 from nl2sql_pipeline.generation import (
     CandidateRecord,
     GenerationCache,
@@ -19,12 +20,12 @@ from nl2sql_pipeline.generation import (
 
 def generate_for_gold_set(
     cases: list[Case], model: str, *, samples: int = 1, use_cache: bool = True,
-    resolve_database: Callable[[str], Path] | None = None,
+    resolve_database: Callable[[str], Path] | None = None, progress: ProgressTracker | None = None,
 ) -> tuple[list[CandidateRecord], dict[str, Any]]:
     """Generate candidates of ``model`` for every query case; returns the records and a summary.
 
     ``resolve_database`` maps each case's database to its file (a gold set's ``CaseDatabases``;
-    default: the registry, paths relative to the working directory)."""
+    default: the registry, paths relative to the working directory); ``progress`` is told of every unit."""
     from nl2sql_pipeline.databases import CaseDatabases
 
     spec = get_model(model)
@@ -34,5 +35,6 @@ def generate_for_gold_set(
         cache=GenerationCache() if use_cache else None,
         context=prompt_context_for_cases(cases, resolve_database=resolve_database or CaseDatabases.from_registry()),
         samples=samples,
+        progress=progress,
     )
     return records, generation_summary(records)

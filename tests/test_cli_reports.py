@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -89,7 +90,30 @@ def test_report_command_console_and_html(evaluated, tmp_path, capsys):
     for chart in ("accuracy", "latency", "causes", "cost_accuracy"):
         assert f'data-chart="{chart}"' in html
     assert 'class="cases"' in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    # the per-case table has the first rows of both results and, for a wrong case, its diff
+    assert html.count('<td class="expected-rows"><table class="sample">') > 0
+    assert "missing " in html or "extra " in html or "clauses differ:" in html
     assert cli.main(["report"]) == 2
+
+
+def test_run_scores_metadata_links_the_html_report_and_carries_the_markdown_summary(evaluated):
+    import dagster as dg
+
+    from nl2sql_cli.runner import get_instance
+
+    key = dg.MultiPartitionKey({"gold": "multidomain-v1", "model": "sql-mutant"})
+    record = get_instance().fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1).records[0]
+    metadata = record.asset_materialization.metadata
+    path = Path(metadata["report_html"].value)
+    assert path.is_file() and path.name == f"{record.run_id}.html" and path.parent.name == "sql-mutant"
+    assert metadata["report_url"].value == path.resolve().as_uri()
+    page = path.read_text(encoding="utf-8")
+    assert "sql-mutant on multidomain-v1" in page and '<td class="generated-rows">' in page
+    summary = metadata["summary"].value
+    assert isinstance(metadata["summary"], dg.MarkdownMetadataValue)
+    assert summary.startswith("### sql-mutant on multidomain-v1") and "| semantic correctness |" in summary
+    assert "not correct, by cause:" in summary and str(path) in summary
 
 
 def test_leaderboard_asset_ranks_runs_with_significance_labels(evaluated):

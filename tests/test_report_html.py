@@ -11,11 +11,15 @@ import shutil
 import struct
 import subprocess
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.records import Attempt, OracleRow
 from nl2sql_pipeline.report.console import console_pairwise
+from nl2sql_pipeline.report.samples import result_samples
 from nl2sql_pipeline.report.html import comparison_html, run_html
 from nl2sql_pipeline.report.svg import COLORS
 from nl2sql_pipeline.report.tables import build_run_report
@@ -31,8 +35,29 @@ OFFLINE_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-s
                  "--virtual-time-budget=3000"]
 
 
+EXPECTED = QueryResult(ok=True, columns=["studio", "n"], rows=[("A", 3), ("B", 2), ("C", 1), ("D", 1)])
+WRONG = QueryResult(ok=True, columns=["studio", "n"], rows=[("A", 3), ("B", 2), ("E", 9)])
+BROKEN = QueryResult.failure("binder", "Referenced column x not found")
+
+
+def _verdicts():
+    """The fixture run, with c2's diagnosis, row counts and clause scores filled in."""
+    return [replace(v, diagnosis="missing_filter", diagnosis_detail=(("missing_filter", "no WHERE on the year"),),
+                    expected_row_count=4, candidate_row_count=3, row_precision=2 / 3, row_recall=0.5,
+                    clause_scores={"where": 0.5, "select": 1.0, "from": 0.75})
+            if v.case_id == "c2" else v for v in fixture_verdicts()]
+
+
+def _samples(verdicts):
+    oracle = [OracleRow(c, "fp", 0, EXPECTED) for c in ("c1", "c2", "c4")]
+    attempts = [Attempt(c, "fp", "model", 0, 0, "SELECT", executed=True, result=result)
+                for c, result in (("c1", EXPECTED), ("c2", WRONG), ("c4", BROKEN))]
+    return result_samples(verdicts, oracle, attempts)
+
+
 def _report(model="m"):
-    return build_run_report(fixture_verdicts(), model=model, gold_set="g", warnings=["a warning"])
+    verdicts = _verdicts()
+    return build_run_report(verdicts, model=model, gold_set="g", warnings=["a warning"], samples=_samples(verdicts))
 
 
 def _png_pixels(path: Path) -> tuple[int, int, int, bytes]:
@@ -105,6 +130,7 @@ def test_page_renders_offline_in_headless_chromium(tmp_path):
                           page.as_uri()], check=True, capture_output=True, text=True, timeout=120).stdout
     assert dom.count('<tr class="case">') == len(fixture_verdicts())
     assert dom.count("<svg") == len(COLORS)
+    assert dom.count('<td class="expected-rows">') == len(fixture_verdicts()) and "missing 2 row(s)" in dom
 
 
 def test_a_systems_answer_and_its_disagreement_flag_are_in_the_case_table():
@@ -132,3 +158,37 @@ def test_the_console_report_shows_a_systems_answers_and_disagreements():
     assert f"1 of {len(answered)} cases answered in prose; rows shown differ from the system's own SQL in 1" in text
     assert "it showed 3 rows, its SQL returns 12" in text and "There are 12 studios." in text
     assert "answered in prose" not in console_run_report(_report("m"))
+
+
+def test_result_samples_are_bounded_and_name_the_missing_and_extra_rows():
+    samples = _samples(_verdicts())
+    right, wrong, broken = samples[("c1", 0)], samples[("c2", 0)], samples[("c4", 0)]
+    assert right.expected.rows == (("A", "3"), ("B", "2"), ("C", "1")) and right.expected.total_rows == 4
+    assert (right.missing_rows, right.extra_rows) == (0, 0)
+    assert (wrong.missing_rows, wrong.extra_rows) == (2, 1)
+    assert wrong.missing_examples == (("C", "1"), ("D", "1")) and wrong.extra_examples == (("E", "9"),)
+    assert broken.generated.error == "binder: Referenced column x not found" and broken.missing_rows is None
+    assert ("c3", 0) in samples and samples[("c3", 0)].generated is None  # no SQL: nothing ran
+    assert ("p1", 0) not in samples  # probes have no result to show
+    long = QueryResult(ok=True, columns=["t"], rows=[("x" * 100,)] * 10)
+    from nl2sql_pipeline.report.samples import case_sample
+
+    sample = case_sample(long, long, limit=2)
+    assert len(sample.expected.rows) == 2 and len(sample.expected.rows[0][0]) == 40
+
+
+def test_the_case_table_shows_result_samples_and_the_diff():
+    page = run_html([_report("m")])
+    assert "<th>expected rows</th><th>generated rows</th>" in page and "<th>diff</th>" in page
+    row = next(r for r in page.split('<tr class="case">') if r.startswith("<td>c2</td>"))
+    assert "first 3 of 4 rows" in row and "<th>studio</th><th>n</th>" in row
+    assert "<b>missing_filter</b>: no WHERE on the year" in row
+    assert "rows: expected 4, generated 3" in row and "missing 2 row(s)" in row and "extra 1 row(s)" in row
+    assert "<td>E</td><td>9</td>" in row and "row precision 0.67, recall 0.50" in row
+    assert "clauses differ: where 0.50, from 0.75" in row
+    broken = next(r for r in page.split('<tr class="case">') if r.startswith("<td>c4</td>"))
+    assert "binder: Referenced column x not found" in broken
+    correct = next(r for r in page.split('<tr class="case">') if r.startswith("<td>c1</td>"))
+    assert correct.endswith('<td class="diff"></td></tr>') or '<td class="diff"></td>' in correct
+    plain = run_html([build_run_report(fixture_verdicts(), model="m", gold_set="g")])
+    assert "<th>expected rows</th>" not in plain, "no stored results: no sample columns"

@@ -19,8 +19,10 @@ from nl2sql_pipeline.statistics import (
 )
 from test_codec import _verdict
 
-# Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I, method 3 (Wilson score
-# interval without continuity correction), 95%.
+# Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven methods",
+# Stat Med 17:857-872, Table I, method 3 (Wilson score interval without continuity correction), 95%. These four
+# examples (81/263, 15/148, 0/20, 1/29) were first typed from memory; checked since against the machine-made
+# reference below (the same formula, R's binom.confint): every bound agrees to the 4 decimals printed here.
 NEWCOMBE_WILSON = [
     (81, 263, 0.2553, 0.3662),
     (15, 148, 0.0624, 0.1605),
@@ -36,6 +38,28 @@ def test_wilson_matches_newcombe(k, n, low, high):
     assert interval.estimate == k / n
 
 
+# R's binom::binom.confint(x, n, tol = 1e-8), method "wilson" (the last of its 11 methods), as recorded in the
+# statsmodels repository: statsmodels/stats/tests/results/results_proportion.py (res_binom[(x, n)].ci_low /
+# .ci_upp, last column). A machine-made reference, to 1e-7 and better.
+R_BINOM_WILSON = [
+    (18, 20, 0.6989663547715128, 0.972133518786232),
+    (4, 20, 0.0806576625797981, 0.4160174322518935),
+    (4, 200, 0.00780442641634947, 0.05028708690582643),
+    (190, 200, 0.910421851861224, 0.972617354399236),
+    (1, 30, 5.908590e-03, 0.16670391),
+    (29, 30, 0.8332961, 0.9940914),
+    (0, 30, 0.0, 0.11351339),
+    (30, 30, 0.8864866, 1.0),
+]
+
+
+@pytest.mark.parametrize(("k", "n", "low", "high"), R_BINOM_WILSON)
+def test_wilson_matches_r_binom_confint(k, n, low, high):
+    interval = wilson_interval(k, n)
+    assert interval.low == pytest.approx(low, abs=1e-7)
+    assert interval.high == pytest.approx(high, abs=1e-7)
+
+
 def test_wilson_edge_cases():
     assert not wilson_interval(0, 0).known
     full = wilson_interval(20, 20)
@@ -44,8 +68,11 @@ def test_wilson_edge_cases():
         wilson_interval(3, 2)
 
 
-# Exact two-sided McNemar p-values: 2 * P(Binomial(b + c, 1/2) <= min(b, c)), capped at 1. The first rows are the
-# binomial-table values (e.g. b=0, c=6: 2/64; b=2, c=8: 2*56/1024; b=1, c=11: 2*13/4096).
+# Exact two-sided McNemar p-values: 2 * P(Binomial(b + c, 1/2) <= min(b, c)), capped at 1 (the two-sided
+# binomial test at p = 1/2 on the discordant pairs). The first rows are small binomial-table values worked by
+# hand (b=0, c=6: 2/64; b=2, c=8: 2*56/1024; b=1, c=11: 2*13/4096); the last two are the reference values of
+# scipy's own tests: scipy/stats/tests/test_morestats.py (scipy/scipy), TestBinomTestP.test_data (formerly
+# TestBinomP): binomtest(100, 250) -> 0.0018833009350757682 and binomtest(201, 405) -> 0.9208520596267071.
 MCNEMAR_TABLE = [
     (0, 6, 0.03125),
     (0, 5, 0.0625),
@@ -55,12 +82,18 @@ MCNEMAR_TABLE = [
     (0, 0, 1.0),
     (5, 15, 0.0414),
 ]
+SCIPY_BINOMTEST = [(100, 150, 0.0018833009350757682), (201, 204, 0.9208520596267071)]
 
 
 @pytest.mark.parametrize(("b", "c", "p"), MCNEMAR_TABLE)
 def test_mcnemar_exact_reference_values(b, c, p):
     assert mcnemar_exact(b, c) == pytest.approx(p, abs=5e-5)
     assert mcnemar_exact(c, b) == mcnemar_exact(b, c)
+
+
+@pytest.mark.parametrize(("b", "c", "p"), SCIPY_BINOMTEST)
+def test_mcnemar_exact_matches_scipys_binomtest_reference_values(b, c, p):
+    assert mcnemar_exact(b, c) == pytest.approx(p, rel=1e-10)
 
 
 def test_mcnemar_agrees_with_exact_fractions():

@@ -14,6 +14,8 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from nl2sql_cli.exit_codes import (
     EXIT_BAD_INPUT,
@@ -81,7 +83,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
         "its stored scores are printed)",
     )
-    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no progress while it runs (by default: a live bar per model and stage on a terminal, plain "
+        "'progress ...' lines every NL2SQL_PROGRESS_INTERVAL seconds otherwise; always on stderr)",
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -110,6 +117,7 @@ def _handle(args: argparse.Namespace) -> int:
     return run_evaluation(
         args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
         thresholds=thresholds, as_json=args.json, lock_wait_s=args.lock_wait, force=args.force,
+        quiet=args.quiet,
     )
 
 
@@ -144,6 +152,25 @@ def _check_inputs(gold_set: str) -> int | None:
     return None
 
 
+@contextmanager
+def _progress_shown(quiet: bool) -> Iterator[None]:
+    """Progress of every stage on stderr while the block runs (nothing when ``quiet``)."""
+    if quiet:
+        yield
+        return
+    from nl2sql_cli.progress_view import ProgressView, clear_before_logging
+    from nl2sql_pipeline import progress
+
+    view = ProgressView()
+    undo = clear_before_logging(view)  # a warning logged mid-run starts on a line of its own
+    try:
+        with progress.subscribe(view):
+            yield
+    finally:
+        undo()
+        view.close()
+
+
 def run_evaluation(
     gold_set: str,
     models: list[str],
@@ -157,8 +184,10 @@ def run_evaluation(
     as_json: bool = False,
     lock_wait_s: float | None = 3600.0,
     force: bool = False,
+    quiet: bool = False,
 ) -> int:
-    """Evaluate, print the report and the baseline comparison, return the exit code."""
+    """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
+    while it runs unless ``quiet``."""
     from nl2sql_cli.outcome import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
@@ -177,8 +206,9 @@ def run_evaluation(
         if outcome is None:
             from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
 
-            outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
-                               lock_wait_s=lock_wait_s, on_wait=waiting, force=force)
+            with _progress_shown(quiet):
+                outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
+                                   lock_wait_s=lock_wait_s, on_wait=waiting, force=force)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

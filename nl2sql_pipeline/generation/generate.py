@@ -18,13 +18,16 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.progress import STAGE_GENERATE, ProgressTracker, tracking
 from nl2sql_pipeline.generation.cache import GenerationCache
 from nl2sql_pipeline.generation.client import call_model, completion_kwargs, configure_litellm
-from nl2sql_pipeline.generation.conversation import CallRequest, cached_call, plan_calls, run_unit
+from nl2sql_pipeline.generation.conversation import CallRequest, cached_call, plan_calls
+from nl2sql_pipeline.generation.conversation import run_unit as _run_unit
 from nl2sql_pipeline.generation.dispatch import RunControl, limiter_for
 from nl2sql_pipeline.generation.limiter import RateLimiter
 from nl2sql_pipeline.generation.prompts import PromptContext
 from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall, generation_summary
+from nl2sql_pipeline.generation.tracked import report_record, tracked
 from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, model_readiness
 
 logger = logging.getLogger(__name__)
@@ -71,6 +74,7 @@ def generate_candidates(
     samples: int = 1,
     limiter: RateLimiter | None = None,
     max_concurrency: int | None = None,
+    progress: ProgressTracker | None = None,
 ) -> list[CandidateRecord]:
     """Candidates for every query case: ``samples`` x N each (N = ``case.candidate_selection`` or
     ``spec.candidates``), in plan order.
@@ -78,11 +82,30 @@ def generate_candidates(
     Cache hits make no call; a model that is not ready yields ``not_ready`` records for the misses
     without sending anything. ``limiter`` and ``max_concurrency`` override the registry's (benchmarks,
     tests). A predictions model needs no ``context``; the others raise GenerationError without one.
+    ``progress`` (default: a tracker reporting to the subscribed sinks, ``nl2sql_pipeline.progress``) is told
+    of every unit as it starts and ends.
     """
+    with tracking(progress, STAGE_GENERATE, spec.slug) as tracker:
+        return _generate(cases, spec, cache, context, samples, limiter, max_concurrency, tracker)
+
+
+def _generate(
+    cases: list[Case],
+    spec: ModelSpec,
+    cache: GenerationCache | None,
+    context: PromptContext | None,
+    samples: int,
+    limiter: RateLimiter | None,
+    max_concurrency: int | None,
+    tracker: ProgressTracker,
+) -> list[CandidateRecord]:
     if spec.is_replay:
         from nl2sql_pipeline.generation.predictions import prediction_records
 
         records = prediction_records(cases, spec, samples)
+        tracker.begin(len(records))
+        for record in records:
+            report_record(tracker, record, started=False)
         logger.info("%s: %s", spec.slug, generation_summary(records))
         return records
     if spec.is_system:
@@ -93,6 +116,7 @@ def generate_candidates(
             control=RunControl(limiter=limiter if limiter is not None else limiter_for(spec)),
             readiness=_ReadinessOnce(spec),
             workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
+            progress=tracker,
         )
         logger.info("%s: %s", spec.slug, generation_summary(records))
         return records
@@ -101,6 +125,8 @@ def generate_candidates(
 
         raise GenerationError(f"model {spec.slug}: a PromptContext is needed to build prompts (prompt_context_for_cases)")
     requests = plan_calls(cases, spec, context, samples)
+    tracker.begin(len(requests))
+    run_unit = tracked(_run_unit, tracker)
     control = RunControl(limiter=limiter if limiter is not None else limiter_for(spec))
     readiness = _ReadinessOnce(spec)
     workers = max(1, min(max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY, len(requests) or 1))

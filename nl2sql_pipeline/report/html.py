@@ -2,18 +2,21 @@
 
 Sections: warnings, headline metrics with intervals, the charts (accuracy by category with Wilson intervals,
 latency distribution, cost against accuracy across the runs, outcome causes), the breakdowns, and the
-per-case table (question, generated vs expected SQL, verdict, reason).
+per-case table (question, generated vs expected SQL, the first rows of the expected and generated results, verdict,
+reason, and the diff of a case that is not correct: diagnosis, missing and extra rows, the clauses that differ).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from html import escape
+from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.report.console import format_interval
 from nl2sql_pipeline.report.summary import format_rate
 from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
+from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 
 STYLE = """
@@ -25,6 +28,8 @@ th{background:#f4f4f4;text-align:left}.warn{background:#fff3cd;border:1px solid 
 .charts{display:flex;flex-wrap:wrap;gap:16px}.charts figure{margin:0}figcaption{font-size:13px;margin:4px 0}
 .meter{display:inline-block;width:120px;height:10px;background:#eee;margin-right:6px}
 .meter span{display:block;height:10px;background:#1f77b4}
+table.sample{margin:0;font-size:11px}table.sample td,table.sample th{padding:1px 4px}.note{font-size:11px;color:#666}
+td.diff{font-size:12px;max-width:360px}
 """
 
 
@@ -110,8 +115,52 @@ def _answer_cell(v) -> str:
     return "<br>".join(parts)
 
 
+def _rows_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'<table class="sample">{"<tr>" + head + "</tr>" if head else ""}{body}</table>'
+
+
+def _sample_cell(sample: RowSample | None) -> str:
+    """The first rows of one result, with how many there were."""
+    if sample is None:
+        return "<i>no result</i>"
+    if sample.error is not None:
+        return f'<span class="bad">{escape(sample.error)}</span>'
+    shown = len(sample.rows)
+    count = f"{sample.total_rows}{'+' if sample.truncated else ''} rows"
+    note = f"first {shown} of {count}" if shown < sample.total_rows or sample.truncated else count
+    return _rows_table(sample.columns, sample.rows) + f'<div class="note">{note}</div>'
+
+
+def _diff_cell(v, sample: CaseSample | None) -> str:
+    """What differs from the expected result and SQL: the diagnosis, missing and extra rows, the clause diff."""
+    parts = []
+    for label, explanation in v.diagnosis_detail or ():
+        parts.append(f"<b>{escape(label)}</b>: {escape(explanation)}")
+    if not v.diagnosis_detail and v.diagnosis:
+        parts.append(f"<b>{escape(v.diagnosis)}</b>")
+    if v.expected_row_count is not None and v.candidate_row_count is not None and not v.correct:
+        parts.append(f"rows: expected {v.expected_row_count}, generated {v.candidate_row_count}")
+    if sample is not None and sample.missing_rows:
+        parts.append(f"missing {sample.missing_rows} row(s), e.g."
+                     + _rows_table(sample.expected.columns if sample.expected else (), sample.missing_examples))
+    if sample is not None and sample.extra_rows:
+        parts.append(f"extra {sample.extra_rows} row(s), e.g."
+                     + _rows_table(sample.generated.columns if sample.generated else (), sample.extra_examples))
+    if v.row_precision is not None and v.row_recall is not None and not v.correct:
+        parts.append(f"row precision {v.row_precision:.2f}, recall {v.row_recall:.2f}")
+    if v.order_check == "wrong":
+        parts.append("rows in the wrong order")
+    clauses = clause_differences(v.clause_scores)
+    if clauses:
+        parts.append("clauses differ: " + ", ".join(f"{escape(k)} {score:.2f}" for k, score in clauses))
+    return "<br>".join(parts)
+
+
 def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
     with_answers = any(v.answer or v.system_rows_disagree for v in report.verdicts)
+    samples = report.samples
     rows = []
     for v in sorted(report.verdicts, key=lambda v: (v.correct, v.case_id, v.sample_index)):
         case = cases.get(v.case_id)
@@ -121,15 +170,23 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
         why = v.reason or v.skip_reason or ""
         if v.diagnosis:
             why = f"{why} [{v.diagnosis}]" if why else v.diagnosis
+        sample = samples.get((v.case_id, v.sample_index))
+        result_cells = (f'<td class="expected-rows">{_sample_cell(sample.expected if sample else None)}</td>'
+                        f'<td class="generated-rows">{_sample_cell(sample.generated if sample else None)}</td>'
+                        if samples else "")
         rows.append(
             f'<tr class="case"><td>{escape(v.case_id)}{f"#{v.sample_index}" if v.sample_index else ""}</td>'
             f"<td>{escape(case.question) if case else ''}</td><td>{_sql(v.generated_sql)}</td><td>{_sql(expected)}</td>"
+            + result_cells
             + (f'<td class="answer">{_answer_cell(v)}</td>' if with_answers else "")
-            + f'<td class="{css}">{escape(v.outcome)}</td><td>{escape(why)}</td></tr>'
+            + f'<td class="{css}">{escape(v.outcome)}</td><td>{escape(why)}</td>'
+            + f'<td class="diff">{"" if v.correct else _diff_cell(v, sample)}</td></tr>'
         )
     return (f'<table class="cases" data-model="{escape(report.model)}"><tr><th>case</th><th>question</th>'
-            "<th>generated SQL</th><th>expected SQL</th>" + ("<th>answer</th>" if with_answers else "")
-            + "<th>verdict</th><th>reason</th></tr>" + "".join(rows) + "</table>")
+            "<th>generated SQL</th><th>expected SQL</th>"
+            + ("<th>expected rows</th><th>generated rows</th>" if samples else "")
+            + ("<th>answer</th>" if with_answers else "")
+            + "<th>verdict</th><th>reason</th><th>diff</th></tr>" + "".join(rows) + "</table>")
 
 
 def _page(title: str, body: str) -> str:
@@ -180,3 +237,17 @@ def comparison_html(comparison, reports: Sequence[RunReport], cases: Mapping[str
             + flips("newly right in B", comparison.newly_right) + flips("newly wrong in B", comparison.newly_wrong))
     return _page(f"nl2sql-eval comparison: {comparison.label_a} vs {comparison.label_b}",
                  head + _run_sections(reports, cases or {}))
+
+
+def run_report_path(gold_set: str, model: str, run_id: str, root: Path | None = None) -> Path:
+    """Where the HTML page of one run lives: ``<storage root>/reports/<gold>/<model>/<run id>.html`` (a run's own file)."""
+    from nl2sql_pipeline import paths
+
+    return (root or paths.reports_dir()) / gold_set / model / f"{run_id}.html"
+
+
+def write_html(page: str, path: Path) -> Path:
+    """Write ``page`` to ``path`` (folders made); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path

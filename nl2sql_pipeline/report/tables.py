@@ -9,12 +9,13 @@ Renderers (console, HTML) only format these records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.outcome_causes import outcome_causes
 from nl2sql_pipeline.records import Verdict
+from nl2sql_pipeline.report.samples import CaseSample
 from nl2sql_pipeline.statistics import (
     NO_INTERVAL,
     CaseVariance,
@@ -81,6 +82,7 @@ class RunReport:
     causes: list[tuple[str, int]]
     variance: CaseVariance
     verdicts: list[Verdict] = field(repr=False, default_factory=list)
+    samples: Mapping[tuple[str, int], CaseSample] = field(repr=False, default_factory=dict)  # by (case, sample)
 
 
 def _rate_row(key: str, group: Sequence[Verdict], predicate: Callable[[Verdict], bool]) -> RateRow:
@@ -139,8 +141,9 @@ def _partial_run_warnings(queries: Sequence[Verdict], scored: Sequence[Verdict])
 
 
 def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
-                     warnings: Sequence[str] = ()) -> RunReport:
-    """The report of one run from its verdicts; ``warnings`` are the run scores' own (skipped cases, ...)."""
+                     warnings: Sequence[str] = (), samples: Mapping[tuple[str, int], CaseSample] | None = None) -> RunReport:
+    """The report of one run from its verdicts; ``warnings`` are the run scores' own (skipped cases, ...);
+    ``samples`` the result samples of its cases (``report.samples``), for the per-case table."""
     queries = [v for v in verdicts if not v.is_probe]
     scored = [v for v in queries if v.outcome not in outcomes.NOT_SCORED]
     latency = [v.latency_ms for v in scored if v.latency_ms is not None and not v.cold_start]
@@ -164,4 +167,5 @@ def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
         causes=outcome_causes(queries),
         variance=case_variance(verdicts),
         verdicts=list(verdicts),
+        samples=dict(samples or {}),
     )

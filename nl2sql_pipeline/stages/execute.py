@@ -10,6 +10,7 @@ from pathlib import Path
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
 from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.progress import STAGE_EXECUTE, ProgressTracker, tracking
 from nl2sql_pipeline.records import SOURCE_PROBE, Attempt
 
 logger = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ def execute_attempts(
     gate: PolicyGate,
     limits: SandboxLimits = SandboxLimits(),
     isolated: bool = False,
+    progress: ProgressTracker | None = None,
 ) -> list[Attempt]:
     """Policy check, then sandboxed execution, for every attempt of every case, and the check of every probe.
 
@@ -30,20 +32,35 @@ def execute_attempts(
     when the policy let it through, its result. A probe's SQL is checked by the policy engine only; a
     probe the policy lets through is never executed. ``isolated`` runs each candidate in a worker process
     killed at timeout + grace: the backstop for the rare query that ignores DuckDB's interrupt. The
-    gate's ``resolve_database`` locates each case's database.
+    gate's ``resolve_database`` locates each case's database. ``progress`` is told of every attempt and probe
+    checked (failures by cause: policy_rejected, or the execution error class).
     """
     runner: QueryRunner = run_query_isolated if isolated else run_query
+    cases = list(cases)
     by_case: dict[str, list[Attempt]] = {}
     for attempt in attempts:
         by_case.setdefault(attempt.case_id, []).append(attempt)
     executed: list[Attempt] = []
-    for case in cases:
-        if case.is_probe:
-            executed.append(check_probe(case, gate))
-            continue
-        for attempt in by_case.get(case.id, ()):
-            executed.append(execute_attempt(case, attempt, gate, limits, runner))
+    with tracking(progress, STAGE_EXECUTE, "") as tracker:
+        tracker.begin(sum(1 if case.is_probe else len(by_case.get(case.id, ())) for case in cases))
+        for case in cases:
+            if case.is_probe:
+                executed.append(check_probe(case, gate))
+                tracker.unit_finished(started=False)
+                continue
+            for attempt in by_case.get(case.id, ()):
+                tracker.unit_started()
+                done = execute_attempt(case, attempt, gate, limits, runner)
+                executed.append(done)
+                tracker.unit_finished(failure=_execution_failure(done))
     return executed
+
+
+def _execution_failure(attempt: Attempt) -> str | None:
+    """The cause an executed attempt failed with, for progress (None: it ran, or there was nothing to run)."""
+    if attempt.policy_allowed is False:
+        return "policy_rejected"
+    return attempt.result.error_class if attempt.result is not None else None
 
 
 def check_probe(case: Case, gate: PolicyGate) -> Attempt:

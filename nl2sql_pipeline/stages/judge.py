@@ -20,6 +20,7 @@ from nl2sql_pipeline.compare.model import grade
 from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
+from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
@@ -35,13 +36,15 @@ def judge(
     config: CompareConfig = CompareConfig(),
     resolve_database: Callable[[str], Path] | None = None,
     limits: SandboxLimits | None = None,
+    progress: ProgressTracker | None = None,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
     Samples of a case are judged in ascending order; a probe without an attempt still gets a verdict
     (``probe_error``), a query case without attempts gets none. Results over the row cap are compared
     whole in the engine on the case's database (``resolve_database``, default
-    ``databases.require_database``, under ``limits``).
+    ``databases.require_database``, under ``limits``). ``progress`` is told of every verdict (failures by
+    outcome: anything but correct).
     """
     if resolve_database is None:
         from nl2sql_pipeline.databases import require_database
@@ -55,20 +58,30 @@ def judge(
     for attempt in attempts:
         samples_by_case.setdefault(attempt.case_id, {}).setdefault(attempt.sample_index, []).append(attempt)
 
+    cases = list(cases)
     verdicts: list[Verdict] = []
-    for case in cases:
-        samples = samples_by_case.get(case.id, {})
-        if case.is_probe:
-            for sample in sorted(samples) or [0]:
-                verdicts.append(judge_probe(case, samples.get(sample, [])))
-            continue
-        rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
-        oracle_results = [r.result for r in rows]
-        whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
-        for sample in sorted(samples):
-            group = sorted(samples[sample], key=lambda a: a.candidate_index)
-            verdicts.append(judge_sample(case, sample, oracle_results, group, config, whole))
+    with tracking(progress, STAGE_JUDGE, "") as tracker:
+        tracker.begin(sum(max(1, len(samples_by_case.get(c.id, {}))) if c.is_probe else len(samples_by_case.get(c.id, {}))
+                          for c in cases))
+        for case in cases:
+            samples = samples_by_case.get(case.id, {})
+            if case.is_probe:
+                for sample in sorted(samples) or [0]:
+                    verdicts.append(_told(tracker, judge_probe(case, samples.get(sample, []))))
+                continue
+            rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
+            oracle_results = [r.result for r in rows]
+            whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
+            for sample in sorted(samples):
+                group = sorted(samples[sample], key=lambda a: a.candidate_index)
+                verdicts.append(_told(tracker, judge_sample(case, sample, oracle_results, group, config, whole)))
     return verdicts
+
+
+def _told(tracker: ProgressTracker, verdict: Verdict) -> Verdict:
+    """``verdict``, once ``tracker`` knows of it (a failure by outcome unless it is correct)."""
+    tracker.unit_finished(started=False, failure=None if verdict.correct else verdict.outcome)
+    return verdict
 
 
 def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:

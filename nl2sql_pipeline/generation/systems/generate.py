@@ -37,6 +37,8 @@ from nl2sql_pipeline.generation.systems.contract import (
 )
 from nl2sql_pipeline.generation.systems.transport import call_system, response_cost, response_of
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, TOKEN_SOURCE_MEASURED
+from nl2sql_pipeline.generation.tracked import tracked
+from nl2sql_pipeline.progress import ProgressTracker
 
 logger = logging.getLogger(__name__)
 
@@ -255,14 +257,20 @@ def generate_system_candidates(
     control: RunControl,
     readiness: Callable[[], Readiness] | None,
     workers: int,
+    progress: ProgressTracker | None = None,
 ) -> list[CandidateRecord]:
-    """The candidates of a system for every query case, in plan order (see the module docstring)."""
+    """The candidates of a system for every query case, in plan order (see the module docstring); each unit's
+    start and end is told to ``progress``."""
     units = plan_units(cases, spec, samples)
     schemas = {unit.case.database: schema_for(spec, context, unit.case) for unit in units}
     workers = max(1, min(workers, len(units) or 1))
+    if progress is not None:
+        progress.begin(len(units))
 
-    def run(unit: SystemUnit) -> CandidateRecord:
+    def run_one(unit: SystemUnit) -> CandidateRecord:
         return run_system_unit(unit, spec, cache, control, readiness, schemas[unit.case.database])
+
+    run = run_one if progress is None else tracked(run_one, progress)
 
     if workers == 1:
         return [run(unit) for unit in units]
