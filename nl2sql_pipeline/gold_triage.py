@@ -145,8 +145,8 @@ def thread_flags(
     same = compare_query_results(first, second, config, source)
     if same.match:
         return []
-    return [TriageFlag(label, THREAD_DEPENDENT, f"not deterministic: runs with threads={limits.threads} and threads={other} differ "
-                                               f"({same.reason})")]
+    reason = f"not deterministic: runs with threads={limits.threads} and threads={other} differ ({same.reason})"
+    return [TriageFlag(label, THREAD_DEPENDENT, reason)]
 
 
 @dataclass(frozen=True)

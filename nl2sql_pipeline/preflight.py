@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, compare_query_results
+from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import IsolatedRunner, SandboxLimits, run_query
 from nl2sql_pipeline.gold_triage import (
     CLOCK_DEPENDENT,
@@ -96,7 +97,12 @@ def run_preflight(
                 if first.truncated:
                     report.problems.append(f"{label}: expected result exceeds the row cap ({limits.row_cap} rows)")
                 worker = worker or IsolatedRunner()
-                second = worker.run(db_path, sql, other_limits)
+                try:
+                    second = worker.run(db_path, sql, other_limits)
+                except Nl2SqlError as exc:  # the worker process could not start or answer
+                    report.problems.append(f"{label}: could not run the expected SQL with threads={other_limits.threads} "
+                                           f"in a worker process ({exc})")
+                    continue
                 report.queries_run += 1
                 thread = thread_flags(label, sql, first, second, db_path, limits, config)
                 report.add(thread)
