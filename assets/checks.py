@@ -1,8 +1,11 @@
 """Asset checks: the blocking gold preflight per gold version, and one check per gate on run scores.
 
-``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, twice alike; gold scores 100%
-against itself; policies hold (``nl2sql_pipeline.preflight``). When it fails, nothing downstream of the
-gold version runs.
+``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, alike at two thread counts; gold
+scores 100% against itself; policies hold; the gold triage flags clock-dependent, thread-dependent and
+arbitrary-LIMIT gold (blocking) and ties under LIMIT, empty and degenerate results (warnings)
+(``nl2sql_pipeline.preflight``, ``nl2sql_pipeline.gold_triage``). Its metadata lists the problems, the
+warnings (``flags``) and every triage finding as JSON (``triage``: label, kind, blocking, reason). When it
+fails, nothing downstream of the gold version runs.
 
 The gate checks on ``run_scores`` (per gold x model partition)
 
@@ -55,7 +58,8 @@ SKIPPED_SHARE_CHECK = "skipped_share"
     name=PREFLIGHT_CHECK,
     blocking=True,
     partitions_def=gold_sets_partitions,
-    description="Every expected SQL runs, twice alike; gold scores 100% against itself; policies hold.",
+    description="Every expected SQL runs, alike at two thread counts; gold scores 100% against itself; policies "
+                "hold; no clock-dependent gold or arbitrary LIMIT (ties under LIMIT, empty and degenerate results warn).",
 )
 def gold_preflight(
     context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame
@@ -67,10 +71,12 @@ def gold_preflight(
     return dg.AssetCheckResult(
         passed=report.passed,
         severity=dg.AssetCheckSeverity.ERROR,
+        description=f"{len(report.problems)} problems, {len(report.flags)} warnings",
         metadata={
             "queries_run": report.queries_run,
             "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in report.problems) or "none"),
             "flags": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.flags) or "none"),
+            "triage": dg.MetadataValue.json([flag.to_dict() for flag in report.triage]),
             "problem_count": len(report.problems),
             "flag_count": len(report.flags),
         },

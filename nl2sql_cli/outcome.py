@@ -18,6 +18,7 @@ class EvaluationOutcome:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     preflight_problems: list[str] = field(default_factory=list)
+    preflight_triage: list[dict] = field(default_factory=list)  # gold triage findings (label, kind, blocking, reason)
     checks: dict[str, dict[str, bool]] = field(default_factory=dict)  # model -> asset check name -> passed
     check_messages: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> check -> description
     reaped_runs: list[str] = field(default_factory=list)  # runs of dead processes marked failed at start
@@ -35,7 +36,7 @@ def stored_outcome(gold_set: str, models: list[str], *, repeat: int = 1, policy:
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import list_gold_sets
-    from nl2sql_pipeline.runs.prepared import is_prepared
+    from nl2sql_pipeline.runs.prepared import is_prepared, prepared_triage
     from nl2sql_pipeline.runs.reuse import reusable_run
     from nl2sql_pipeline.runs.versions_memo import gold_versions, model_versions
 
@@ -46,7 +47,7 @@ def stored_outcome(gold_set: str, models: list[str], *, repeat: int = 1, policy:
         base = gold_versions(gold_set, policy)
         if not is_prepared(gold_set, base.gold_fingerprint):
             return None
-        outcome = EvaluationOutcome(gold_prepared=True)
+        outcome = EvaluationOutcome(gold_prepared=True, preflight_triage=prepared_triage(gold_set, base.gold_fingerprint))
         db_path = paths.baselines_db_path()
         for slug, spec in specs.items():
             stored = reusable_run(db_path, gold_set, slug, model_versions(base, spec.config_hash), repeat)

@@ -31,7 +31,7 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
-from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared
+from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared, prepared_triage
 from nl2sql_pipeline.runs.reuse import reusable_run
 from resources.instance import ensure_instance_home
 from resources.io_manager import ParquetIOManager
@@ -135,6 +135,7 @@ def evaluate(
                     return outcome
             else:
                 outcome.gold_prepared = True
+                outcome.preflight_triage = prepared_triage(gold_set, fingerprint)
     except LockTimeoutError as exc:
         outcome.failures.append(f"{gold_set}: {exc}")
         return outcome
@@ -210,7 +211,11 @@ def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str,
     result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set)
     outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
     for evaluation in result.get_asset_check_evaluations():
-        if evaluation.check_name == PREFLIGHT_CHECK and not evaluation.passed:
+        if evaluation.check_name != PREFLIGHT_CHECK:
+            continue
+        triage = evaluation.metadata.get("triage")
+        outcome.preflight_triage = list(triage.value) if triage is not None and isinstance(triage.value, list) else []
+        if not evaluation.passed:
             problems = evaluation.metadata.get("problems")
             outcome.preflight_problems.append(str(problems.value if problems else "preflight failed"))
     if outcome.preflight_problems:
@@ -219,7 +224,7 @@ def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str,
     if not result.success:
         outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
         return False
-    mark_prepared(gold_set, fingerprint, result.run_id)
+    mark_prepared(gold_set, fingerprint, result.run_id, outcome.preflight_triage)
     return True
 
 

@@ -187,3 +187,29 @@ def test_engine_and_python_agree_on_random_results(tmp_path, seed):
     assert (engine.match, engine.rule, round(engine.score, 6)) == (python.match, python.rule, round(python.score, 6)), (
         exp_kinds, cand_kinds, python.reason, engine.reason
     )
+
+
+@pytest.mark.parametrize(("factor", "match"), [(0.95, True), (1.05, False)])
+def test_floats_at_the_edge_of_the_tolerance_agree_with_python(tmp_path, factor, match):
+    """Float buckets span up to 0.9 rel_tol: pairs just inside the tolerance match wherever a bucket edge
+    falls, pairs just outside never do, exactly as in Python."""
+    config = CompareConfig(rel_tol=1e-9, abs_tol=0.0)
+    path = tmp_path / "edge.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE e AS SELECT i, (1.37 ** (i % 97 - 48)) * (1 + i / 3001.0) * (CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END) AS f "
+                "FROM range(3000) t(i)")
+    con.execute(f"CREATE TABLE c AS SELECT i, f * (1 + {factor * 1e-9!r} * 0.999999) AS f FROM e ORDER BY hash(i)")
+    con.close()
+    try:
+        limits = SandboxLimits(row_cap=1000)
+        expected, candidate = run_query(path, "SELECT * FROM e", limits), run_query(path, "SELECT * FROM c", limits)
+        from nl2sql_pipeline.compare import compare_whole
+
+        engine = compare_whole(expected, candidate, EngineSource(path, "SELECT * FROM e", "SELECT * FROM c", limits), config)
+        whole_e, whole_c = (run_query(path, f"SELECT * FROM {t}", SandboxLimits(row_cap=10_000)) for t in "ec")
+        python = compare_results(whole_e.columns, whole_e.rows, whole_c.columns, whole_c.rows, config)
+    finally:
+        release_sandboxes(path)
+    assert expected.truncated
+    assert (engine.match, engine.rule) == (python.match, python.rule) == (match, "float_tolerance" if match else "multiset_mismatch")
+    assert round(engine.score, 6) == round(python.score, 6) == (1.0 if match else 0.0), (engine.reason, python.reason)

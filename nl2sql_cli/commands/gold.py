@@ -37,15 +37,18 @@ def _print_problems(problems: Sequence[str], what: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    """Handler of ``gold validate``: the file's rules, then each case against its own database.
+    """Handler of ``gold validate``: the file's rules, then each case against its own database, then the
+    gold preflight's triage of every expected query (``nl2sql_pipeline.gold_triage``).
 
     ``--database`` fills the database of cases that name none. A sample database not built yet is
-    noted, not an error; any other missing database file exits 3.
+    noted, not an error; any other missing database file exits 3. Blocking triage findings (and expected
+    SQL that fails) are problems (exit 2); the other findings are warnings. ``--json`` prints one object.
     """
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
     from nl2sql_pipeline.gold.validation import load_cases, validate_cases_against_database
 
     path = Path(args.file)
+    out = _ValidateOutput(path, as_json=args.json)
     fill = args.database
     if fill:
         from nl2sql_pipeline.databases import require_database, resolve_database
@@ -53,8 +56,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             require_database(fill)  # given on the command line: it must exist
         except DatabaseNotFoundError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_ENVIRONMENT
+            return out.finish(EXIT_ENVIRONMENT, errors=[str(exc)])
         if resolve_database(fill).kind.value == "file":
             fill = str(Path(fill).expanduser().resolve())  # relative to the working directory, not the gold file
     try:
@@ -65,8 +67,7 @@ def _validate(args: argparse.Namespace) -> int:
         else:
             cases = load_cases(path)
     except CaseValidationError as exc:
-        _print_problems(exc.problems, str(path))
-        return EXIT_BAD_INPUT
+        return out.finish(EXIT_BAD_INPUT, problems=list(exc.problems), what=str(path))
     resolver = _resolver_for(path)
     problems: list[str] = []
     missing: list[str] = []
@@ -75,31 +76,75 @@ def _validate(args: argparse.Namespace) -> int:
         resolved = resolver.resolve(reference)
         if not resolved.path.is_file():
             if resolved.kind.value == "sample":
-                print(f"note: {resolved.not_found_error()}; its cases were not checked against it", file=sys.stderr)
+                out.notes.append(f"{resolved.not_found_error()}; its cases were not checked against it")
             else:
                 missing.append(str(resolved.not_found_error()))
             continue
         subset = [case for case in cases if case.database == reference]
         try:
-            problems += [f"{path}: {p}" for p in validate_cases_against_database(subset, resolved.path)]
+            found = [f"{path}: {p}" for p in validate_cases_against_database(subset, resolved.path)]
         except DatabaseNotFoundError as exc:
             missing.append(str(exc))
             continue
+        problems += found
         checked.append(reference)
-    for line in missing:
-        print(f"error: {line}", file=sys.stderr)
+        if not found:
+            problems += [f"{path}: case {p}" for p in out.triage(subset, resolver)]
     if checked:
         from nl2sql_pipeline.generation.prompt_context import introspection_notes
 
-        for note in introspection_notes(checked, resolver):
-            print(f"note: {note}", file=sys.stderr)
+        out.notes.extend(introspection_notes(checked, resolver))
+    out.cases, out.checked = summarize(cases), checked
     if problems:
-        _print_problems(problems, f"{path} against its databases ({', '.join(checked)})")
-        return EXIT_BAD_INPUT
+        return out.finish(EXIT_BAD_INPUT, problems=problems, errors=missing,
+                          what=f"{path} against its databases ({', '.join(checked)})")
     if missing:
-        return EXIT_ENVIRONMENT
-    print(f"ok: {summarize(cases)}" + (f", checked against {', '.join(checked)}" if checked else ""))
-    return EXIT_OK
+        return out.finish(EXIT_ENVIRONMENT, errors=missing)
+    return out.finish(EXIT_OK)
+
+
+class _ValidateOutput:
+    """What ``gold validate`` reports: problems, errors, notes and the triage's findings; text or JSON."""
+
+    def __init__(self, path: Path, as_json: bool):
+        self.path, self.as_json = path, as_json
+        self.notes: list[str] = []
+        self.flags: list[dict] = []
+        self.cases: str | None = None
+        self.checked: list[str] = []
+
+    def triage(self, cases: Sequence[Any], resolver: Any) -> list[str]:
+        """Run the gold preflight's query checks and triage (not the policies); return its blocking problems."""
+        from nl2sql_pipeline.preflight import run_preflight
+
+        report = run_preflight(list(cases), resolver, check_policy=False)
+        self.flags.extend(flag.to_dict() for flag in report.triage)
+        return report.problems
+
+    def finish(self, code: int, problems: Sequence[str] = (), errors: Sequence[str] = (), what: str = "") -> int:
+        warnings = [f"{f['label']}: [{f['kind']}] {f['reason']}" for f in self.flags if not f["blocking"]]
+        if self.as_json:
+            import json
+
+            print(json.dumps({
+                "file": str(self.path), "ok": code == EXIT_OK, "exit_code": code, "cases": self.cases,
+                "checked_databases": self.checked, "problems": list(problems), "errors": list(errors),
+                "flags": self.flags, "notes": self.notes,
+            }, indent=2))
+            return code
+        for note in self.notes:
+            print(f"note: {note}", file=sys.stderr)
+        for line in warnings:
+            print(f"warning: case {line}", file=sys.stderr)
+        for line in errors:
+            print(f"error: {line}", file=sys.stderr)
+        if problems:
+            _print_problems(problems, what or str(self.path))
+        if code == EXIT_OK:
+            suffix = f", checked against {', '.join(self.checked)}" if self.checked else ""
+            flagged = f"; {_plural(len(warnings), 'warning')}" if warnings else ""
+            print(f"ok: {self.cases}{suffix}{flagged}")
+        return code
 
 
 def _resolver_for(path: Path) -> Any:
@@ -290,6 +335,7 @@ def register(subparsers: Any) -> None:
     validate = actions.add_parser("validate", help="check a gold-set file strictly (.jsonl, .yml, .csv)")
     validate.add_argument("file", metavar="FILE", help="the gold-set file")
     validate.add_argument("--database", metavar="DB", help="the database of cases that name none (a registered name or a .duckdb path); every case is checked against its own database")
+    validate.add_argument("--json", action="store_true", help="print one JSON object: problems, errors, notes and the gold triage's flags (label, kind, blocking, reason)")
     validate.set_defaults(handler=_validate)
 
     imports = actions.add_parser(

@@ -228,7 +228,8 @@ def run_evaluation(
         stored = [{**r, "scores": {k: (json.dumps(v, sort_keys=True) if k in JSON_METRICS else v)
                                    for k, v in r["scores"].items()}} for r in runs]
         print(json.dumps({"runs": stored, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
-                          "preflight_problems": outcome.preflight_problems, "baseline_comparison": gates.lines,
+                          "preflight_problems": outcome.preflight_problems,
+                          "preflight_flags": outcome.preflight_triage, "baseline_comparison": gates.lines,
                           "gate_failures": gates.messages(), "incomplete": [f.message for f in gates.failures if f.incomplete], "asset_checks": outcome.checks,
                           "asset_check_messages": outcome.check_messages,
                           "reused": outcome.reused}, default=str, indent=2))
@@ -239,6 +240,9 @@ def run_evaluation(
             print(f"BASELINE {line}")
     for slug, reason in outcome.skipped_models.items():
         print(f"SKIPPED model {slug}: {reason}", file=sys.stderr)
+    for flag in outcome.preflight_triage:
+        if not flag.get("blocking"):
+            print(f"PREFLIGHT WARNING {flag.get('label')}: [{flag.get('kind')}] {flag.get('reason')}", file=sys.stderr)
     for problem in outcome.preflight_problems:
         print(f"PREFLIGHT FAILED:\n{problem}", file=sys.stderr)
     for failure in outcome.failures:

@@ -94,6 +94,11 @@ class _Plan:
     def float_positions(self) -> list[int]:
         return [position for position, _, _ in self.float_slots]
 
+    @property
+    def one_key_per_column(self) -> bool:
+        """No column pair has two keys (a row of keys is then already a row of values)."""
+        return len(self.key_names) == len(self.pairs)
+
 
 def _plan(exp_types: list[str], cand_types: list[str], alignment: tuple[int, ...], config: CompareConfig) -> _Plan:
     pairs = [
@@ -137,9 +142,7 @@ def _fill(template: str, plan: _Plan, texts: list[str], widths: tuple[int, int],
         tolerance_groups=(
             "count(*) FILTER (WHERE " + " OR ".join(f"(isfinite({m}) AND {m} <> 0)" for m in mins.values()) + ")"
         ) if raws else "0",
-        residue_fields=", ".join(
-            f"{name} := {name}" for name in ["n_all", "n_diff", *plan.key_names, *(mins[p] for p in plan.float_positions)]
-        ),
+        residue_fields=", ".join(["n_all", "n_diff", *plan.key_names, *(mins[p] for p in plan.float_positions)]),
         raw_names=", ".join(raws) if raws else "1",
         residue_raw_columns=", ".join(
             raw_or_key for raw_or_key in _raw_row_columns(plan)
@@ -175,6 +178,8 @@ def _run(source: EngineSource, template: str, plan: _Plan, widths: tuple[int, in
 
 def _value(key_values: tuple, plan: _Plan) -> tuple:
     """One row of canonical values from a row of keys (a coerced-string pair's two keys folded into one)."""
+    if plan.one_key_per_column:
+        return tuple(key_values)
     values: list[Any] = []
     position = 0
     for keys in plan.pairs:
@@ -207,8 +212,7 @@ def engine_counts(source: EngineSource, exp_types: list[str], cand_types: list[s
     n_all, n_diff = int(n_all), int(n_diff)
     n_e, n_c = (n_all + n_diff) // 2, (n_all - n_diff) // 2
     groups = []
-    for item in residue or []:
-        values = list(item.values())
+    for values in residue or []:  # unnamed rows: (n_all, n_diff, *keys, *float sums)
         group_e, group_c = (values[0] + values[1]) // 2, (values[0] - values[1]) // 2
         groups.append((1, group_e, group_c, None, None, *values[2:]))
     counts = EngineCounts(n_e, n_c, int(matched), int(tolerance_groups), complete_residue=int(differing) <= RESIDUE_CAP)

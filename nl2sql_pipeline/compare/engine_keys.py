@@ -88,27 +88,33 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def bucket_bits(rel_tol: float) -> int | None:
-    """Bits of the log2 bucket: buckets 2**-bits wide in log2|x|, at most ``rel_tol / 2`` (None: keep floats exact).
+BUCKET_FILL = 0.9
+"""A bucket spans at most this share of ``rel_tol`` (the rest is margin for the error of ``log2``)."""
 
-    Two floats of one bucket differ by less than ln(2) * (rel_tol / 2 + log2 error) relative, always within
-    ``rel_tol``; below rel_tol 1e-11 the log2 error would matter, so floats are then keyed exactly.
+
+def bucket_scale(rel_tol: float) -> float | None:
+    """The log2 buckets' scale: a bucket is ``1 / scale`` wide in log2|x| (None: keep floats exact).
+
+    Two floats of one bucket differ by less than ln(2) / scale = ``BUCKET_FILL * rel_tol`` relative, plus
+    the error of log2 (about 1e-13 relative), always within ``rel_tol``; below rel_tol 1e-11 that error
+    would matter, so floats are then keyed exactly. The wider the bucket, the fewer pairs of nearly equal
+    floats fall on either side of a bucket edge (those are paired in Python).
     """
     if rel_tol < 1e-11:
         return None
-    return math.ceil(-math.log2(rel_tol)) + 1
+    return math.log(2) / (BUCKET_FILL * rel_tol)
 
 
-def float_bucket(raw: str, bits: int | None) -> str:
-    """SQL for the bucket of a canonical DOUBLE ``raw``: ``round(log2|x| * 2**bits)``, sign in the last bit.
+def float_bucket(raw: str, scale: float | None) -> str:
+    """SQL for the bucket of a canonical DOUBLE ``raw``: ``round(log2|x| * scale)``, sign in the last bit.
 
     Normal buckets are whole numbers; 0 is keyed 0.5 and NaN/±inf by themselves, so nothing collides.
     """
-    if bits is None:
+    if scale is None:
         return raw
     return (
         f"CASE WHEN {raw} = 0 THEN 0.5 WHEN NOT isfinite({raw}) THEN {raw} "
-        f"ELSE round(log2(abs({raw})) * {float(2 ** bits)!r}) * 2 + CAST({raw} < 0 AS INTEGER) END"
+        f"ELSE round(log2(abs({raw})) * {scale!r}) * 2 + CAST({raw} < 0 AS INTEGER) END"
     )
 
 
@@ -150,9 +156,9 @@ def _as_double(column: str, fam: str | None) -> str:
 
 
 def _float_pair(raw_expected: str, raw_candidate: str, rel_tol: float) -> PairKeys:
-    bits = bucket_bits(rel_tol)
+    scale = bucket_scale(rel_tol)
     return PairKeys(
-        (float_bucket(raw_expected, bits),), (float_bucket(raw_candidate, bits),), True, raw_expected, raw_candidate
+        (float_bucket(raw_expected, scale),), (float_bucket(raw_candidate, scale),), True, raw_expected, raw_candidate
     )
 
 
@@ -175,9 +181,9 @@ def _string_coercion(str_col: str, other_col: str, other: str, rel_tol: float) -
     other_value = f"CAST({other_col} AS {target})"
     if other == "float":
         raw_str, raw_other = f"(({coerced}) + 0.0)", f"({other_value} + 0.0)"
-        bits = bucket_bits(rel_tol)
+        scale = bucket_scale(rel_tol)
         return PairKeys(
-            (float_bucket(raw_str, bits), rest), (float_bucket(raw_other, bits), "NULL::VARCHAR"), True, raw_str, raw_other
+            (float_bucket(raw_str, scale), rest), (float_bucket(raw_other, scale), "NULL::VARCHAR"), True, raw_str, raw_other
         )
     return PairKeys((coerced, rest), (other_value, "NULL::VARCHAR"))
 

@@ -5,7 +5,7 @@
 -- the candidate, so that their sum per group is 0 when both sides hold the same floats, and is the raw
 -- value itself in a group of one row. One row comes back: the totals, the rows matched, the groups whose
 -- floats matched only within tolerance, the number of differing groups, and at most {residue_cap} of
--- them (a bounded min_by, so that nothing is materialized and the groups are read once).
+-- them (a bounded min_by of unnamed rows, so that nothing is materialized and the groups are read once).
 WITH e_raw AS (SELECT * FROM ({expected}) AS e_raw_({expected_names})),
      c_raw AS (SELECT * FROM ({candidate}) AS c_raw_({candidate_names})),
      u AS (
@@ -20,8 +20,8 @@ WITH e_raw AS (SELECT * FROM ({expected}) AS e_raw_({expected_names})),
      )
 SELECT coalesce(sum(n_all), 0) AS n_all,
        coalesce(sum(n_diff), 0) AS n_diff,
-       coalesce(sum((n_all - abs(n_diff)) // 2), 0) AS n_matched,
+       (coalesce(sum(n_all), 0) - coalesce(sum(abs(n_diff)), 0)) // 2 AS n_matched,
        {tolerance_groups} AS n_tolerance,
        count(*) FILTER (WHERE n_diff <> 0) AS n_differing_groups,
-       min_by(struct_pack({residue_fields}), n_all, {residue_cap}) FILTER (WHERE n_diff <> 0) AS residue
+       min_by(row({residue_fields}), n_all, {residue_cap}) FILTER (WHERE n_diff <> 0) AS residue
 FROM grouped
