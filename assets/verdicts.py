@@ -1,12 +1,20 @@
 """Per-model verdicts: one row per case and sample, with the rule that decided it."""
 
 
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
 
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
-from nl2sql_pipeline.codec import attempts_from_frame, cases_from_frame, oracle_rows_from_frame, verdicts_to_frame
+from nl2sql_pipeline.codec import (
+    attempts_from_frame,
+    cases_from_frame,
+    oracle_rows_from_frame,
+    variant_rows_from_frame,
+    verdicts_to_frame,
+)
 from nl2sql_pipeline.gold.registry import case_databases
 from resources.settings import EvalSettings
 
@@ -23,6 +31,7 @@ def case_verdicts(
     gold_set: pd.DataFrame,
     oracle_results: pd.DataFrame,
     candidate_results: pd.DataFrame,
+    database_variants: pd.DataFrame,
 ) -> dg.Output:
     from nl2sql_pipeline.stages import judge
 
@@ -35,12 +44,33 @@ def case_verdicts(
             description=f"oracle_results of {gold} are stale (gold set changed since); re-materialize gold_set "
             "and oracle_results first (its preflight must pass)."
         )
+    suite = _variant_suite(gold, fingerprint, database_variants, eval_settings)
     attempts = attempts_from_frame(candidate_results)
     verdicts = judge(cases, oracle_rows_from_frame(oracle_results), attempts, eval_settings.compare_config(),
-                     resolve_database=case_databases(gold), limits=eval_settings.limits())
+                     resolve_database=case_databases(gold), limits=eval_settings.limits(), suite=suite)
     model_hash = next((a.generation.model_config_hash for a in attempts if a.generation is not None), None)
     frame = verdicts_to_frame(verdicts, gold_set=gold, model=model, model_config_hash=model_hash)
     counts: dict[str, int] = {}
     for verdict in verdicts:
         counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
     return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()}})
+
+
+def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: EvalSettings):
+    """The variant suite of the run (None with test_suite_variants 0); fails when the stored one does not fit."""
+    from nl2sql_pipeline.stages.test_suite import VariantSuite
+
+    count = settings.test_suite_variants
+    if count <= 0:
+        return None
+    fix = f"re-materialize database_variants of {gold} with test_suite_variants={count} (nl2sql-eval run does it)"
+    if len(frame) and set(frame["gold_fingerprint"]) != {fingerprint}:
+        raise dg.Failure(description=f"database_variants of {gold} are stale (gold set changed since); {fix}")
+    stored = int(frame["variant_index"].max()) + 1 if len(frame) else 0
+    if len(frame) and stored < count:
+        raise dg.Failure(description=f"database_variants of {gold} holds {stored} variants, {count} asked; {fix}")
+    rows = variant_rows_from_frame(frame)
+    missing = sorted({r.variant_path for r in rows if not Path(r.variant_path).is_file()})
+    if missing:
+        raise dg.Failure(description=f"variant files are missing ({', '.join(missing[:3])}); {fix}")
+    return VariantSuite.from_rows(rows, count, settings.limits(), settings.isolated)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
+from nl2sql_pipeline.stages.test_suite import VariantSuite
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +37,15 @@ def judge(
     config: CompareConfig = CompareConfig(),
     resolve_database: Callable[[str], Path] | None = None,
     limits: SandboxLimits | None = None,
+    suite: VariantSuite | None = None,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
     Samples of a case are judged in ascending order; a probe without an attempt still gets a verdict
     (``probe_error``), a query case without attempts gets none. Results over the row cap are compared
     whole in the engine on the case's database (``resolve_database``, default
-    ``databases.require_database``, under ``limits``).
+    ``databases.require_database``, under ``limits``). With ``suite``, every correct candidate also runs
+    on the variants of its case's database (test-suite accuracy, ``stages.test_suite``).
     """
     if resolve_database is None:
         from nl2sql_pipeline.databases import require_database
@@ -67,7 +71,10 @@ def judge(
         whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
         for sample in sorted(samples):
             group = sorted(samples[sample], key=lambda a: a.candidate_index)
-            verdicts.append(judge_sample(case, sample, oracle_results, group, config, whole))
+            verdict = judge_sample(case, sample, oracle_results, group, config, whole)
+            if suite is not None:
+                verdict = replace(verdict, **suite.verdict_fields(case, verdict, config))
+            verdicts.append(verdict)
     return verdicts
 
 

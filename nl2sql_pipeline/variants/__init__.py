@@ -1,0 +1,19 @@
+"""Seeded variants of a DuckDB database, for test-suite accuracy (Zhong et al., 2020).
+
+A wrong query can return the gold rows on one database by chance; it rarely does on several databases
+built to tell queries apart. Each variant is the original database with, in this order (``build.STEPS``):
+rows sampled, foreign keys re-established, rows duplicated, rows shuffled, NULLs injected in nullable
+columns and boundary values written for the literals the gold SQL compares against.
+
+    literals = boundary_literals(expected_sqls, schema)             # literals.py
+    paths = ensure_variants(db_path, literals, count=3, seed=0)     # cache.py: built once, by fingerprint
+
+Modules: ``schema`` (tables, columns, keys of the source), ``literals`` (the gold's comparison literals and
+their boundary values), ``steps`` (one function per transformation), ``build`` (one variant file),
+``cache`` (where variants live under the storage root, and their fingerprint).
+"""
+
+from nl2sql_pipeline.variants.cache import VariantSet, ensure_variants, variants_fingerprint
+from nl2sql_pipeline.variants.literals import BoundaryLiteral, boundary_literals
+
+__all__ = ["BoundaryLiteral", "VariantSet", "boundary_literals", "ensure_variants", "variants_fingerprint"]
