@@ -211,3 +211,33 @@ def test_scores_report_test_suite_accuracy_the_disagreements_and_grade_rates(sho
     assert "test-suite accuracy" in text and "! b: variant" in text and "grades" in text
     page = run_html([report])
     assert "test-suite accuracy" in page and 'class="suite"' in page and "grade pass" in page
+
+
+@pytest.mark.integration
+def test_on_the_built_in_gold_set_tsa_catches_a_mutant_ea_misses_and_never_rejects_gold_echo(home):
+    from nl2sql_pipeline.generation.offline_provider import OfflineRequest, answer
+    from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
+    from nl2sql_pipeline.sample_db import ensure_database
+    from nl2sql_pipeline.stages import run_oracle
+
+    ensure_database()
+    cases = load_gold_set("multidomain-v1")
+    resolve = case_databases("multidomain-v1")
+    suite = VariantSuite.from_rows(run_variant_oracle(cases, build_suites(cases, resolve, 3), LIMITS), 3, LIMITS)
+    oracle = run_oracle(cases, resolve, LIMITS)
+
+    def verdicts(model: str, params: dict):
+        attempts = []
+        for case in cases:
+            if not case.is_probe:
+                sql, _ = answer(model, OfflineRequest(case.id, case.canonical_sql, 0, 0), params)
+                attempts.append(Attempt(case.id, case.fingerprint, SOURCE_MODEL, 0, 0, sql, policy_allowed=True,
+                                        executed=True, result=run_query(resolve(case.database), sql, LIMITS)))
+        return [v for v in judge(cases, oracle, attempts, CompareConfig(), resolve, LIMITS, suite=suite) if not v.is_probe]
+
+    echo = verdicts("gold-echo", {})
+    assert echo and all(v.correct and v.test_suite_correct for v in echo)  # never rejects gold-echo
+    mutants = verdicts("sql-mutant", {"mutation_rate": 1.0, "seed": 7})
+    only_tsa = [v.case_id for v in mutants if v.correct and not v.test_suite_correct]
+    assert len(only_tsa) >= 1  # a mutant execution accuracy accepts, test-suite accuracy rejects
+    assert not [v for v in mutants if not v.correct and v.test_suite_correct]  # never the other way round
