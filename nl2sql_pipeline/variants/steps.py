@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,41 +60,84 @@ def _count(con: duckdb.DuckDBPyConnection, table: Table) -> int:
     return int(con.execute(f"SELECT count(*) FROM {table.qualified}").fetchone()[0])
 
 
+def _changed(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    """Run an INSERT or DELETE and return how many rows it changed."""
+    row = con.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
+def parents_first(tables: list[Table]) -> tuple[list[Table], set[tuple[str, str, int]]]:
+    """Tables ordered so that each comes after the tables its foreign keys point at, and the foreign keys
+    (schema, child, position) that point at a table not before their child (self-references and cycles)."""
+    by_name = {(t.schema, t.name.lower()): t for t in tables}
+    ordered: list[Table] = []
+    placed: set[tuple[str, str]] = set()
+    pending = list(tables)
+    while pending:
+        ready = [t for t in pending if all((t.schema, fk.parent.lower()) in placed
+                                           or (t.schema, fk.parent.lower()) not in by_name
+                                           or fk.parent.lower() == t.name.lower() for fk in t.foreign_keys)]
+        batch = ready or pending[:1]  # a cycle: break it at the first table
+        for table in batch:
+            ordered.append(table)
+            placed.add((table.schema, table.name.lower()))
+        pending = [t for t in pending if t not in batch]
+    position = {(t.schema, t.name.lower()): i for i, t in enumerate(ordered)}
+    late = {
+        (t.schema, t.name, i)
+        for t in ordered for i, fk in enumerate(t.foreign_keys)
+        if (t.schema, fk.parent.lower()) in position
+        and position[(t.schema, fk.parent.lower())] >= position[(t.schema, t.name.lower())]
+    }
+    return ordered, late
+
+
+def _parent_present(table: Table, index: int, parent: Table, child_alias: str) -> str:
+    """SQL: the child row's foreign key ``index`` is NULL or its parent row is in the variant."""
+    fk = table.foreign_keys[index]
+    present = " AND ".join(f"{child_alias}.{quote(c)} IS NOT NULL" for c in fk.columns)
+    joined = " AND ".join(f"p.{quote(pc)} = {child_alias}.{quote(cc)}" for cc, pc in zip(fk.columns, fk.parent_columns))
+    return f"(NOT ({present}) OR EXISTS (SELECT 1 FROM {parent.qualified} AS p WHERE {joined}))"
+
+
 def sample_rows(ctx: VariantContext) -> dict[str, Any]:
-    """Copy each table, keeping about ``keep_share`` of its rows (chosen by a hash of the row id)."""
+    """Copy each table, parents first, keeping about ``keep_share`` of its rows (by a hash of the row id)
+    and only rows whose foreign keys point at parent rows that were kept."""
     kept: dict[str, int] = {}
     threshold = int(ctx.keep_share * BUCKETS)
     for schema_name in sorted({t.schema for t in ctx.schema.tables}):
         ctx.con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(schema_name)}")
-    for table in ctx.schema.tables:
+    ordered, late = parents_first(ctx.schema.tables)
+    tables = {(t.schema, t.name.lower()): t for t in ctx.schema.tables}
+    for table in ordered:
         source = f"{SOURCE_ALIAS}.{table.qualified}"
-        ctx.con.execute(
-            f"CREATE TABLE {table.qualified} AS SELECT * FROM {source} "
-            f"WHERE {ctx.draw('sample:' + table.name, 'rowid')} < {threshold} ORDER BY rowid"
-        )
+        conditions = [f"{ctx.draw('sample:' + table.name, 's.rowid')} < {threshold}"]
+        for index, fk in enumerate(table.foreign_keys):
+            parent = tables.get((table.schema, fk.parent.lower()))
+            if parent is not None and (table.schema, table.name, index) not in late:
+                conditions.append(_parent_present(table, index, parent, "s"))
+        ctx.con.execute(f"CREATE TABLE {table.qualified} AS SELECT s.* FROM {source} AS s "
+                        f"WHERE {' AND '.join(conditions)} ORDER BY s.rowid")
         kept[f"{table.schema}.{table.name}"] = _count(ctx.con, table)
+    ctx.notes["late_foreign_keys"] = late
     return {"keep_share": round(ctx.keep_share, 4), "rows_kept": kept}
 
 
 def keep_foreign_keys(ctx: VariantContext) -> dict[str, Any]:
-    """Delete child rows whose foreign key points at a row the sample left out, until none is left."""
+    """Delete rows whose foreign key points at a row left out, until none is left (needed only for
+    self-references and cycles: ``sample_rows`` already kept parents before children)."""
     removed: dict[str, int] = {}
+    late = ctx.notes.get("late_foreign_keys", set())
     tables = {(t.schema, t.name.lower()): t for t in ctx.schema.tables}
-    for _ in range(len(ctx.schema.tables) + 1):
+    while late:  # every pass deletes rows or ends: a chain of references is undone level by level
         changed = 0
         for table in ctx.schema.tables:
-            for fk in table.foreign_keys:
+            for index, fk in enumerate(table.foreign_keys):
                 parent = tables.get((table.schema, fk.parent.lower()))
-                if parent is None:
+                if parent is None or (table.schema, table.name, index) not in late:
                     continue
-                present = " AND ".join(f"c.{quote(c)} IS NOT NULL" for c in fk.columns)
-                joined = " AND ".join(f"p.{quote(pc)} = c.{quote(cc)}" for cc, pc in zip(fk.columns, fk.parent_columns))
-                before = _count(ctx.con, table)
-                ctx.con.execute(
-                    f"DELETE FROM {table.qualified} AS c WHERE {present} "
-                    f"AND NOT EXISTS (SELECT 1 FROM {parent.qualified} AS p WHERE {joined})"
-                )
-                gone = before - _count(ctx.con, table)
+                gone = _changed(ctx.con, f"DELETE FROM {table.qualified} AS c "
+                                         f"WHERE NOT {_parent_present(table, index, parent, 'c')}")
                 if gone:
                     key = f"{table.schema}.{table.name}"
                     removed[key] = removed.get(key, 0) + gone
@@ -140,10 +184,9 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
             if top < 0 or 2 * offset > _INTEGER_MAX[kind]:
                 continue
             select = f"SELECT * REPLACE ({quote(key)} + {offset} AS {quote(key)}) FROM {table.qualified} {where}"
-        before = _count(ctx.con, table)
-        ctx.con.execute(f"INSERT INTO {table.qualified} {select}")
-        if _count(ctx.con, table) - before:
-            added[f"{table.schema}.{table.name}"] = _count(ctx.con, table) - before
+        count = _changed(ctx.con, f"INSERT INTO {table.qualified} {select} ORDER BY {ctx.draw('copy:' + table.name, 'rowid')}")
+        if count:
+            added[f"{table.schema}.{table.name}"] = count
     return {"rows_duplicated": added}
 
 
@@ -171,18 +214,21 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
     and the column; one UPDATE per column.
     """
     written: list[str] = []
-    row_ids: dict[str, list[int]] = {}
+    row_ids: dict[str, Sequence[int]] = {}
     for literal in ctx.literals:
         table = ctx.schema.table(literal.table, literal.schema)
         column = table.column(literal.column) if table is not None else None
         if table is None or column is None:
             continue
         if table.qualified not in row_ids:
-            row_ids[table.qualified] = [r[0] for r in ctx.con.execute(
-                f"SELECT rowid FROM {table.qualified} ORDER BY rowid").fetchall()]
+            top, count = ctx.con.execute(f"SELECT max(rowid), count(*) FROM {table.qualified}").fetchone()
+            row_ids[table.qualified] = (range(count) if top is None or top + 1 == count else
+                                        [r[0] for r in ctx.con.execute(
+                                            f"SELECT rowid FROM {table.qualified} ORDER BY rowid").fetchall()])
         candidates = row_ids[table.qualified]
-        values = [v for v in literal.values
-                  if ctx.con.execute(f"SELECT TRY_CAST(? AS {column.data_type})", [v]).fetchone()[0] is not None]
+        casts = ctx.con.execute("SELECT " + ", ".join(f"TRY_CAST(? AS {column.data_type})" for _ in literal.values),
+                                list(literal.values)).fetchone()
+        values = [v for v, cast in zip(literal.values, casts) if cast is not None]
         rng = random.Random(f"{ctx.seed}:{table.qualified}.{column.name}")
         chosen = rng.sample(candidates, min(BOUNDARY_ROWS * len(values), len(candidates)))
         cases, params, targets = [], [], []
