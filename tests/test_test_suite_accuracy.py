@@ -227,6 +227,7 @@ def test_scores_report_test_suite_accuracy_the_disagreements_and_grade_rates(sho
     assert "test-suite accuracy" in text and "! b: variant" in text and "grades" in text
     page = run_html([report])
     assert "test-suite accuracy" in page and 'class="suite"' in page and "grade pass" in page
+    assert "not test-suite correct: variant" in page  # the per-case table says why
 
 
 @pytest.mark.integration

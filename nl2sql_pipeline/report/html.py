@@ -135,6 +135,8 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
         why = v.reason or v.skip_reason or ""
         if v.diagnosis:
             why = f"{why} [{v.diagnosis}]" if why else v.diagnosis
+        if v.correct and v.test_suite_correct is False:
+            why = f"{why} [not test-suite correct: {v.test_suite_reason or 'differs on a variant'}]".strip()
         rows.append(
             f'<tr class="case"><td>{escape(v.case_id)}{f"#{v.sample_index}" if v.sample_index else ""}</td>'
             f"<td>{escape(case.question) if case else ''}</td><td>{_sql(v.generated_sql)}</td><td>{_sql(expected)}</td>"
