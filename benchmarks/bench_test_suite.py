@@ -114,6 +114,8 @@ def main() -> int:
           f"({', '.join(sorted(Counter(mutations[v.case_id] for v in only_tsa).elements())) or 'none'})")
     for v in only_tsa:
         print(f"  {v.case_id} [{mutations[v.case_id]}]: {v.test_suite_reason}")
+    missed = [v for v in mutants if v.test_suite_correct]
+    print(f"missed by both ({len(missed)}): " + ", ".join(f"{v.case_id} [{mutations[v.case_id]}]" for v in missed))
     print(f"gold-echo: execution accuracy {echo_ea}/{len(echoes)}, test-suite accuracy {echo_tsa}/{len(echoes)}")
     print(f"judge of {n} mutants: {plain_s:.2f} s without the suite, {suite_s:.2f} s with it "
           f"(+{(suite_s - plain_s) * 1000 / max(1, n - len(ea_caught)):.1f} ms per EA-correct case)")

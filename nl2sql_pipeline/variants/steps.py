@@ -28,8 +28,8 @@ KEEP_RANGE = (0.5, 0.9)
 """Share of each table's rows a variant keeps before keys are re-established (drawn per variant)."""
 DUPLICATE_SHARE = 0.05
 NULL_SHARE = 0.1
-BOUNDARY_ROWS = 3
-"""Rows that receive each boundary value."""
+BOUNDARY_ROWS = (3, 50, 0.005)
+"""Rows that receive each boundary value: at least 3, at most 50, else 0.5% of the table's rows."""
 _INTEGER_KEY = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)$")
 _INTEGER_MAX = {"TINYINT": 2**7 - 1, "SMALLINT": 2**15 - 1, "INTEGER": 2**31 - 1, "BIGINT": 2**63 - 1, "HUGEINT": 2**127 - 1}
 
@@ -208,7 +208,7 @@ def inject_nulls(ctx: VariantContext) -> dict[str, Any]:
 
 
 def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
-    """Write each boundary value of the gold's literals into ``BOUNDARY_ROWS`` rows of its column.
+    """Write each boundary value of the gold's literals into a few rows of its column (``BOUNDARY_ROWS``).
 
     The rows (distinct for each value of a column) are drawn by a ``random.Random`` seeded by the variant
     and the column; one UPDATE per column.
@@ -230,10 +230,11 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
                                 list(literal.values)).fetchone()
         values = [v for v, cast in zip(literal.values, casts) if cast is not None]
         rng = random.Random(f"{ctx.seed}:{table.qualified}.{column.name}")
-        chosen = rng.sample(candidates, min(BOUNDARY_ROWS * len(values), len(candidates)))
+        per_value = max(BOUNDARY_ROWS[0], min(BOUNDARY_ROWS[1], int(len(candidates) * BOUNDARY_ROWS[2])))
+        chosen = rng.sample(candidates, min(per_value * len(values), len(candidates)))
         cases, params, targets = [], [], []
         for position, value in enumerate(values):
-            rows = chosen[position * BOUNDARY_ROWS:(position + 1) * BOUNDARY_ROWS]
+            rows = chosen[position * per_value:(position + 1) * per_value]
             if rows:
                 cases.append(f"WHEN rowid IN ({', '.join(map(str, rows))}) THEN CAST(? AS {column.data_type})")
                 params.append(value)
