@@ -206,12 +206,13 @@ def _gold_ready(io: ParquetIOManager, gold_set: str, fingerprint: str) -> bool:
 
 
 def _variants_ready(io: ParquetIOManager, gold_set: str, fingerprint: str, count: int) -> bool:
-    """True when ``database_variants`` of this gold version holds at least ``count`` variants whose files exist."""
-    if count <= 0:
-        return True
+    """True when ``database_variants`` of this gold version holds at least ``count`` variants whose files exist
+    (with ``count`` 0, when it was materialized at all: the per-model assets read it)."""
     path = io.partition_path(dg.AssetKey("database_variants"), gold_set)
     if not path.exists():
         return False
+    if count <= 0:
+        return True
     try:
         frame = pd.read_parquet(path, columns=["variant_index", "variant_path", "gold_fingerprint"])
     except (OSError, ValueError, KeyError):
