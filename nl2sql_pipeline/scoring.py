@@ -123,6 +123,16 @@ def suite_scores(scored: Sequence[Verdict]) -> dict[str, Any]:
     }
 
 
+def _suite_warnings(scored: Sequence[Verdict]) -> list[str]:
+    """Cases test-suite accuracy checked on no variant: there it only repeats execution accuracy."""
+    bare = [v.case_id for v in scored if v.test_suite_correct is not None and not v.test_suite_variants]
+    if not bare:
+        return []
+    shown = ", ".join(bare[:5]) + (f" and {len(bare) - 5} more" if len(bare) > 5 else "")
+    return [f"test-suite accuracy: {len(bare)} cases were checked on no database variant ({shown}; variants not "
+            "built, or the gold fails on every one): there it equals execution accuracy"]
+
+
 def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     """The scores of one run. Rates are over scored query verdicts; None where nothing was scored."""
     if not verdicts:
@@ -188,4 +198,5 @@ def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     values["outcome_causes"] = dict(outcome_causes(queries))
     values.update(grade_rates(scored))
     values.update(suite_scores(scored))
+    values["warnings"] = values["warnings"] + _suite_warnings(scored)
     return RunScores(values)

@@ -192,6 +192,14 @@ def test_test_suite_off(shop, home):
     # a suite without variants for the case (K=0 rows): test-suite accuracy falls back to execution accuracy
     empty = _verdict(shop, case, "SELECT count(*) AS n FROM orders WHERE amount > 100", VariantSuite.from_rows([], 0))
     assert empty.test_suite_correct is True and empty.test_suite_variants == 0
+    assert any("checked on no database variant" in w for w in score_run([empty]).warnings)  # and the scores say so
+    assert not any("variant" in w for w in scores.warnings)
+
+
+def test_a_database_whose_variants_cannot_be_built_is_left_out(tmp_path, home):
+    broken = tmp_path / "broken.duckdb"
+    broken.write_text("not a database")
+    assert build_suites([_case(database="broken")], lambda name: broken, 3) == {}
 
 
 def test_a_variant_where_the_gold_fails_is_left_out(shop, home):

@@ -26,6 +26,7 @@ from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run
 from nl2sql_pipeline.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 from nl2sql_pipeline.variants import VariantSet, ensure_variants
+from nl2sql_pipeline.variants.build import VariantBuildError
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +39,24 @@ QueryRunner = Callable[[Path, str, SandboxLimits], QueryResult]
 
 def build_suites(cases: Iterable[Case], resolve_database: Callable[[str], Path], count: int,
                  seed: int = DEFAULT_SEED) -> dict[str, VariantSet]:
-    """The first ``count`` variants of every database the query cases use (built when not cached)."""
+    """The first ``count`` variants of every database the query cases use (built when not cached).
+
+    A database whose variants cannot be built is left out with a warning (its cases are checked on no variant).
+    """
     sqls: dict[str, list[str]] = {}
     for case in cases:
         if not case.is_probe:
             sqls.setdefault(case.database, []).extend(case.expected_sql)
+    suites: dict[str, VariantSet] = {}
     if count <= 0:
-        return {}
-    return {name: ensure_variants(resolve_database(name), found, count, seed) for name, found in sorted(sqls.items())}
+        return suites
+    for name, found in sorted(sqls.items()):
+        try:
+            suites[name] = ensure_variants(resolve_database(name), found, count, seed)
+        except VariantBuildError as exc:  # the run goes on: its cases are judged on the database alone
+            logger.warning("test-suite accuracy: no variants of database %s (%s); its cases count as checked on "
+                           "no variant", name, exc)
+    return suites
 
 
 def run_variant_oracle(cases: Iterable[Case], suites: Mapping[str, VariantSet],
