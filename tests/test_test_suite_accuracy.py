@@ -266,3 +266,21 @@ def test_on_the_built_in_gold_set_tsa_catches_a_mutant_ea_misses_and_never_rejec
     only_tsa = [v.case_id for v in mutants if v.correct and not v.test_suite_correct]
     assert len(only_tsa) >= 1  # a mutant execution accuracy accepts, test-suite accuracy rejects
     assert not [v for v in mutants if not v.correct and v.test_suite_correct]  # never the other way round
+
+
+def test_a_stored_run_is_reused_only_for_the_same_number_of_variants():
+    from nl2sql_pipeline.runs.reuse import _same_variants
+
+    measured = {"query_count": 96, "test_suite_variants": 3}
+    assert _same_variants(measured, 3) and not _same_variants(measured, 0) and not _same_variants(measured, 5)
+    assert _same_variants({"query_count": 96, "test_suite_variants": None}, 0)  # a run before test-suite accuracy
+    assert not _same_variants({"query_count": 96, "test_suite_variants": None}, 3)
+    assert _same_variants({"query_count": 0}, 3)  # probes only: nothing to measure
+    assert _same_variants(measured, None)  # callers that do not ask
+
+
+def test_the_run_command_refuses_a_negative_k(capsys):
+    from nl2sql_cli import main as cli
+
+    assert cli.main(["run", "--test-suite-variants", "-1"]) == 2
+    assert "--test-suite-variants must be >= 0" in capsys.readouterr().err
