@@ -123,6 +123,8 @@ class VariantSuite:
     variants: dict[str, list[CaseVariant]] = field(default_factory=dict)
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     isolated: bool = False
+    _checked: dict[tuple[str, str], SuiteCheck] = field(default_factory=dict, repr=False)
+    """Checks already made, by (case id, SQL): a sample repeating an earlier sample's SQL is not run again."""
 
     @classmethod
     def from_rows(cls, rows: Iterable[VariantOracleRow], count: int, limits: SandboxLimits | None = None,
@@ -150,6 +152,9 @@ class VariantSuite:
         usable = sum(v.usable for v in variants)
         if not verdict.correct or verdict.generated_sql is None:
             return {"test_suite_correct": False, "test_suite_variants": usable}
-        runner: QueryRunner = run_query_isolated if self.isolated else run_query
-        check = check_on_variants(case, verdict.generated_sql, variants, config, self.limits, runner)
+        key = (case.id, verdict.generated_sql)
+        if key not in self._checked:
+            runner: QueryRunner = run_query_isolated if self.isolated else run_query
+            self._checked[key] = check_on_variants(case, verdict.generated_sql, variants, config, self.limits, runner)
+        check = self._checked[key]
         return {"test_suite_correct": check.correct, "test_suite_variants": usable, "test_suite_reason": check.reason}
