@@ -1,8 +1,6 @@
 """Per-model verdicts: one row per case and sample, with the rule that decided it."""
 
 
-from pathlib import Path
-
 import dagster as dg
 import pandas as pd
 
@@ -57,20 +55,15 @@ def case_verdicts(
 
 
 def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: EvalSettings):
-    """The variant suite of the run (None with test_suite_variants 0); fails when the stored one does not fit."""
-    from nl2sql_pipeline.stages.test_suite import VariantSuite
+    """The run's variant suite (None with test_suite_variants 0); a Failure when the stored variants do not fit."""
+    from nl2sql_pipeline.stages.test_suite import StoredVariantsError, stored_suite
 
-    count = settings.test_suite_variants
-    if count <= 0:
-        return None
-    fix = f"re-materialize database_variants of {gold} with test_suite_variants={count} (nl2sql-eval run does it)"
-    if len(frame) and set(frame["gold_fingerprint"]) != {fingerprint}:
+    fix = (f"re-materialize database_variants of {gold} with test_suite_variants={settings.test_suite_variants} "
+           "(nl2sql-eval run does it)")
+    if settings.test_suite_variants > 0 and len(frame) and set(frame["gold_fingerprint"]) != {fingerprint}:
         raise dg.Failure(description=f"database_variants of {gold} are stale (gold set changed since); {fix}")
-    stored = int(frame["variant_index"].max()) + 1 if len(frame) else 0
-    if len(frame) and stored < count:
-        raise dg.Failure(description=f"database_variants of {gold} holds {stored} variants, {count} asked; {fix}")
-    rows = variant_rows_from_frame(frame)
-    missing = sorted({r.variant_path for r in rows if not Path(r.variant_path).is_file()})
-    if missing:
-        raise dg.Failure(description=f"variant files are missing ({', '.join(missing[:3])}); {fix}")
-    return VariantSuite.from_rows(rows, count, settings.limits(), settings.isolated)
+    try:
+        return stored_suite(variant_rows_from_frame(frame), settings.test_suite_variants, settings.limits(),
+                            settings.isolated)
+    except StoredVariantsError as exc:
+        raise dg.Failure(description=f"database_variants of {gold}: {exc}; {fix}") from exc

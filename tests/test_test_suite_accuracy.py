@@ -284,3 +284,18 @@ def test_the_run_command_refuses_a_negative_k(capsys):
 
     assert cli.main(["run", "--test-suite-variants", "-1"]) == 2
     assert "--test-suite-variants must be >= 0" in capsys.readouterr().err
+
+
+def test_stored_variants_must_fit_the_run(shop, home):
+    from nl2sql_pipeline.stages.test_suite import StoredVariantsError, stored_suite
+
+    case = _case()
+    rows = run_variant_oracle([case], build_suites([case], lambda name: shop, 2), LIMITS)
+    assert stored_suite(rows, 0) is None  # off
+    assert len(stored_suite(rows, 2).variants[case.id]) == 2
+    assert len(stored_suite(rows, 1).variants[case.id]) == 1  # variant i does not depend on K: a prefix is fine
+    with pytest.raises(StoredVariantsError, match="2 variants per database, 3 asked"):
+        stored_suite(rows, 3)
+    gone = [replace(r, variant_path=str(shop.parent / "gone.duckdb")) for r in rows]
+    with pytest.raises(StoredVariantsError, match="missing"):
+        stored_suite(gone, 2)

@@ -22,6 +22,7 @@ from typing import Any
 from nl2sql_pipeline import outcomes
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
+from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
 from nl2sql_pipeline.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
@@ -75,6 +76,27 @@ def run_variant_oracle(cases: Iterable[Case], suites: Mapping[str, VariantSet],
                                 case.id, alternative, variant_index, result.error_class)
                 rows.append(VariantOracleRow(case.id, case.fingerprint, variant_index, alternative, str(path), result))
     return rows
+
+
+class StoredVariantsError(Nl2SqlError):
+    """The stored variant results do not fit the run: fewer variants than asked, or variant files gone."""
+
+
+def stored_suite(rows: Sequence[VariantOracleRow], count: int, limits: SandboxLimits | None = None,
+                 isolated: bool = False) -> VariantSuite | None:
+    """The suite of a run asking ``count`` variants from stored rows (None with ``count`` 0).
+
+    Raises ``StoredVariantsError`` when the rows hold fewer than ``count`` variants or a variant file is gone.
+    """
+    if count <= 0:
+        return None
+    stored = max((r.variant_index for r in rows), default=-1) + 1
+    if rows and stored < count:
+        raise StoredVariantsError(f"the stored variant results hold {stored} variants per database, {count} asked")
+    missing = sorted({r.variant_path for r in rows if not Path(r.variant_path).is_file()})
+    if missing:
+        raise StoredVariantsError(f"variant files are missing ({', '.join(missing[:3])})")
+    return VariantSuite.from_rows(rows, count, limits, isolated)
 
 
 @dataclass(frozen=True)
