@@ -5,8 +5,11 @@ built to tell queries apart. Each variant is the original database with, in this
 rows sampled, foreign keys re-established, rows duplicated, rows shuffled, NULLs injected in nullable
 columns and boundary values written for the literals the gold SQL compares against.
 
-    literals = boundary_literals(expected_sqls, schema)             # literals.py
-    paths = ensure_variants(db_path, literals, count=3, seed=0)     # cache.py: built once, by fingerprint
+    variant_set = ensure_variants(db_path, expected_sqls, count=3, seed=0)   # cache.py: built once, by fingerprint
+    variant_set.paths                                                       # variant-0.duckdb, variant-1.duckdb, ...
+
+``ensure_variants`` reads the source's shape (``schema``), takes the boundary literals of the gold SQL
+(``literals.boundary_literals``) and builds each missing variant (``build.build_variant``).
 
 Modules: ``schema`` (tables, columns, keys of the source), ``literals`` (the gold's comparison literals and
 their boundary values), ``steps`` (one function per transformation), ``build`` (one variant file),
