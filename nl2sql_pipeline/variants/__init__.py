@@ -2,8 +2,9 @@
 
 A wrong query can return the gold rows on one database by chance; it rarely does on several databases
 built to tell queries apart. Each variant is the original database with, in this order (``build.STEPS``):
-rows sampled, foreign keys re-established, rows duplicated, rows shuffled, NULLs injected in nullable
-columns and boundary values written for the literals the gold SQL compares against.
+rows sampled parents first (so foreign keys still hold; a delete pass for self-references and cycles),
+rows duplicated, NULLs injected in nullable columns, boundary values written for the literals the gold
+SQL compares against, rows shuffled, views re-created.
 
     variant_set = ensure_variants(db_path, expected_sqls, count=3, seed=0)   # cache.py: built once, by fingerprint
     variant_set.paths                                                       # variant-0.duckdb, variant-1.duckdb, ...
