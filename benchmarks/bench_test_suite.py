@@ -37,9 +37,8 @@ LIMITS = SandboxLimits(timeout_s=30)
 MUTANT_PARAMS = {"mutation_rate": 1.0, "seed": 7}
 
 
-def attempts(cases, answer_of) -> tuple[list[Attempt], dict[str, str | None]]:
+def attempts(cases, answer_of, resolve) -> tuple[list[Attempt], dict[str, str | None]]:
     """One executed attempt per query case (the model's answer run on the case's database)."""
-    resolve = case_databases_cached[0]
     made, mutations = [], {}
     for case in cases:
         if case.is_probe:
@@ -51,8 +50,6 @@ def attempts(cases, answer_of) -> tuple[list[Attempt], dict[str, str | None]]:
     return made, mutations
 
 
-case_databases_cached: list = []
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -63,7 +60,6 @@ def main() -> int:
     ensure_database()
     cases = load_gold_set(args.gold_set)
     resolve = case_databases(args.gold_set)
-    case_databases_cached.append(resolve)
     oracle = run_oracle(cases, resolve, LIMITS)
 
     started = time.perf_counter()
@@ -84,8 +80,8 @@ def main() -> int:
         return answer("gold-echo", OfflineRequest(case.id, case.canonical_sql, 0, 0), {})
 
     config = CompareConfig()
-    mutant_attempts, mutations = attempts(cases, mutant)
-    echo_attempts, _ = attempts(cases, echo)
+    mutant_attempts, mutations = attempts(cases, mutant, resolve)
+    echo_attempts, _ = attempts(cases, echo, resolve)
     started = time.perf_counter()
     plain = judge(cases, oracle, mutant_attempts, config, resolve, LIMITS)
     plain_s = time.perf_counter() - started
