@@ -76,3 +76,30 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
             "average_oracle_latency_ms": sum(row.result.elapsed_ms for row in rows) / len(rows) if rows else 0.0,
         },
     )
+
+
+@dg.asset(
+    group_name="oracle",
+    partitions_def=gold_sets_partitions,
+    io_manager_key="parquet_io_manager",
+    description="Seeded variants of each case database (sampled with foreign keys kept, duplicated, shuffled, "
+    "NULLs, boundary values) and the gold's results on them: test-suite accuracy, once per gold version.",
+)
+def database_variants(context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.Output:
+    from nl2sql_pipeline.codec import variant_rows_to_frame
+    from nl2sql_pipeline.stages.test_suite import build_suites, run_variant_oracle
+
+    cases = cases_from_frame(gold_set)
+    count = eval_settings.test_suite_variants
+    suites = build_suites(cases, case_databases(context.partition_key), count, eval_settings.test_suite_seed)
+    rows = run_variant_oracle(cases, suites, eval_settings.limits())
+    frame = variant_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases))
+    return dg.Output(
+        frame,
+        metadata={
+            "variants_per_database": count,
+            "databases": dg.MetadataValue.json({name: [str(p) for p in s.paths] for name, s in suites.items()}),
+            "gold_runs": len(rows),
+            "gold_failed_on_variant": sum(not row.result.ok for row in rows),
+        },
+    )

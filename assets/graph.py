@@ -7,7 +7,7 @@ gold x model ones (see ``nl2sql_cli.runner``).
 from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
 from assets.checks import GATE_CHECKS, GOLD_CHECKS
-from assets.gold import gold_set, oracle_results, sample_database
+from assets.gold import database_variants, gold_set, oracle_results, sample_database
 from assets.leaderboard import leaderboard
 from assets.scores import run_scores
 from assets.verdicts import case_verdicts
@@ -16,6 +16,7 @@ ALL_ASSETS = [
     sample_database,
     gold_set,
     oracle_results,
+    database_variants,
     candidate_sql,
     candidate_results,
     case_verdicts,
@@ -24,5 +25,5 @@ ALL_ASSETS = [
     leaderboard,
 ]
 ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
-GOLD_ASSETS = [gold_set, oracle_results]
+GOLD_ASSETS = [gold_set, oracle_results, database_variants]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]

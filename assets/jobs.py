@@ -7,14 +7,14 @@ sensor-, schedule- and UI-launched runs of models behind one provider queue inst
 
 import dagster as dg
 
-from assets.gold import gold_set, oracle_results
+from assets.gold import database_variants, gold_set, oracle_results
 from assets.partitions import gold_model_partitions, gold_sets_partitions
 
 prepare_gold_set_job = dg.define_asset_job(
     "prepare_gold_set",
-    selection=dg.AssetSelection.assets(gold_set, oracle_results),
+    selection=dg.AssetSelection.assets(gold_set, oracle_results, database_variants),
     partitions_def=gold_sets_partitions,
-    description="Validate a gold version (blocking preflight) and compute its oracle results.",
+    description="Validate a gold version (blocking preflight), compute its oracle results and its database variants.",
 )
 
 PROVIDER_TAG = "nl2sql/provider"

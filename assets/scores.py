@@ -40,6 +40,8 @@ def run_scores(
         "per_database": dg.MetadataValue.md(markdown_breakdown(scores, "database")),
         "per_tag": dg.MetadataValue.md(markdown_breakdown(scores, "tag")),
         "semantic_correctness_rate": scores["semantic_correctness_rate"],
+        "test_suite_accuracy": scores["test_suite_accuracy"],
+        "pass_rate": scores["pass_rate"],
         "sql_execution_success_rate": scores["sql_execution_success_rate"],
         "skipped_count": scores["skipped_count"],
         **{name: getattr(versions, name) for name in VERSION_FIELDS},

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -96,6 +97,7 @@ def evaluate(
     lock_wait_s: float | None = DEFAULT_LOCK_WAIT_S,
     on_wait=None,
     force: bool = False,
+    test_suite_variants: int = 3,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
@@ -107,6 +109,8 @@ def evaluate(
     ``on_wait(message)`` is told when a run waits. A gold version already prepared at its fingerprint is
     not prepared again; unless ``force``, a model whose latest fully evaluated run is current
     (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
+    ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
+    built once per gold version (``database_variants``) and reused by every model.
     """
     from nl2sql_pipeline.generation.registry import get_model, model_readiness
     from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
@@ -131,11 +135,14 @@ def evaluate(
     try:
         with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
             if not _gold_ready(io, gold_set, fingerprint):
-                if not _prepare_gold(instance, gold_set, fingerprint, outcome):
+                if not _prepare_gold(instance, gold_set, fingerprint, outcome, test_suite_variants):
                     return outcome
             else:
                 outcome.gold_prepared = True
                 outcome.preflight_triage = prepared_triage(gold_set, fingerprint)
+            if not _variants_ready(io, gold_set, fingerprint, test_suite_variants):
+                if not _prepare_variants(instance, gold_set, outcome, test_suite_variants):
+                    return outcome
     except LockTimeoutError as exc:
         outcome.failures.append(f"{gold_set}: {exc}")
         return outcome
@@ -145,7 +152,7 @@ def evaluate(
     for slug, spec in specs.items():
         if base_versions is not None:
             versions = replace(base_versions, model_config_hash=spec.config_hash)
-            stored = reusable_run(db_path, gold_set, slug, versions, repeat)
+            stored = reusable_run(db_path, gold_set, slug, versions, repeat, test_suite_variants=test_suite_variants)
             if stored is not None:
                 outcome.scores[slug] = stored
                 outcome.reused[slug] = str(stored["run_id"])
@@ -157,7 +164,8 @@ def evaluate(
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
         run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
-        settings = {"policy": policy, "isolated": isolated, **{k: v for k, v in vars(limits).items() if v is not None}}
+        settings = {"policy": policy, "isolated": isolated, "test_suite_variants": test_suite_variants,
+                    **{k: v for k, v in vars(limits).items() if v is not None}}
 
         def told(holder: str, slug: str = slug) -> None:
             if on_wait is not None:
@@ -198,7 +206,38 @@ def _gold_ready(io: ParquetIOManager, gold_set: str, fingerprint: str) -> bool:
     )
 
 
-def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str, outcome: EvaluationOutcome) -> bool:
+def _variants_ready(io: ParquetIOManager, gold_set: str, fingerprint: str, count: int) -> bool:
+    """True when ``database_variants`` of this gold version holds at least ``count`` variants whose files exist
+    (with ``count`` 0, when it was materialized at all: the per-model assets read it)."""
+    path = io.partition_path(dg.AssetKey("database_variants"), gold_set)
+    if not path.exists():
+        return False
+    if count <= 0:
+        return True
+    try:
+        frame = pd.read_parquet(path, columns=["variant_index", "variant_path", "gold_fingerprint"])
+    except (OSError, ValueError, KeyError):
+        return False
+    if not len(frame):
+        return False
+    return (set(frame["gold_fingerprint"]) == {fingerprint} and int(frame["variant_index"].max()) + 1 >= count
+            and all(Path(p).is_file() for p in set(frame["variant_path"])))
+
+
+def _prepare_variants(instance: dg.DagsterInstance, gold_set: str, outcome: EvaluationOutcome, count: int) -> bool:
+    """Materialize ``database_variants`` of the gold version with ``count`` variants per database."""
+    started = time.perf_counter()
+    result = _materialize([dg.AssetKey("database_variants")], instance, partition_key=gold_set,
+                          settings={"test_suite_variants": count})
+    outcome.stage_seconds["database_variants"] = time.perf_counter() - started
+    if not result.success:
+        outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
+        return False
+    return True
+
+
+def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str, outcome: EvaluationOutcome,
+                  test_suite_variants: int = 3) -> bool:
     """Materialize the sample database, then the gold set (blocking preflight) and its oracle; mark it prepared."""
     started = time.perf_counter()
     result = _materialize(["sample_database"], instance)
@@ -208,7 +247,8 @@ def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str,
         return False
 
     started = time.perf_counter()
-    result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set)
+    result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set,
+                          settings={"test_suite_variants": test_suite_variants})
     outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
     for evaluation in result.get_asset_check_evaluations():
         if evaluation.check_name != PREFLIGHT_CHECK:

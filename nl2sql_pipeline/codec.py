@@ -10,6 +10,7 @@ the verdict rows") rely on them.
     gold_set  cases_to_frame           ⇄ cases_from_frame            Case (case_json keeps the definition)
     candidate_sql  candidates_to_frame ⇄ candidates_from_frame       CandidateRecord
     oracle_results oracle_rows_to_frame ⇄ oracle_rows_from_frame      OracleRow
+    database_variants variant_rows_to_frame ⇄ variant_rows_from_frame VariantOracleRow
     candidate_results attempts_to_frame ⇄ attempts_from_frame        Attempt (generation part included)
     case_verdicts verdicts_to_frame    ⇄ verdicts_from_frame         Verdict
     run_scores run_scores_to_frame     ⇄ run_scores_from_frame        RunScores (+ run identity)
@@ -29,7 +30,7 @@ from nl2sql_pipeline.cases import Case, case_from_dict
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.metrics import METRICS
-from nl2sql_pipeline.records import SOURCE_MODEL, Attempt, OracleRow, RunScores, Verdict
+from nl2sql_pipeline.records import SOURCE_MODEL, Attempt, OracleRow, RunScores, VariantOracleRow, Verdict
 from nl2sql_pipeline.results_codec import ResultsCodecError, decode_rows, encode_rows
 
 RESULT_FIELDS: tuple[str, ...] = (
@@ -62,6 +63,9 @@ GOLD_COLUMNS: tuple[str, ...] = (
 )
 CANDIDATE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CandidateRecord))
 ORACLE_COLUMNS: tuple[str, ...] = ("case_id", "case_fingerprint", "alternative_index", "row_count", *RESULT_COLUMNS)
+VARIANT_COLUMNS: tuple[str, ...] = (
+    "case_id", "case_fingerprint", "variant_index", "alternative_index", "variant_path", "row_count", *RESULT_COLUMNS,
+)
 # The generation part of an attempt, beside the policy and result columns (``sql`` is the generated SQL,
 # ``generation_error_class`` its error class; the other CandidateRecord fields keep their names).
 _GENERATION_RENAMED = {"generated_sql": "sql", "error_class": "generation_error_class", "error_message": "generation_error_message"}
@@ -301,6 +305,35 @@ def oracle_rows_from_frame(frame: pd.DataFrame) -> list[OracleRow]:
     ]
 
 
+def variant_rows_to_frame(rows: Iterable[VariantOracleRow], **constants: Any) -> pd.DataFrame:
+    """The ``database_variants`` frame; ``constants`` (e.g. ``gold_fingerprint``) become trailing columns."""
+    out = [
+        {
+            "case_id": row.case_id,
+            "case_fingerprint": row.case_fingerprint,
+            "variant_index": row.variant_index,
+            "alternative_index": row.alternative_index,
+            "variant_path": row.variant_path,
+            "row_count": len(row.result.rows),
+            **_result_columns(row.result),
+            **constants,
+        }
+        for row in rows
+    ]
+    return _frame(out, VARIANT_COLUMNS + tuple(constants))
+
+
+def variant_rows_from_frame(frame: pd.DataFrame) -> list[VariantOracleRow]:
+    """The variant oracle rows of a ``database_variants`` frame."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "variant_index", "alternative_index", "variant_path",
+                               *RESULT_COLUMNS[:4]))
+    return [
+        VariantOracleRow(str(row["case_id"]), str(row["case_fingerprint"]), int(row["variant_index"]),
+                         int(row["alternative_index"]), str(row["variant_path"]), _result_of(row))
+        for row in _rows(columns, len(frame))
+    ]
+
+
 # ------------------------------------------------------------------------------------------------ attempts
 
 
@@ -413,6 +446,8 @@ _VERDICT_CONVERTERS = {
     "row_precision": float,
     "row_recall": float,
     "cell_f1": float,
+    "test_suite_correct": bool,
+    "test_suite_variants": int,
 }
 
 

@@ -2,6 +2,7 @@
 
     cases ──run_oracle──► OracleRow            (one per expected-SQL alternative)
     CandidateRecord ──► Attempt ──execute_attempts──► Attempt (policy decision + QueryResult)
+    cases ──run_variant_oracle──► VariantOracleRow  (per expected SQL and database variant: test-suite accuracy)
     OracleRow + Attempt ──judge──► Verdict      (one per case and sample)
     Verdict ──score_run──► RunScores            (one per gold set x model run)
 
@@ -86,6 +87,18 @@ class OracleRow:
 
 
 @dataclass(frozen=True, slots=True)
+class VariantOracleRow:
+    """The result of one expected SQL alternative of one query case on variant ``variant_index`` of its database."""
+
+    case_id: str
+    case_fingerprint: str
+    variant_index: int
+    alternative_index: int
+    variant_path: str
+    result: QueryResult
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """The judgement of one case and sample: a row of ``case_verdicts`` (every number traces to these)."""
 
@@ -140,6 +153,11 @@ class Verdict:
     diagnosis_detail: tuple[tuple[str, str], ...] | None = None  # ((label, explanation), ...)
     database: str | None = None
     """The case's database reference (a registered name or a path), for the per-database breakdown."""
+    # Test-suite accuracy (stages.test_suite): correct on the original database and on every usable variant.
+    # None when not measured (test suite off, a probe, a case not scored); False whenever ``correct`` is False.
+    test_suite_correct: bool | None = None
+    test_suite_variants: int | None = None  # variants of the case's database the gold ran on (usable ones)
+    test_suite_reason: str | None = None  # the first variant where the candidate's result differed, and how
 
 
 class RunScoresError(ValueError):

@@ -98,6 +98,41 @@ def _system_warnings(scored: Sequence[Verdict]) -> list[str]:
             "see system_rows_reason in case_verdicts"]
 
 
+GRADES: tuple[str, ...] = ("pass", "partial", "fail")
+
+
+def grade_rates(scored: Sequence[Verdict]) -> dict[str, float | None]:
+    """``pass_rate``, ``partial_rate``, ``fail_rate``: shares of the scored verdicts by grade (a scored verdict
+    without a grade counts as fail)."""
+    counts = Counter(v.grade if v.grade in GRADES else "fail" for v in scored)
+    return {f"{grade}_rate": _rate(counts[grade], len(scored)) for grade in GRADES}
+
+
+def suite_scores(scored: Sequence[Verdict]) -> dict[str, Any]:
+    """Test-suite accuracy (None when no verdict measured it), the variants per case, and the disagreements
+    with execution accuracy (correct on the database, not on some variant), in case order."""
+    measured = [v for v in scored if v.test_suite_correct is not None]
+    disagreements = [
+        {"case_id": v.case_id, "sample_index": v.sample_index, "reason": v.test_suite_reason}
+        for v in measured if v.correct and not v.test_suite_correct
+    ]
+    return {
+        "test_suite_accuracy": _rate(sum(bool(v.test_suite_correct) for v in measured), len(measured)) if measured else None,
+        "test_suite_variants": max((v.test_suite_variants or 0 for v in measured), default=0),
+        "test_suite_disagreements": disagreements,
+    }
+
+
+def _suite_warnings(scored: Sequence[Verdict]) -> list[str]:
+    """Cases test-suite accuracy checked on no variant: there it only repeats execution accuracy."""
+    bare = [v.case_id for v in scored if v.test_suite_correct is not None and not v.test_suite_variants]
+    if not bare:
+        return []
+    shown = ", ".join(bare[:5]) + (f" and {len(bare) - 5} more" if len(bare) > 5 else "")
+    return [f"test-suite accuracy: {len(bare)} cases were checked on no database variant ({shown}; variants not "
+            "built, or the gold fails on every one): there it equals execution accuracy"]
+
+
 def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     """The scores of one run. Rates are over scored query verdicts; None where nothing was scored."""
     if not verdicts:
@@ -161,4 +196,7 @@ def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     for dim in RATE_DIMENSIONS:
         values[f"per_{dim}"] = _breakdown(scored, dim)
     values["outcome_causes"] = dict(outcome_causes(queries))
+    values.update(grade_rates(scored))
+    values.update(suite_scores(scored))
+    values["warnings"] = values["warnings"] + _suite_warnings(scored)
     return RunScores(values)

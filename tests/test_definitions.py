@@ -13,6 +13,7 @@ EXPECTED_ASSETS = {
     "sample_database": None,
     "gold_set": "gold_sets",
     "oracle_results": "gold_sets",
+    "database_variants": "gold_sets",
     "candidate_sql": "gold|model",
     "candidate_results": "gold|model",
     "case_verdicts": "gold|model",
@@ -64,7 +65,8 @@ def test_lineage_follows_the_architecture():
     assert parents["oracle_results"] == {"gold_set"}
     assert parents["candidate_sql"] == {"gold_set"}
     assert parents["candidate_results"] >= {"candidate_sql"}
-    assert parents["case_verdicts"] >= {"oracle_results", "candidate_results"}
+    assert parents["case_verdicts"] >= {"oracle_results", "candidate_results", "database_variants"}
+    assert parents["database_variants"] == {"gold_set"}
     assert parents["run_scores"] >= {"case_verdicts"}
     assert parents["baselines"] == {"run_scores"}
 

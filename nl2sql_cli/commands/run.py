@@ -83,6 +83,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
         "its stored scores are printed)",
     )
+    parser.add_argument(
+        "--test-suite-variants", type=int, default=3, metavar="K",
+        help="test-suite accuracy: also run every correct candidate on K seeded variants of its database (rows "
+        "sampled with foreign keys kept, duplicated, shuffled, NULLs, boundary values of the gold's literals; built "
+        "once per gold version under the storage root) and count it correct only if it matches everywhere "
+        "(default 3; 0 turns it off)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
         "-q", "--quiet", action="store_true",
@@ -107,6 +114,9 @@ def _handle(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print("error: --repeat must be >= 1", flush=True)
         return 2
+    if args.test_suite_variants < 0:
+        print("error: --test-suite-variants must be >= 0 (0 turns test-suite accuracy off)", file=sys.stderr, flush=True)
+        return 2
     from nl2sql_pipeline.runs.gates import GateThresholds
 
     thresholds = GateThresholds(
@@ -118,6 +128,7 @@ def _handle(args: argparse.Namespace) -> int:
         args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
         thresholds=thresholds, as_json=args.json, lock_wait_s=args.lock_wait, force=args.force,
         quiet=args.quiet,
+        test_suite_variants=args.test_suite_variants,
     )
 
 
@@ -185,6 +196,7 @@ def run_evaluation(
     lock_wait_s: float | None = 3600.0,
     force: bool = False,
     quiet: bool = False,
+    test_suite_variants: int = 3,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``."""
@@ -202,13 +214,15 @@ def run_evaluation(
         print(f"WAITING: {message}", file=sys.stderr, flush=True)
 
     try:
-        outcome = None if force else stored_outcome(gold_set, models, repeat=repeat, policy=policy)
+        outcome = None if force else stored_outcome(gold_set, models, repeat=repeat, policy=policy,
+                                                    test_suite_variants=test_suite_variants)
         if outcome is None:
             from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
 
             with _progress_shown(quiet):
                 outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
-                                   lock_wait_s=lock_wait_s, on_wait=waiting, force=force)
+                                   lock_wait_s=lock_wait_s, on_wait=waiting, force=force,
+                                   test_suite_variants=test_suite_variants)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

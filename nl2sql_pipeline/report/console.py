@@ -47,10 +47,12 @@ def rate_line(label: str, row: RateRow, width: int) -> str:
 
 def _headline(report: RunReport) -> list[str]:
     cost = report.cost
-    lines = [
-        rate_line("semantic correctness", report.correctness, 22),
-        rate_line("execution success", report.execution_success, 22),
-    ]
+    lines = [rate_line("semantic correctness", report.correctness, 22)]
+    lines += _test_suite_lines(report)
+    lines.append(rate_line("execution success", report.execution_success, 22))
+    if report.grades:
+        lines.append(f"{'grades'.ljust(22)}  " + ", ".join(
+            f"{row.key} {format_rate(row.rate)} ({row.fraction})" for row in report.grades))
     if report.latency_p50.known:
         lines.append(f"{'latency p50 / mean'.ljust(22)}  {_ms(report.latency_p50.estimate)} "
                      f"{format_interval(report.latency_p50, _ms)} / {_ms(report.latency_mean.estimate)} "
@@ -66,6 +68,22 @@ def _headline(report: RunReport) -> list[str]:
     lines.append(f"{'cost'.ljust(22)}  {cost_text}")
     lines.append(f"{'tokens'.ljust(22)}  {report.token_source or 'n/a (no scored call)'}")
     lines += _answers(report)
+    return lines
+
+
+def _test_suite_lines(report: RunReport, shown: int = 5) -> list[str]:
+    """Test-suite accuracy beside execution accuracy, and the cases where the two disagree."""
+    if report.test_suite is None:
+        return []
+    lines = [rate_line("test-suite accuracy", report.test_suite, 22)]
+    disagree = report.suite_disagreements
+    if disagree:
+        lines.append(f"{''.ljust(22)}  {len(disagree)} correct on the database but not on every variant:")
+        for v in disagree[:shown]:
+            label = f"{v.case_id}#{v.sample_index}" if v.sample_index else v.case_id
+            lines.append(f"{''.ljust(22)}  ! {label}: {v.test_suite_reason or 'differs on a variant'}")
+        if len(disagree) > shown:
+            lines.append(f"{''.ljust(22)}  ... and {len(disagree) - shown} more (test_suite_disagreements in the scores)")
     return lines
 
 

@@ -55,7 +55,9 @@ def _headline(report: RunReport) -> str:
     cost = report.cost
     rows = [
         f"<tr><th>semantic correctness</th>{_rate_cells(report.correctness)}</tr>",
+        *([f"<tr><th>test-suite accuracy</th>{_rate_cells(report.test_suite)}</tr>"] if report.test_suite else []),
         f"<tr><th>execution success</th>{_rate_cells(report.execution_success)}</tr>",
+        *(f"<tr><th>grade {escape(row.key)}</th>{_rate_cells(row)}</tr>" for row in report.grades),
         f"<tr><th>latency p50</th><td>{_ms(report.latency_p50.estimate)}</td>"
         f"<td>{format_interval(report.latency_p50, _ms)}</td><td>{len(report.latency_values)} calls</td></tr>",
         f"<tr><th>latency mean</th><td>{_ms(report.latency_mean.estimate)}</td>"
@@ -69,6 +71,18 @@ def _headline(report: RunReport) -> str:
     ]
     return ("<table><tr><th>metric</th><th>value</th><th>95% interval</th><th>count</th></tr>"
             + "".join(rows) + "</table>")
+
+
+def _suite_disagreements(report: RunReport) -> str:
+    """The cases correct under execution accuracy but not under test-suite accuracy, with the variant's finding."""
+    if report.test_suite is None:
+        return ""
+    items = report.suite_disagreements
+    body = "".join(f"<tr><td>{escape(v.case_id)}{f'#{v.sample_index}' if v.sample_index else ''}</td>"
+                   f"<td>{escape(v.test_suite_reason or '')}</td></tr>" for v in items)
+    return (f'<h3>execution accuracy vs test-suite accuracy: {len(items)} cases disagree</h3>'
+            + (f'<table class="suite"><tr><th>case</th><th>first variant that differs</th></tr>{body}</table>'
+               if items else ""))
 
 
 def _breakdowns(report: RunReport) -> str:
@@ -170,6 +184,8 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
         why = v.reason or v.skip_reason or ""
         if v.diagnosis:
             why = f"{why} [{v.diagnosis}]" if why else v.diagnosis
+        if v.correct and v.test_suite_correct is False:
+            why = f"{why} [not test-suite correct: {v.test_suite_reason or 'differs on a variant'}]".strip()
         sample = samples.get((v.case_id, v.sample_index))
         result_cells = (f'<td class="expected-rows">{_sample_cell(sample.expected if sample else None)}</td>'
                         f'<td class="generated-rows">{_sample_cell(sample.generated if sample else None)}</td>'
@@ -200,6 +216,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts.append(f"<h2>{escape(report.model)} on {escape(report.gold_set)}</h2>")
         parts += [f'<div class="warn">WARNING: {escape(w)}</div>' for w in report.warnings]
         parts.append(_headline(report))
+        parts.append(_suite_disagreements(report))
         if report.causes:
             parts.append("<p><b>not correct, by cause:</b> "
                          + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>")

@@ -83,6 +83,9 @@ class RunReport:
     variance: CaseVariance
     verdicts: list[Verdict] = field(repr=False, default_factory=list)
     samples: Mapping[tuple[str, int], CaseSample] = field(repr=False, default_factory=dict)  # by (case, sample)
+    test_suite: RateRow | None = None  # test-suite accuracy (None: not measured in this run)
+    suite_disagreements: list[Verdict] = field(default_factory=list)  # correct on the database, not on a variant
+    grades: list[RateRow] = field(default_factory=list)  # pass / partial / fail shares of the scored verdicts
 
 
 def _rate_row(key: str, group: Sequence[Verdict], predicate: Callable[[Verdict], bool]) -> RateRow:
@@ -132,6 +135,21 @@ def cost_split(scored: Sequence[Verdict]) -> CostSplit:
     return CostSplit(float(sum(paid)), float(sum(cached)), len(paid), len(cached), unknown, interval)
 
 
+def _test_suite(scored: Sequence[Verdict]) -> tuple[RateRow | None, list[Verdict]]:
+    """Test-suite accuracy over the verdicts that measured it, and those where it disagrees with correctness."""
+    measured = [v for v in scored if v.test_suite_correct is not None]
+    if not measured:
+        return None, []
+    disagree = [v for v in measured if v.correct and not v.test_suite_correct]
+    return _rate_row("test_suite_accuracy", measured, lambda v: bool(v.test_suite_correct)), disagree
+
+
+def _grades(scored: Sequence[Verdict]) -> list[RateRow]:
+    if not scored:
+        return []
+    return [_rate_row(name, scored, lambda v, name=name: (v.grade or "fail") == name) for name in ("pass", "partial", "fail")]
+
+
 def _partial_run_warnings(queries: Sequence[Verdict], scored: Sequence[Verdict]) -> list[str]:
     if queries and not scored:
         return [f"PARTIAL RUN: none of the {len(queries)} query verdicts was scored; no rate below means anything"]
@@ -151,6 +169,7 @@ def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
     breakdowns = {dim: rows for dim, rows in breakdowns.items() if rows}
     estimated = any(v.token_source == "estimated" for v in scored)
     measured = any(v.token_source == "measured" for v in scored)
+    suite, disagreements = _test_suite(scored)
     return RunReport(
         model=model,
         gold_set=gold_set,
@@ -168,4 +187,7 @@ def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
         variance=case_variance(verdicts),
         verdicts=list(verdicts),
         samples=dict(samples or {}),
+        test_suite=suite,
+        suite_disagreements=disagreements,
+        grades=_grades(scored),
     )

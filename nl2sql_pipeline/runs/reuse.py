@@ -5,7 +5,8 @@ A recorded run of (gold set, model) can stand for a new run when, in order:
 1. ``is_current``: all six version fields equal today's (model config, gold fingerprint, semantic
    model, policies, comparator, harness: ``runs.identity``);
 2. ``fully_evaluated``: it is comparable (nothing skipped: a run that skipped cases is re-tried);
-3. ``same_samples``: it sampled each case as many times as asked (``--repeat``).
+3. ``same_samples``: it sampled each case as many times as asked (``--repeat``);
+4. and, when asked, it measured test-suite accuracy on as many database variants (``--test-suite-variants``).
 
 The stored scores come back from the baselines file exactly as the run recorded them.
 """
@@ -52,9 +53,20 @@ def stored_scores(row: Mapping[str, Any]) -> dict[str, Any]:
     return scores
 
 
-def reusable_run(db_path: Path, gold_set: str, model: str, versions: RunVersions, samples: int = 1) -> dict[str, Any] | None:
-    """The latest recorded run that stands for a new run with these versions (every rule holds), or None."""
+def reusable_run(db_path: Path, gold_set: str, model: str, versions: RunVersions, samples: int = 1,
+                 test_suite_variants: int | None = None) -> dict[str, Any] | None:
+    """The latest recorded run that stands for a new run with these versions (every rule holds), or None.
+
+    ``test_suite_variants`` (when given) must equal the variants the run measured test-suite accuracy on
+    (0: not measured); a run of a query-free gold set measured none and stands for any.
+    """
     for row in list_runs(db_path, gold_set, model):
-        if all(rule(row, versions, samples) for rule in REUSE_RULES):
+        if all(rule(row, versions, samples) for rule in REUSE_RULES) and _same_variants(row, test_suite_variants):
             return stored_scores(row)
     return None
+
+
+def _same_variants(row: Mapping[str, Any], wanted: int | None) -> bool:
+    if wanted is None or not row.get("query_count"):
+        return True
+    return int(row.get("test_suite_variants") or 0) == wanted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
+from nl2sql_pipeline.stages.test_suite import VariantSuite
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,7 @@ def judge(
     resolve_database: Callable[[str], Path] | None = None,
     limits: SandboxLimits | None = None,
     progress: ProgressTracker | None = None,
+    suite: VariantSuite | None = None,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
@@ -44,7 +47,8 @@ def judge(
     (``probe_error``), a query case without attempts gets none. Results over the row cap are compared
     whole in the engine on the case's database (``resolve_database``, default
     ``databases.require_database``, under ``limits``). ``progress`` is told of every verdict (failures by
-    outcome: anything but correct).
+    outcome: anything but correct). With ``suite``, every correct candidate also runs on the variants of its
+    case's database (test-suite accuracy, ``stages.test_suite``).
     """
     if resolve_database is None:
         from nl2sql_pipeline.databases import require_database
@@ -74,7 +78,10 @@ def judge(
             whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
             for sample in sorted(samples):
                 group = sorted(samples[sample], key=lambda a: a.candidate_index)
-                verdicts.append(_told(tracker, judge_sample(case, sample, oracle_results, group, config, whole)))
+                verdict = judge_sample(case, sample, oracle_results, group, config, whole)
+                if suite is not None:
+                    verdict = replace(verdict, **suite.verdict_fields(case, verdict, config))
+                verdicts.append(_told(tracker, verdict))
     return verdicts
 
 

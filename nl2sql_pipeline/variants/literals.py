@@ -1,0 +1,164 @@
+"""The literals the gold SQL compares columns with, and the boundary values a variant writes for them.
+
+A query that reads ``>=`` where the gold says ``>``, or a date bound moved by a day, returns the same
+rows unless some row sits on the bound. For every ``column <op> literal`` (``=``, ``<>``, ``<``, ``<=``,
+``>``, ``>=``, ``BETWEEN``, ``IN``) of the expected SQL, a variant writes the literal itself and its
+neighbours (one step below and above: 1 for integers, the last digit for decimals, a day for dates, a
+second for timestamps; other letter cases for strings) into a few rows of that column.
+
+    >>> from nl2sql_pipeline.variants.schema import Column, SourceSchema, Table
+    >>> schema = SourceSchema([Table("main", "t", [Column("d", "DATE", True)])], [])
+    >>> boundary_literals(["SELECT * FROM t WHERE d >= DATE '2026-01-01'"], schema)[0].values
+    ('2025-12-31', '2026-01-01', '2026-01-02')
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from nl2sql_pipeline.sql_ast import SqlParseError, parse
+from nl2sql_pipeline.variants.schema import SourceSchema, Table
+
+logger = logging.getLogger(__name__)
+
+MAX_VALUES_PER_COLUMN = 12
+"""At most this many boundary values are written into one column (the first ones, in sorted order)."""
+
+_INTEGER = re.compile(r"^(U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT))$")
+_DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+@dataclass(frozen=True)
+class BoundaryLiteral:
+    """Boundary values (text, cast to the column's type when written) for one column of one table."""
+
+    schema: str
+    table: str
+    column: str
+    values: tuple[str, ...]
+
+
+def _literal_text(node: exp.Expression) -> str | None:
+    """The text of a literal operand (``'x'``, ``3``, ``-3``, ``DATE '2026-01-01'``), else None."""
+    if isinstance(node, exp.Cast):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return f"-{node.this.this}"
+    return None
+
+
+def _column_of(node: exp.Expression) -> exp.Column | None:
+    if isinstance(node, exp.Cast):
+        node = node.this
+    return node if isinstance(node, exp.Column) and node.name else None
+
+
+def _comparisons(tree: exp.Expression) -> Iterable[tuple[exp.Column, str]]:
+    """(column, literal text) for every comparison of a bare column with a literal."""
+    for node in tree.find_all(*_COMPARISONS):
+        left, right = node.this, node.expression
+        for column_side, literal_side in ((left, right), (right, left)):
+            column, text = _column_of(column_side), _literal_text(literal_side)
+            if column is not None and text is not None:
+                yield column, text
+    for node in tree.find_all(exp.Between):
+        column = _column_of(node.this)
+        if column is not None:
+            for bound in (node.args.get("low"), node.args.get("high")):
+                text = _literal_text(bound) if bound is not None else None
+                if text is not None:
+                    yield column, text
+    for node in tree.find_all(exp.In):
+        column = _column_of(node.this)
+        if column is not None:
+            for item in node.expressions:
+                text = _literal_text(item)
+                if text is not None:
+                    yield column, text
+
+
+def _tables_of(tree: exp.Expression, column: exp.Column, schema: SourceSchema) -> list[Table]:
+    """The source tables ``column`` may belong to: by its qualifier, else every table of the query having it."""
+    qualifier = column.table.lower() if column.table else None
+    found: list[Table] = []
+    for node in tree.find_all(exp.Table):
+        if qualifier is not None and qualifier not in {node.alias_or_name.lower(), node.name.lower()}:
+            continue
+        table = schema.table(node.name, node.db or None)
+        if table is not None and table.column(column.name) is not None and table not in found:
+            found.append(table)
+    return found
+
+
+def boundary_values(text: str, data_type: str) -> tuple[str, ...]:
+    """The literal and its neighbours for a column of ``data_type`` (empty when the type is not handled).
+
+    >>> boundary_values("10", "INTEGER")
+    ('9', '10', '11')
+    >>> boundary_values("9.99", "DECIMAL(10,2)")
+    ('9.98', '9.99', '10.00')
+    >>> boundary_values("active", "VARCHAR")
+    ('ACTIVE', 'Active', 'active')
+    """
+    kind = data_type.upper()
+    try:
+        if _INTEGER.match(kind):
+            value = int(Decimal(text))
+            return (str(value - 1), str(value), str(value + 1))
+        decimal = _DECIMAL.match(kind)
+        if decimal:
+            step = Decimal(1).scaleb(-int(decimal.group(2)))
+            value = Decimal(text).quantize(step)
+            return (str(value - step), str(value), str(value + step))
+        if kind in ("FLOAT", "DOUBLE", "REAL"):
+            value = float(text)
+            step = max(abs(value), 1.0) * 1e-6
+            return (repr(value - step), repr(value), repr(value + step))
+        if kind == "DATE":
+            day = dt.date.fromisoformat(text.strip()[:10])
+            return tuple((day + dt.timedelta(days=d)).isoformat() for d in (-1, 0, 1))
+        if kind.startswith("TIMESTAMP"):
+            moment = dt.datetime.fromisoformat(text.strip())
+            return tuple((moment + dt.timedelta(seconds=s)).isoformat(sep=" ") for s in (-1, 0, 1))
+        if kind == "VARCHAR":
+            return tuple(sorted({text, text.upper(), text.lower(), text.capitalize()}))
+    except (ValueError, InvalidOperation, ArithmeticError):
+        return ()
+    return ()
+
+
+def boundary_literals(expected_sqls: Iterable[str], schema: SourceSchema) -> list[BoundaryLiteral]:
+    """The boundary values of every column the given queries compare with a literal (sorted, deduplicated).
+
+    Key columns (primary, unique, foreign) are left out: changing them would break the keys a variant keeps.
+    A query that does not parse contributes nothing.
+    """
+    values: dict[tuple[str, str, str], set[str]] = {}
+    for sql in expected_sqls:
+        try:
+            tree = parse(sql)
+        except SqlParseError as exc:
+            logger.debug("no boundary literals from an unparsable query: %s", exc)
+            continue
+        for column, text in _comparisons(tree):
+            for table in _tables_of(tree, column, schema):
+                source_column = table.column(column.name)
+                if source_column is None or source_column.name.lower() in table.key_columns:
+                    continue
+                key = (table.schema, table.name, source_column.name)
+                values.setdefault(key, set()).update(boundary_values(text, source_column.data_type))
+    return [
+        BoundaryLiteral(schema_name, table_name, column_name, tuple(sorted(found))[:MAX_VALUES_PER_COLUMN])
+        for (schema_name, table_name, column_name), found in sorted(values.items())
+        if found
+    ]
