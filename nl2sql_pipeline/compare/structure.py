@@ -18,6 +18,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
+from nl2sql_pipeline import sql_ast
+
 CLAUSES: tuple[str, ...] = ("select", "from_join", "where", "group_by", "having", "order_by", "limit")
 
 
@@ -34,18 +36,21 @@ class ClauseItems:
 @lru_cache(maxsize=4096)
 def parse_clauses(sql: str) -> ClauseItems | None:
     """The clause items of ``sql`` (None when it does not parse or has no SELECT)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
+    try:  # the parse the policy engine cached (what ``sqlglot.parse_one`` returns), copied: normalizing modifies it
+        parsed = sql_ast.parse_results(sql)
+        if not parsed or parsed[0] is None:
+            return None
+        tree = parsed[0].copy() if len(parsed) == 1 else sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError:
         return None
-    tree = normalize_identifiers(tree, dialect="duckdb")
+    tree = normalize_identifiers(tree, dialect=sql_ast.DIALECT)
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     if select is None:
         return None
     order_tree = tree if tree.args.get("order") is not None else select
 
-    def text(node: exp.Expression) -> str:
-        return node.sql(dialect="duckdb")
+    def text(node: exp.Expression) -> str:  # the tree is this call's own copy: no second copy per item
+        return node.sql(dialect=sql_ast.DIALECT, copy=False)
 
     def conjuncts(node: exp.Expression | None) -> frozenset[str]:
         if node is None:
