@@ -62,19 +62,13 @@ def tokens(sql: str) -> tuple[Token, ...]:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def parse_results(sql: str) -> tuple[exp.Expr | None, ...]:
-    """sqlglot's parse of ``sql`` as its parser returns it (None for an empty statement), as
-    ``sqlglot.parse`` would; ``SqlglotError`` on failure. The trees are shared: do not modify them."""
-    return tuple(DIALECT.parser().parse(list(tokens(sql)), sql))
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
 def statements(sql: str) -> tuple[exp.Expr, ...]:
     """Every statement sqlglot parses from ``sql`` (empty ones dropped); ``SqlglotError`` on failure.
 
     The trees are shared between callers: do not modify them.
     """
-    return tuple(expression for expression in parse_results(sql) if expression is not None)
+    parsed = DIALECT.parser().parse(list(tokens(sql)), sql)
+    return tuple(expression for expression in parsed if expression is not None)
 
 
 def parse(sql: str) -> exp.Expr:
@@ -95,7 +89,6 @@ def clear_caches() -> None:
     """Forget every cached parse (benchmarks measuring a cold start; tests)."""
     duckdb_statements.cache_clear()
     tokens.cache_clear()
-    parse_results.cache_clear()
     statements.cache_clear()
 
 

@@ -36,13 +36,13 @@ class ClauseItems:
 @lru_cache(maxsize=4096)
 def parse_clauses(sql: str) -> ClauseItems | None:
     """The clause items of ``sql`` (None when it does not parse or has no SELECT)."""
-    try:  # the parse the policy engine cached (what ``sqlglot.parse_one`` returns), copied: normalizing modifies it
-        parsed = sql_ast.parse_results(sql)
-        if not parsed or parsed[0] is None:
-            return None
-        tree = parsed[0].copy() if len(parsed) == 1 else sqlglot.parse_one(sql, read="duckdb")
+    try:  # ``sqlglot.parse_one`` from the tokens the policy engine cached (a tree of our own: normalizing modifies it)
+        parsed = sql_ast.DIALECT.parser().parse(list(sql_ast.tokens(sql)), sql)
     except sqlglot.errors.ParseError:
         return None
+    if not parsed or parsed[0] is None:
+        return None
+    tree = exp.Block(expressions=parsed) if len(parsed) > 1 else parsed[0]
     tree = normalize_identifiers(tree, dialect=sql_ast.DIALECT)
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     if select is None:
