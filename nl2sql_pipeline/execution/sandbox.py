@@ -142,8 +142,8 @@ class Sandbox:
 
     def _execute(self, cursor: duckdb.DuckDBPyConnection, statement: duckdb.Statement, sql: str) -> QueryResult:
         limits = self.limits
+        started = time.perf_counter()  # before the deadline is armed: a timed-out query's elapsed time >= timeout
         ticket = SCHEDULER.schedule(limits.timeout_s, cursor.interrupt, repeat_s=INTERRUPT_RESEND_S)
-        started = time.perf_counter()
         try:
             cursor.execute(statement)
             description = cursor.description or []
