@@ -9,8 +9,8 @@ through Dagster (``nl2sql_cli.runner.evaluate``) to show the orchestration cost 
 
 Everything runs in one process, as ``nl2sql-eval run`` does: what a stage parsed or read is still in
 the process's memos when a later stage asks for the same text or file (``sql_ast``'s parse caches, the
-prompt texts). ``--cold`` clears those memos before each model's stages, so every model run pays every
-parse and read itself (the conservative figure). ``--core-only`` skips the Dagster part; ``--json``
+policy engines' decisions, the prompt texts). ``--cold`` clears those memos (and the prompt texts stored on disk) before each model's
+stages, so every model run pays every parse and read itself (the conservative figure). ``--core-only`` skips the Dagster part; ``--json``
 prints the core figures as one JSON object (``bench_before_after.py`` reads it).
 """
 
@@ -29,12 +29,17 @@ TARGET_MS_PER_CASE = 1.3
 
 
 def clear_process_memos() -> None:
-    """Forget what earlier stages parsed or read (parse caches, prompt texts): a cold model run."""
+    """Forget what earlier stages parsed, decided or read (parse caches, policy decisions, prompt texts,
+    also those stored on disk): a cold model run."""
     from nl2sql_pipeline import sql_ast
+    from nl2sql_pipeline.compare.structure import parse_clauses
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
+    from nl2sql_pipeline.policy.gate import clear_shared_engines
 
     sql_ast.clear_caches()
-    clear_prompt_context_memo()
+    parse_clauses.cache_clear()
+    clear_shared_engines()
+    clear_prompt_context_memo(stored=True)
 
 
 def measure_core(cold: bool = False) -> dict:
@@ -95,7 +100,9 @@ def measure_core(cold: bool = False) -> dict:
     generate_for_gold_set([c for c in cases if not c.is_probe][:1], "gold-echo", samples=1, use_cache=False)
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
 
-    clear_prompt_context_memo()  # the warm-up read the prompt texts: the first model run reads them again
+    # the warm-up read the prompt texts: the first model run reads them again, as a new process after an
+    # earlier run in the same storage root does (from the texts stored on disk; --cold deletes those too)
+    clear_prompt_context_memo()
     for model in ("gold-echo", "sql-mutant"):
         if cold:
             clear_process_memos()

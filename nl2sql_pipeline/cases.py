@@ -7,6 +7,7 @@ checks them strictly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -81,9 +82,9 @@ class Case:
         """The first acceptable expected SQL, or None for a probe."""
         return self.expected_sql[0] if self.expected_sql else None
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """Hash of the case's definition (never of generated output): 16 hex chars."""
+        """Hash of the case's definition (never of generated output): 16 hex chars (computed once per case)."""
         definition = {
             "question": self.question,
             "database": self.database,

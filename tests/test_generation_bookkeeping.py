@@ -111,3 +111,37 @@ def test_prompt_texts_are_read_once_per_file_identity(tmp_path, monkeypatch):
     prompt_context.build_prompt_context(["anime_platform"], resolve_database=lambda name: db, semantic_model=given)
     assert len(loads) == 3  # the one call above; a model passed in is used as given, never memoized
     prompt_context.clear_prompt_context_memo()
+
+
+def test_a_new_process_reads_the_stored_prompt_texts_until_a_file_changes(tmp_path, monkeypatch):
+    from nl2sql_pipeline import semantic_model
+    from nl2sql_pipeline.sample_db import build_database
+
+    monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
+    prompt_context.clear_prompt_context_memo()
+    db = tmp_path / "anime_platform.duckdb"
+    build_database(db, scale=0.01)
+    loads = []
+    real_load = semantic_model.load_semantic_model
+
+    def counting_load(*args, **kwargs):
+        loads.append(1)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(semantic_model, "load_semantic_model", counting_load)
+    first = prompt_context.prompt_context_for_cases([make_case("a")], resolve_database=lambda name: db)
+    assert len(loads) == 1 and list((tmp_path / "home" / "cache" / "prompt_texts").glob("*.json"))
+    prompt_context.clear_prompt_context_memo()  # as a new process: only the stored texts remain
+    again = prompt_context.prompt_context_for_cases([make_case("a")], resolve_database=lambda name: db)
+    assert len(loads) == 1
+    assert again.databases["anime_platform"] == first.databases["anime_platform"]
+    stat = db.stat()
+    os.utime(db, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # the database file changed
+    prompt_context.clear_prompt_context_memo()
+    prompt_context.prompt_context_for_cases([make_case("a")], resolve_database=lambda name: db)
+    assert len(loads) == 2
+    prompt_context.clear_prompt_context_memo(stored=True)  # a cold start: nothing stored either
+    assert not list((tmp_path / "home" / "cache" / "prompt_texts").glob("*.json"))
+    prompt_context.prompt_context_for_cases([make_case("a")], resolve_database=lambda name: db)
+    assert len(loads) == 3
+    prompt_context.clear_prompt_context_memo()

@@ -375,3 +375,24 @@ def test_a_key_given_twice_in_a_policy_is_an_error_not_a_silent_override(tmp_pat
                     "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\ndenied_columns: []\n")
     with pytest.raises(ConfigError, match=r"dup.yml:9: invalid YAML: duplicate key 'denied_columns' \(first defined on line 3\)"):
         load_policy(path)
+
+
+def test_gates_share_engines_and_decisions_until_the_file_changes(db_path: Path) -> None:
+    """Each stage builds its own gate; the engines (and the decisions they remember by SQL text) are
+    shared, and a changed database file is a new schema, hence a new engine."""
+    from nl2sql_pipeline.cases import case_from_dict
+    from nl2sql_pipeline.policy.gate import PolicyGate, clear_shared_engines
+
+    clear_shared_engines()
+    case = case_from_dict({"id": "c", "domain": "d", "category": "lookup", "question": "q",
+                           "database": "tiny", "expected_sql": "SELECT title FROM anime"})
+    first, second = PolicyGate(lambda name: db_path), PolicyGate(lambda name: db_path)
+    decision = first.check(case, "SELECT title FROM anime")
+    assert decision.allowed and first.engine(case) is second.engine(case)
+    assert second.check(case, "SELECT title FROM anime") is decision  # remembered, not recomputed
+    assert not second.check(case, "DELETE FROM anime").allowed
+    with duckdb.connect(str(db_path)) as con:
+        con.execute("CREATE TABLE extra (x INTEGER)")
+    assert PolicyGate(lambda name: db_path).engine(case) is not first.engine(case)
+    clear_shared_engines()
+    assert PolicyGate(lambda name: db_path).check(case, "SELECT title FROM anime") is not decision

@@ -18,6 +18,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
+from nl2sql_pipeline import sql_ast
+
 CLAUSES: tuple[str, ...] = ("select", "from_join", "where", "group_by", "having", "order_by", "limit")
 
 
@@ -34,18 +36,21 @@ class ClauseItems:
 @lru_cache(maxsize=4096)
 def parse_clauses(sql: str) -> ClauseItems | None:
     """The clause items of ``sql`` (None when it does not parse or has no SELECT)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
+    try:  # ``sqlglot.parse_one`` from the tokens the policy engine cached (a tree of our own: normalizing modifies it)
+        parsed = sql_ast.DIALECT.parser().parse(list(sql_ast.tokens(sql)), sql)
     except sqlglot.errors.ParseError:
         return None
-    tree = normalize_identifiers(tree, dialect="duckdb")
+    if not parsed or parsed[0] is None:
+        return None
+    tree = exp.Block(expressions=parsed) if len(parsed) > 1 else parsed[0]
+    tree = normalize_identifiers(tree, dialect=sql_ast.DIALECT)
     select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     if select is None:
         return None
     order_tree = tree if tree.args.get("order") is not None else select
 
-    def text(node: exp.Expression) -> str:
-        return node.sql(dialect="duckdb")
+    def text(node: exp.Expression) -> str:  # the tree is this call's own copy: no second copy per item
+        return node.sql(dialect=sql_ast.DIALECT, copy=False)
 
     def conjuncts(node: exp.Expression | None) -> frozenset[str]:
         if node is None:

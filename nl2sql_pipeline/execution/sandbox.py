@@ -142,8 +142,8 @@ class Sandbox:
 
     def _execute(self, cursor: duckdb.DuckDBPyConnection, statement: duckdb.Statement, sql: str) -> QueryResult:
         limits = self.limits
+        started = time.perf_counter()  # before the deadline is armed: a timed-out query's elapsed time >= timeout
         ticket = SCHEDULER.schedule(limits.timeout_s, cursor.interrupt, repeat_s=INTERRUPT_RESEND_S)
-        started = time.perf_counter()
         try:
             cursor.execute(statement)
             description = cursor.description or []
@@ -225,19 +225,21 @@ def _open_locked_down(db_path: Path, folder: Path, limits: SandboxLimits) -> duc
 
 def _lock_down(con: duckdb.DuckDBPyConnection, settings: dict[str, object]) -> None:
     """Apply ``settings``, turn external access off and lock the configuration; or check a locked instance."""
-    if not _setting(con, "lock_configuration"):
-        for name, value in settings.items():
-            con.execute(f"SET GLOBAL {name} = {_literal(value)}")
-        con.execute("SET GLOBAL enable_external_access = false")
-        con.execute("SET GLOBAL lock_configuration = true")
-    elif _setting(con, "temp_directory") != str(settings["temp_directory"]).lower():
+    current = _settings(con, ("lock_configuration", "temp_directory"))
+    if not current["lock_configuration"]:
+        # one round trip: the statements run in order, the lock last
+        con.execute(
+            "".join(f"SET GLOBAL {name} = {_literal(value)};\n" for name, value in settings.items())
+            + "SET GLOBAL enable_external_access = false;\nSET GLOBAL lock_configuration = true;"
+        )
+    elif current["temp_directory"] != str(settings["temp_directory"]).lower():
         raise SandboxConflictError(
             f"the database is already open in this process in a sandbox with other limits "
-            f"(spill folder {_setting(con, 'temp_directory')}); DuckDB allows one configuration per file "
+            f"(spill folder {current['temp_directory']}); DuckDB allows one configuration per file "
             "and process: use the same memory_limit, threads and max_temp_directory_size, or "
             "release_sandboxes() first"
         )
-    actual = {name: _setting(con, name) for name in _LOCKED_SETTINGS}
+    actual = _settings(con, tuple(_LOCKED_SETTINGS))
     wrong = {name: value for name, value in actual.items() if value != _LOCKED_SETTINGS[name]}
     if wrong:
         raise SandboxError(f"the sandbox database is not locked down as required: {wrong}")
@@ -251,6 +253,7 @@ def _literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def _setting(con: duckdb.DuckDBPyConnection, name: str) -> object:
-    value = con.execute("SELECT current_setting(?)", [name]).fetchone()[0]
-    return value.lower() if isinstance(value, str) else value
+def _settings(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> dict[str, object]:
+    """The current values of ``names`` (strings lower-cased), read in one query."""
+    row = con.execute("SELECT " + ", ".join("current_setting(?)" for _ in names), list(names)).fetchone()
+    return {name: value.lower() if isinstance(value, str) else value for name, value in zip(names, row)}

@@ -7,11 +7,16 @@ annotated with the model's descriptions, the semantic text is ``render_for_promp
 reference date is the model's. Without one, the schema text is introspected from the database
 (``semantic_model.introspect``: tables, columns, keys, comments, sampled values, within a token budget).
 Both are read from files, so the same inputs give the same prompt (and the same cache keys) on every
-run; the texts are memoized in the process by the identity (path, inode, size, mtime) of those files.
+run; the texts are memoized in the process by the identity (path, inode, size, mtime) of those files,
+and on disk under the storage root (``cache/prompt_texts/``) by the same identities plus those of the
+code that renders them, so a new process (the next run, a Dagster step of its own) does not read the
+semantic model and the database's catalog again (~100 ms) while none of them changed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -64,9 +69,15 @@ def build_prompt_context(
         identified = model_file is not None and db_file is not None
         key = (model_file, name, db_file, schemas, budget) if identified else None
         cached = _TEXTS.get(key) if key is not None else None
+        if cached is None and key is not None:
+            cached = _read_stored(key)
+            if cached is not None:
+                with _TEXTS_LOCK:
+                    _TEXTS[key] = cached
         if cached is None:
             cached = _database_texts(name, db_path, semantic_model, entry, model_path)
             if key is not None:
+                _store(key, cached)
                 with _TEXTS_LOCK:
                     if len(_TEXTS) >= _TEXTS_MAX:
                         _TEXTS.clear()
@@ -172,10 +183,55 @@ def _file_identity(path: Path) -> tuple | None:
     return (os.path.abspath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def clear_prompt_context_memo() -> None:
-    """Forget the memoized prompt texts (benchmarks measuring a cold start; tests)."""
+def _stored_path(key: tuple) -> Path:
+    """The file holding the texts of ``key`` (file identities) as rendered by this code."""
+    digest = hashlib.sha256(repr((key, _code_identity())).encode()).hexdigest()[:32]
+    return paths.cache_dir() / "prompt_texts" / f"{digest}.json"
+
+
+def _code_identity() -> tuple:
+    """The harness version and the identity of every source file that renders prompt texts."""
+    from nl2sql_pipeline import HARNESS_VERSION
+
+    here = Path(__file__)
+    sources = [here, here.with_name("prompts.py"), *sorted((here.parent.parent / "semantic_model").glob("*.py"))]
+    return (HARNESS_VERSION, *(_file_identity(source) for source in sources))
+
+
+def _read_stored(key: tuple) -> DatabasePromptText | None:
+    """The texts stored for ``key`` by an earlier process; None when absent or unreadable."""
+    try:
+        data = json.loads(_stored_path(key).read_text(encoding="utf-8"))
+        return DatabasePromptText(data["schema_text"], data["semantic_text"], data["reference_date"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.debug("stored prompt texts unreadable, reading the files again: %s", exc)
+        return None
+
+
+def _store(key: tuple, texts: DatabasePromptText) -> None:
+    """Store ``texts`` for ``key`` (atomically; a failure to write only costs the next process a read)."""
+    path = _stored_path(key)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    data = {"schema_text": texts.schema_text, "semantic_text": texts.semantic_text, "reference_date": texts.reference_date}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.debug("cannot store prompt texts in %s: %s", path, exc)
+
+
+def clear_prompt_context_memo(stored: bool = False) -> None:
+    """Forget the memoized prompt texts (benchmarks measuring a cold start; tests); ``stored`` also
+    deletes the ones stored on disk under the current storage root."""
     with _TEXTS_LOCK:
         _TEXTS.clear()
+    if stored:
+        folder = paths.cache_dir() / "prompt_texts"
+        for path in folder.glob("*.json") if folder.is_dir() else ():
+            path.unlink(missing_ok=True)
 
 
 def prompt_context_for_cases(

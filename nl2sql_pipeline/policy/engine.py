@@ -2,7 +2,9 @@
 
 The engine parses each SQL text once with DuckDB's parser (statement split and type) and once with
 sqlglot (scope), then runs ``rules.RULES`` in order; the first failing rule names the decision.
-Anything unexpected while checking rejects the query (fail closed) and is logged.
+Anything unexpected while checking rejects the query (fail closed) and is logged. A decision depends
+only on the SQL text, the policy and the schema, so each engine remembers its decisions by text (the
+gold-echo model answers with the expected SQL the preflight already checked).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from nl2sql_pipeline.policy.schema import DatabaseSchema, read_database_schema
 
 logger = logging.getLogger(__name__)
 
+DECISION_MEMO_SIZE = 4096
+"""Decisions an engine remembers (by SQL text) before it starts over."""
+
 
 class SQLPolicyEngine:
     """Decides whether SQL may run against one database under one policy (thread-safe, reusable)."""
@@ -26,6 +31,7 @@ class SQLPolicyEngine:
         self.policy = policy
         self.schema = schema
         self._compiled = CompiledPolicy.of(policy)
+        self._decisions: dict[str, PolicyDecision] = {}
         missing = sorted(
             table for table in self._compiled.denied_by_table if not schema.has_relation(table)
         )
@@ -39,9 +45,18 @@ class SQLPolicyEngine:
         return cls(resolved, read_database_schema(db_path))
 
     def check(self, sql: str) -> PolicyDecision:
-        """The decision on ``sql``: allowed, or the first rule it fails and why."""
+        """The decision on ``sql``: allowed, or the first rule it fails and why (remembered by text)."""
         if not isinstance(sql, str):
             return self._reject(PARSE_RULE, f"expected SQL text, got {type(sql).__name__}")
+        decision = self._decisions.get(sql)
+        if decision is None:
+            decision = self._decide(sql)
+            if len(self._decisions) >= DECISION_MEMO_SIZE:
+                self._decisions.clear()
+            self._decisions[sql] = decision
+        return decision
+
+    def _decide(self, sql: str) -> PolicyDecision:
         ctx = QueryContext(sql, self._compiled, self.schema)
         for rule in RULES:
             try:

@@ -9,14 +9,38 @@ from typing import TYPE_CHECKING
 
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
 from nl2sql_pipeline.policy.loader import load_policy
-from nl2sql_pipeline.policy.model import PolicyDecision
-from nl2sql_pipeline.policy.schema import read_database_schema
+from nl2sql_pipeline.policy.model import Policy, PolicyDecision
+from nl2sql_pipeline.policy.schema import DatabaseSchema, read_database_schema
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.cases import Case
 
 DatabaseResolver = Callable[[str], Path]
 """Maps a case's ``database`` (a registered name or a path) to its DuckDB file."""
+
+# Engines by (policy, schema) for the life of the process: the stages of a run (preflight, each model's
+# execution) build their own gates but share the engines, and with them each engine's decisions by SQL
+# text. The schema (read_database_schema's cached value for one file version) is held with its engine,
+# so its id is not reused while the entry lives.
+_SHARED_ENGINES: dict[tuple[object, int], tuple[DatabaseSchema, SQLPolicyEngine]] = {}
+_SHARED_ENGINES_MAX = 64
+
+
+def shared_engine(policy: Policy, schema: DatabaseSchema) -> SQLPolicyEngine:
+    """The process's engine for ``policy`` on ``schema`` (built on first use)."""
+    key = (policy, id(schema))
+    entry = _SHARED_ENGINES.get(key)
+    if entry is None or entry[0] is not schema:
+        if len(_SHARED_ENGINES) >= _SHARED_ENGINES_MAX:
+            _SHARED_ENGINES.clear()
+        entry = (schema, SQLPolicyEngine(policy, schema))
+        _SHARED_ENGINES[key] = entry
+    return entry[1]
+
+
+def clear_shared_engines() -> None:
+    """Forget the shared engines and their decisions (benchmarks measuring a cold start; tests)."""
+    _SHARED_ENGINES.clear()
 
 
 @dataclass
@@ -51,7 +75,7 @@ class PolicyGate:
             schema = read_database_schema(
                 self.database_path(case.database), exposed(case.database) if exposed is not None else None
             )
-            self._engines[key] = SQLPolicyEngine(policy, schema)
+            self._engines[key] = shared_engine(policy, schema)
         return self._engines[key]
 
     def check(self, case: Case, sql: str) -> PolicyDecision:
