@@ -17,7 +17,6 @@ import time
 from dataclasses import replace
 
 import dagster as dg
-import pandas as pd
 
 from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from resources.build import build_resources
@@ -34,7 +33,7 @@ from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
 from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared
 from nl2sql_pipeline.runs.reuse import reusable_run
 from resources.instance import ensure_instance_home
-from resources.io_manager import ParquetIOManager
+from resources.io_manager import ParquetIOManager, read_parquet
 from resources.stale_runs import fail_dead_runs, process_tags
 
 DEFAULT_LOCK_WAIT_S = 3600.0  # how long a run waits for another run of the same gold x model partition
@@ -180,7 +179,7 @@ def evaluate(
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
             continue
         own = io.run_path(io.partition_path(dg.AssetKey("run_scores"), key), result.run_id)
-        identity, scores = run_scores_from_frame(pd.read_parquet(own))
+        identity, scores = run_scores_from_frame(read_parquet(own))
         outcome.scores[slug] = {**identity, **scores.as_dict()}
     return outcome
 
