@@ -16,6 +16,8 @@ import subprocess
 import sys
 
 import dagster as dg
+import duckdb
+import pandas as pd
 import pytest
 import yaml
 
@@ -119,3 +121,14 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
     for slug, run_id in reported.items():
         assert (shared_assets / "run_scores" / f"gold={GOLD}" / f"model={slug}.runs" / f"{run_id}.parquet").exists()
     assert not (home / "assets").exists() or not list((home / "assets").rglob("*.parquet"))
+
+    # the readers of stored runs go through the same URL: exports and the DuckDB views over it
+    out, views = tmp_path / "export", tmp_path / "views.duckdb"
+    done = subprocess.run([sys.executable, "-m", "nl2sql_cli.main", "export", "--out", str(out), "--format", "csv",
+                           "--duckdb", str(views)], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    exported = pd.read_csv(out / "leaderboard.csv")
+    assert sorted(exported["model"]) == sorted(MODELS) and set(exported["run_id"]) == set(reported.values())
+    with duckdb.connect(str(views), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM run_scores").fetchone()[0] == len(MODELS)
