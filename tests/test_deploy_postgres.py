@@ -100,6 +100,9 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
     try:
         instance = dg.DagsterInstance.from_config(str(dagster_home))
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+        assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
         runs = instance.get_runs()
         assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs), [(r.run_id, r.status) for r in runs]
         for slug, run_id in reported.items():
