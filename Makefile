@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 ## Rewrite constraints.txt from the installed environment (after changing pins and testing).
 lock: install
-	@{ echo "# The tested versions of every installed package (make install applies them with pip -c)."; \
+	@{ echo "# The tested versions of every installed package (make install applies them with pip -c); tested on CPython $$($(BIN)/python -c "import platform; print(platform.python_version())"), $$(uname -sm)."; \
 	   echo "# Regenerate after changing pins in pyproject.toml: make lock"; \
 	   $(BIN)/python -m pip freeze --exclude-editable | grep -v '^nl2sql-eval'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
