@@ -7,14 +7,23 @@ export NL2SQL_HOME ?= $(CURDIR)/.nl2sql
 export DAGSTER_HOME ?= $(NL2SQL_HOME)/dagster_home
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install run test test-fast ui bench clean
+.PHONY: install lock run test test-fast ui bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+## Install with the tested versions of constraints.txt (the Dagster core + integration pins of pyproject.toml).
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+## Rewrite constraints.txt from the installed environment (after changing pins and testing).
+lock: install
+	@{ echo "# The tested versions of every installed package (make install applies them with pip -c); tested on CPython $$($(BIN)/python -c "import platform; print(platform.python_version())"), $$(uname -sm)."; \
+	   echo "# Regenerate after changing pins in pyproject.toml: make lock"; \
+	   $(BIN)/python -m pip freeze --exclude-editable | grep -v '^nl2sql-eval'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 	@touch $(STAMP)
 
 ## Build the sample database if missing, run multidomain-v1 on the offline models, print the scores.
@@ -29,11 +38,12 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider -m "not integration"
 
-## The Dagster UI on http://127.0.0.1:3000 (same instance and storage as `make run`).
+## The Dagster UI on http://127.0.0.1:3000 (same instance and storage as `make run`); `dg dev` supersedes
+## `dagster dev` (dagster-dg-cli is pinned beside dagster).
 ui: install
 	@mkdir -p $(DAGSTER_HOME)
 	$(BIN)/python -m resources.instance
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/dg dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 ## Benchmarks (figures go to benchmarks/README.md).
 bench: install

@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
-import pandas as pd
 
 from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from resources.build import build_resources
@@ -35,7 +34,7 @@ from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
 from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared, prepared_triage
 from nl2sql_pipeline.runs.reuse import reusable_run
 from resources.instance import ensure_instance_home
-from resources.io_manager import ParquetIOManager
+from resources.io_manager import ParquetIOManager, read_parquet
 from resources.stale_runs import fail_dead_runs, process_tags
 
 DEFAULT_LOCK_WAIT_S = 3600.0  # how long a run waits for another run of the same gold x model partition
@@ -189,7 +188,7 @@ def evaluate(
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
             continue
         own = io.run_path(io.partition_path(dg.AssetKey("run_scores"), key), result.run_id)
-        identity, scores = run_scores_from_frame(pd.read_parquet(own))
+        identity, scores = run_scores_from_frame(read_parquet(own))
         outcome.scores[slug] = {**identity, **scores.as_dict()}
     return outcome
 

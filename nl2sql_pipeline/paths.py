@@ -1,17 +1,23 @@
 """Where things live: the checked-in ``data/`` folder and the storage root every run writes under.
 
 The storage root defaults to ``.nl2sql/`` in the checkout and is overridden by ``NL2SQL_HOME``.
-Nothing a run writes goes outside it.
+Nothing a run writes goes outside it, except the Parquet outputs of the assets when ``NL2SQL_ASSETS_URL``
+names another place for them (an fsspec URL, so workers on other machines share them).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from upath import UPath
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STORAGE_ENV_VAR = "NL2SQL_HOME"
 DATA_ENV_VAR = "NL2SQL_DATA"
+ASSETS_URL_ENV_VAR = "NL2SQL_ASSETS_URL"
 
 
 def data_dir() -> Path:
@@ -41,9 +47,19 @@ def database_path(name: str) -> Path:
     return databases_dir() / f"{name}.duckdb"
 
 
-def assets_dir() -> Path:
-    """Folder of the Parquet files, one per asset partition."""
-    path = storage_root() / "assets"
+def assets_dir() -> "Path | UPath":
+    """Folder of the Parquet files, one per asset partition: ``<storage root>/assets``, or the fsspec URL
+    of ``NL2SQL_ASSETS_URL`` (``file:///shared/nl2sql/assets``, ``s3://bucket/nl2sql/assets``, ...) as a
+    ``UPath``, which offers the ``pathlib`` operations the readers use (``/``, ``glob``, ``exists``, ``open``)."""
+    url = os.environ.get(ASSETS_URL_ENV_VAR)
+    if url and "://" in url:
+        from upath import UPath
+
+        path = UPath(url)
+    elif url:  # a plain path (a shared mount)
+        path = Path(url).resolve()
+    else:
+        path = storage_root() / "assets"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -9,6 +9,10 @@ atomic rename of a hard link. A run reads its own upstream outputs from its own 
 same partition in parallel never read each other's records; an upstream asset materialized by an earlier
 run (the gold set of a model run) is read from the latest file. Writes go to a temp file renamed into
 place, so a failed run never leaves a torn partition.
+
+The root is a local folder, or an fsspec URL (``NL2SQL_ASSETS_URL``, or ``root``) shared by workers on other
+machines: there the files are written and renamed through the URL's file system (``UPath.fs``), and the
+latest file is a copy renamed into place (object stores have no hard links; each object write is whole).
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Union
 
 import dagster as dg
 import pandas as pd
+from upath import UPath
 
 from nl2sql_pipeline import paths
+
+AnyPath = Union[Path, UPath]
 
 
 class PartitionNotMaterializedError(dg.Failure):
@@ -30,12 +38,14 @@ class PartitionNotMaterializedError(dg.Failure):
 class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores pandas DataFrames as Parquet, one file per partition."""
 
-    root: str | None = None  # default: <storage root>/assets
+    root: str | None = None  # a folder or an fsspec URL; default: paths.assets_dir() (NL2SQL_ASSETS_URL or <storage root>/assets)
 
-    def _root(self) -> Path:
-        return Path(self.root) if self.root else paths.assets_dir()
+    def _root(self) -> AnyPath:
+        if not self.root:
+            return paths.assets_dir()
+        return UPath(self.root) if "://" in self.root else Path(self.root)
 
-    def partition_path(self, asset_key: dg.AssetKey, partition_key: object | None) -> Path:
+    def partition_path(self, asset_key: dg.AssetKey, partition_key: object | None) -> AnyPath:
         """The file holding ``asset_key`` at ``partition_key`` (a str, a MultiPartitionKey, or None)."""
         base = self._root().joinpath(*asset_key.path)
         if partition_key is None:
@@ -46,7 +56,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         return base / f"gold={partition_key}.parquet"
 
     @staticmethod
-    def run_path(latest: Path, run_id: str) -> Path:
+    def run_path(latest: AnyPath, run_id: str) -> AnyPath:
         """The file a run wrote for the partition whose latest file is ``latest``."""
         return latest.with_name(latest.name[: -len(".parquet")] + ".runs") / f"{run_id}.parquet"
 
@@ -69,10 +79,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         latest = self.partition_path(context.asset_key, self._key(context))
         run_id = self._run_id(context) or f"pid-{os.getpid()}"
         path = self.run_path(latest, run_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        obj.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        write_parquet(obj, path)
         _point_latest(latest, path)
         context.add_output_metadata({"path": dg.MetadataValue.path(str(path)), "rows": len(obj)})
 
@@ -89,12 +96,37 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                     f"(expected {path}); materialize it first (nl2sql-eval run does it in order)."
                 )
             )
+        return read_parquet(path)
+
+
+def read_parquet(path: AnyPath) -> pd.DataFrame:
+    """The frame stored at ``path`` (a local path or a ``UPath`` on any fsspec file system)."""
+    if isinstance(path, Path):
         return pd.read_parquet(path)
+    with path.open("rb") as handle:
+        return pd.read_parquet(handle)
 
 
-def _point_latest(latest: Path, run_file: Path) -> None:
-    """Make ``latest`` the same file as ``run_file``, atomically (a hard link renamed into place)."""
+def write_parquet(frame: pd.DataFrame, path: AnyPath) -> None:
+    """Write ``frame`` to ``path`` whole: into a temp file beside it, renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if isinstance(path, Path):
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+        return
+    with tmp.open("wb") as handle:
+        frame.to_parquet(handle, index=False)
+    path.fs.mv(tmp.path, path.path)
+
+
+def _point_latest(latest: AnyPath, run_file: AnyPath) -> None:
+    """Make ``latest`` the same file as ``run_file``, atomically (a hard link, or a copy, renamed into place)."""
     tmp = latest.with_name(f".{latest.name}.{os.getpid()}.latest.tmp")
+    if not isinstance(latest, Path):  # an fsspec file system: a copy renamed into place
+        latest.fs.cp_file(run_file.path, tmp.path)
+        latest.fs.mv(tmp.path, latest.path)
+        return
     tmp.unlink(missing_ok=True)
     try:
         os.link(run_file, tmp)

@@ -1,4 +1,4 @@
-"""`dagster dev -w workspace.yaml` loads the code location and serves the asset graph (integration)."""
+"""`dg dev -w workspace.yaml` (what `make ui` runs) loads the code location and serves the asset graph (integration)."""
 
 from __future__ import annotations
 
@@ -37,16 +37,16 @@ def _graphql(port: int, query: str) -> dict:
         return json.loads(response.read())
 
 
-def test_dagster_dev_serves_the_asset_graph(tmp_path):
+def test_dg_dev_serves_the_asset_graph(tmp_path):
     port = _free_port()
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {**os.environ, "DAGSTER_HOME": str(home), "NL2SQL_HOME": str(tmp_path / "nl2sql")}
-    dagster = Path(sys.executable).with_name("dagster")
+    dg = Path(sys.executable).with_name("dg")  # dagster-dg-cli: `dg dev` supersedes `dagster dev`
     log = (tmp_path / "dagster-dev.log").open("w")
     process = subprocess.Popen(
-        [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        [str(dg), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
@@ -64,7 +64,7 @@ def test_dagster_dev_serves_the_asset_graph(tmp_path):
                 pass
             time.sleep(1)
         log.flush()
-        assert nodes, f"dagster dev did not serve the asset graph:\n{(tmp_path / 'dagster-dev.log').read_text()[-3000:]}"
+        assert nodes, f"dg dev did not serve the asset graph:\n{(tmp_path / 'dagster-dev.log').read_text()[-3000:]}"
         names = {"/".join(n["assetKey"]["path"]) for n in nodes}
         assert {"sample_database", "gold_set", "oracle_results", "candidate_sql", "candidate_results",
                 "case_verdicts", "run_scores", "baselines"} <= names
