@@ -214,7 +214,7 @@ def _variants_ready(io: ParquetIOManager, gold_set: str, fingerprint: str, count
     if count <= 0:
         return True
     try:
-        frame = pd.read_parquet(path, columns=["variant_index", "variant_path", "gold_fingerprint"])
+        frame = read_parquet(path, columns=["variant_index", "variant_path", "gold_fingerprint"])
     except (OSError, ValueError, KeyError):
         return False
     if not len(frame):

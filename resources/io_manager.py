@@ -99,12 +99,13 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         return read_parquet(path)
 
 
-def read_parquet(path: AnyPath) -> pd.DataFrame:
-    """The frame stored at ``path`` (a local path or a ``UPath`` on any fsspec file system)."""
+def read_parquet(path: AnyPath, columns: list[str] | None = None) -> pd.DataFrame:
+    """The frame stored at ``path`` (a local path or a ``UPath`` on any fsspec file system), all its
+    columns or only ``columns``."""
     if isinstance(path, Path):
-        return pd.read_parquet(path)
+        return pd.read_parquet(path, columns=columns)
     with path.open("rb") as handle:
-        return pd.read_parquet(handle)
+        return pd.read_parquet(handle, columns=columns)
 
 
 def write_parquet(frame: pd.DataFrame, path: AnyPath) -> None:
