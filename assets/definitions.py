@@ -6,6 +6,7 @@ import dagster as dg
 
 from assets.graph import ALL_ASSETS, ASSET_CHECKS
 from assets.jobs import evaluate_model_job, prepare_gold_set_job
+from assets.schedules import nightly_evaluation
 from assets.sensors import model_change_sensor, partition_registry_sensor
 from resources.build import build_resources
 
@@ -13,6 +14,7 @@ defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=ASSET_CHECKS,
     jobs=[prepare_gold_set_job, evaluate_model_job],
+    schedules=[nightly_evaluation],
     sensors=[partition_registry_sensor, model_change_sensor],
     resources=build_resources(),
 )

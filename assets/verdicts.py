@@ -4,6 +4,8 @@
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
+from assets.metadata import verdicts_table
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.codec import attempts_from_frame, cases_from_frame, oracle_rows_from_frame, verdicts_to_frame
@@ -12,10 +14,13 @@ from resources.settings import EvalSettings
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["case_verdicts"],
+    automation_condition=FOLLOW_MODEL,
     group_name="verdicts",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",
-    description="Verdict per case and sample: outcome class, comparison rule, scores, latency, tokens, cost.",
+    description="Verdict per case and sample: outcome class, comparison rule, scores, latency, tokens, cost "
+    "(shown as a table in the materialization's metadata, not-correct cases first).",
 )
 def case_verdicts(
     context: dg.AssetExecutionContext,
@@ -43,4 +48,5 @@ def case_verdicts(
     counts: dict[str, int] = {}
     for verdict in verdicts:
         counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
-    return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()}})
+    return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()},
+                                      **verdicts_table(frame)})

@@ -1,4 +1,9 @@
-"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off.
+"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off, the run queue's
+limits and the default pool limit.
+
+Dagster's ``dagster.yaml`` takes one limit for every pool (``concurrency: pools: default_limit``); the
+per-provider pool limits derived from ``data/models.yml`` are written into the instance's storage by
+``resources.pools.sync_pool_limits`` (``dagster instance concurrency get --all`` lists them).
 
 ``python -m resources.instance`` writes it (``make ui`` does, before ``dagster dev``).
 """
@@ -16,6 +21,10 @@ DAGSTER_YAML = """\
 telemetry:
   enabled: false
 concurrency:
+  pools:
+    # a pool whose limit was not set from models.yml yet runs one step at a time; each provider's pool
+    # (llm.<provider>@<api_base>) and llm_generation get their limits from models.yml (resources/pools.py)
+    default_limit: 1
   runs:
     tag_concurrency_limits:
       # evaluate_model runs are tagged with their model's provider: at most 2 in progress per provider
