@@ -20,6 +20,10 @@ DAGSTER_YAML = """\
 # Written by nl2sql-eval (resources/instance.py). Local instance under the storage root.
 telemetry:
   enabled: false
+run_monitoring:
+  # a run whose process died is marked failed, and the pool slots of finished runs are given back
+  enabled: true
+  free_slots_after_run_end_seconds: 30
 concurrency:
   pools:
     # a pool whose limit was not set from models.yml yet runs one step at a time; each provider's pool

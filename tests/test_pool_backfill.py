@@ -92,6 +92,19 @@ def _add_backfill(instance: dg.DagsterInstance) -> str:
     return backfill.backfill_id
 
 
+def _stop_group(process: subprocess.Popen) -> None:
+    """Stop the daemon and everything it started (code server, run and step processes: its process group)."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # what ignored SIGTERM (code servers, runs)
+    except ProcessLookupError:
+        pass
+
+
 def test_an_asset_backfill_over_six_models_of_one_provider_holds_its_limit(six_models, tmp_path):
     data, server = six_models
     instance = _prepared_instance()
@@ -114,11 +127,7 @@ def test_an_asset_backfill_over_six_models_of_one_provider_holds_its_limit(six_m
         assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs), (
             [(r.run_id, r.status) for r in runs], logs)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        _stop_group(process)
     assert {r.job_name for r in runs} == {"__ASSET_JOB"}
     assert all("nl2sql/provider" not in r.tags for r in runs)  # no tag of ours: only the pool can hold it
     assert server.hits == len(MODELS) * 4  # every case of every model was asked once
