@@ -95,6 +95,12 @@ def test_a_new_model_is_evaluated_on_every_prepared_gold_version_without_a_manua
                               asset_partitions=[dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-two"})]),
         limit=1).records
     assert scores and scores[0].asset_materialization.metadata["semantic_correctness_rate"].value == 1.0
+    verdicts = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("case_verdicts"),
+                              asset_partitions=[dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-two"})]),
+        limit=1).records[0].asset_materialization.metadata
+    assert [r.data["outcome"] for r in verdicts["verdicts_table"].value.records] == ["correct"]
+    assert verdicts["dagster/row_count"].value == 1
     third = _tick(instance, second.cursor)
     assert not any(_requested(third, a) for a in MODEL_ASSETS)  # evaluated once, not again
 
