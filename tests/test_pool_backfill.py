@@ -46,7 +46,7 @@ def six_models(tmp_path, monkeypatch, isolated_home):
     (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: pools\n")
-    server = FakeLLMServer(default=Reply.sql(SQL, delay_s=0.4)).start()
+    server = FakeLLMServer(default=Reply.sql(SQL, delay_s=1.0)).start()
     entries = "".join(
         f"\n  {slug}:\n    kind: litellm\n    model: openai/fake-{slug}\n    api_base: {server.api_base}\n"
         f"    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: \"1\"\n"
@@ -135,5 +135,9 @@ def test_an_asset_backfill_over_six_models_of_one_provider_holds_its_limit(six_m
     assert all("nl2sql/provider" not in r.tags for r in runs)  # no tag of ours: only the pool can hold it
     assert server.hits == len(MODELS) * 4  # every case of every model was asked once
     assert 1 <= server.max_in_flight <= LIMIT, server.max_in_flight
+    waited = [r.run_id for r in runs
+              if any("waiting for a slot of pool llm.openai@" in (e.message or "") for e in instance.all_logs(r.run_id))]
+    # the limit was under pressure: runs queued for the provider's pool, or calls filled its slots
+    assert waited or server.max_in_flight == LIMIT
     pool = next(p for p in instance.event_log_storage.get_concurrency_keys() if p.startswith("llm.openai@"))
     assert instance.event_log_storage.get_concurrency_info(pool).slot_count == LIMIT
