@@ -5,7 +5,7 @@ Dagster's ``dagster.yaml`` takes one limit for every pool (``concurrency: pools:
 per-provider pool limits derived from ``data/models.yml`` are written into the instance's storage by
 ``resources.pools.sync_pool_limits`` (``dagster instance concurrency get --all`` lists them).
 
-``python -m resources.instance`` writes it (``make ui`` does, before ``dagster dev``).
+``python -m resources.instance`` writes it and the pool limits (``make ui`` does, before ``dagster dev``).
 """
 
 from __future__ import annotations
@@ -57,5 +57,17 @@ def ensure_instance_home() -> Path:
     return home
 
 
+def write_pool_limits() -> dict[str, int]:
+    """Write the pool limits of ``data/models.yml`` into the instance at DAGSTER_HOME (what changed)."""
+    import dagster as dg
+
+    from resources.pools import sync_pool_limits
+
+    with dg.DagsterInstance.get() as instance:
+        return sync_pool_limits(instance)
+
+
 if __name__ == "__main__":
     print(ensure_instance_home())
+    for pool, limit in write_pool_limits().items():
+        print(f"pool {pool}: limit {limit}")
