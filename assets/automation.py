@@ -1,7 +1,7 @@
 """Declarative automation and code versions of the asset graph.
 
-A new gold version or a new model evaluates without a manual step, once the default automation
-sensor runs (``default_automation_condition_sensor`` in the UI's Automation tab):
+A new gold version or a new model evaluates without a manual step: ``automation_sensor`` (running by
+default; the UI's Automation tab) evaluates these conditions every 30 s:
 
 - ``sample_database``, ``gold_set``: eager: built when missing (a new gold partition from
   ``partition_registry_sensor``) or when what they read changed.
@@ -53,3 +53,14 @@ CODE_VERSIONS: dict[str, str] = {
     "baselines": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
     "leaderboard": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
 }
+
+# Dagster's default automation sensor is stopped until turned on; this one runs by default, so that a new
+# gold version or model is evaluated without a manual step (stop it in the UI's Automation tab).
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Evaluates the automation conditions of every asset: prepares new gold versions and evaluates "
+    "gold x model partitions that appeared since it started (assets/automation.py).",
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.automation import automation_sensor
 from assets.graph import ALL_ASSETS, ASSET_CHECKS
 from assets.jobs import evaluate_model_job, prepare_gold_set_job
 from assets.schedules import nightly_evaluation
@@ -15,6 +16,6 @@ defs = dg.Definitions(
     asset_checks=ASSET_CHECKS,
     jobs=[prepare_gold_set_job, evaluate_model_job],
     schedules=[nightly_evaluation],
-    sensors=[partition_registry_sensor, model_change_sensor],
+    sensors=[partition_registry_sensor, model_change_sensor, automation_sensor],
     resources=build_resources(),
 )

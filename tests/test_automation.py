@@ -176,3 +176,11 @@ def test_assets_carry_code_versions_and_automation_conditions():
     assert {labels[a] for a in MODEL_ASSETS[1:]} == {"follow_model"}
     assert graph.get(dg.AssetKey("case_verdicts")).code_version.endswith(
         __import__("nl2sql_pipeline.compare.model", fromlist=["COMPARATOR_VERSION"]).COMPARATOR_VERSION)
+
+
+def test_the_automation_sensor_runs_by_default_over_every_asset():
+    from assets.definitions import defs
+
+    sensor = defs.get_repository_def().get_sensor_def("automation_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
