@@ -139,5 +139,9 @@ def test_an_asset_backfill_over_six_models_of_one_provider_holds_its_limit(six_m
               if any("waiting for a slot of pool llm.openai@" in (e.message or "") for e in instance.all_logs(r.run_id))]
     # the limit was under pressure: runs queued for the provider's pool, or calls filled its slots
     assert waited or server.max_in_flight == LIMIT
-    pool = next(p for p in instance.event_log_storage.get_concurrency_keys() if p.startswith("llm.openai@"))
+    from nl2sql_pipeline.generation.registry import get_model
+    from resources.pools import provider_pool
+
+    pool = provider_pool(get_model(MODELS[0]))
+    assert pool == f"llm.openai@http_127.0.0.1_{server.port}_v1"
     assert instance.event_log_storage.get_concurrency_info(pool).slot_count == LIMIT
