@@ -3,6 +3,7 @@
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_model_partitions
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.codec import run_scores_from_frame
@@ -10,6 +11,8 @@ from nl2sql_pipeline.runs import RunVersions, not_comparable_reason, record_run
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["baselines"],
+    automation_condition=FOLLOW_MODEL,
     group_name="scores",
     partitions_def=gold_model_partitions,
     description="Appends the run's scores with its version fields to the DuckDB baselines file; a run that "

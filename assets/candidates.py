@@ -1,15 +1,19 @@
 """Per-model assets: candidate SQL from the model (through litellm) and its policy-gated execution."""
 
+from contextlib import nullcontext
 
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS, FOLLOW_MODEL, NEW_EVALUATION
 from assets.guards import refuse_if_partition_busy
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
+from nl2sql_pipeline.generation.registry import get_model
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.codec import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
 from nl2sql_pipeline.progress import STAGE_EXECUTE, STAGE_GENERATE
+from resources.pools import GENERATION_POOL, hold_pool_slot, pool_limits, provider_pool
 from resources.settings import EvalSettings
 
 
@@ -19,17 +23,17 @@ class GenerationRunConfig(dg.Config):
     samples: int = 1
 
 
-GENERATION_POOL = "llm_generation"
-
-
 @dg.asset(
+    code_version=CODE_VERSIONS["candidate_sql"],
+    automation_condition=NEW_EVALUATION,
     group_name="candidates",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",
     pool=GENERATION_POOL,
-    description="Candidate SQL per case, sample and candidate, generated through litellm (cached). Requests and "
-    "tokens per minute are held under each provider's limits by a limiter shared by every run on the machine; "
-    "the llm_generation pool bounds how many generation steps run at once.",
+    description="Candidate SQL per case, sample and candidate, generated through litellm (cached). Each step holds "
+    "a slot of its provider's pool (llm.<provider>@<api_base>, limit from models.yml) whatever launched it; "
+    "calls in flight (max_concurrency) and requests and tokens per minute are held under each provider's "
+    "limits by slots and a limiter shared by every run on the machine.",
 )
 def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig, gold_set: pd.DataFrame) -> dg.Output:
     from nl2sql_pipeline.candidates import generate_for_gold_set
@@ -37,15 +41,19 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
     refuse_if_partition_busy(context)  # one evaluation of a gold x model partition at a time
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
-    records, summary = generate_for_gold_set(
-        cases, model, samples=config.samples, resolve_database=case_databases(gold),
-        progress=logged_progress(context, STAGE_GENERATE, model),
-    )
+    pool = provider_pool(get_model(model))
+    with hold_pool_slot(context, pool, pool_limits()) if pool is not None else nullcontext():
+        records, summary = generate_for_gold_set(
+            cases, model, samples=config.samples, resolve_database=case_databases(gold),
+            progress=logged_progress(context, STAGE_GENERATE, model),
+        )
     context.log.info("generated %s: %s", model, summary)
     return dg.Output(candidates_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["candidate_results"],
+    automation_condition=FOLLOW_MODEL,
     group_name="candidates",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",

@@ -6,6 +6,7 @@ import json
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS, PREPARE, PREPARED
 from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold.registry import case_databases
@@ -13,7 +14,10 @@ from nl2sql_pipeline.codec import cases_from_frame, cases_to_frame, oracle_rows_
 from nl2sql_pipeline.report import markdown_table
 from resources.settings import EvalSettings
 
-@dg.asset(group_name="gold", description="The anime_platform sample DuckDB database (built when missing).")
+@dg.asset(
+    code_version=CODE_VERSIONS["sample_database"],
+    automation_condition=PREPARE,
+    group_name="gold", description="The anime_platform sample DuckDB database (built when missing).")
 def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
 
@@ -32,6 +36,8 @@ def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["gold_set"],
+    automation_condition=PREPARE,
     group_name="gold",
     partitions_def=gold_sets_partitions,
     deps=[sample_database],
@@ -57,6 +63,8 @@ def gold_set(context: dg.AssetExecutionContext) -> dg.Output:
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["oracle_results"],
+    automation_condition=PREPARED,
     group_name="oracle",
     partitions_def=gold_sets_partitions,
     io_manager_key="parquet_io_manager",
@@ -79,6 +87,8 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["database_variants"],
+    automation_condition=PREPARED,
     group_name="oracle",
     partitions_def=gold_sets_partitions,
     io_manager_key="parquet_io_manager",

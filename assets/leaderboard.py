@@ -3,12 +3,14 @@
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS
 from assets.scores import run_scores
 from nl2sql_pipeline.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.report import markdown_table
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["leaderboard"],
     group_name="scores",
     deps=[run_scores],
     io_manager_key="parquet_io_manager",

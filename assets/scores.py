@@ -5,6 +5,7 @@ from dataclasses import asdict
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.codec import cases_from_frame, model_config_hash_of, run_scores_to_frame, verdicts_from_frame
 from nl2sql_pipeline.gold.registry import case_databases
@@ -15,6 +16,8 @@ from resources.settings import EvalSettings
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["run_scores"],
+    automation_condition=FOLLOW_MODEL,
     group_name="scores",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",

@@ -28,10 +28,14 @@ def register_partitions(instance: dg.DagsterInstance) -> tuple[list[str], list[s
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Registers gold sets and models from data/ as dynamic partitions, and removes the "
-           "partitions of models no longer in models.yml (their runs stay in the baselines).")
+           description="Registers gold sets and models from data/ as dynamic partitions, removes the "
+           "partitions of models no longer in models.yml (their runs stay in the baselines), and writes each "
+           "provider pool's limit from models.yml into the instance.")
 def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    from resources.pools import sync_pool_limits
+
     golds, models = partition_keys_from_registries()
+    sync_pool_limits(context.instance)
     requests = []
     if golds:
         requests.append(gold_sets_partitions.build_add_request(golds))

@@ -4,6 +4,8 @@
 import dagster as dg
 import pandas as pd
 
+from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
+from assets.metadata import verdicts_table
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from nl2sql_pipeline.cases import gold_fingerprint
@@ -20,10 +22,13 @@ from resources.settings import EvalSettings
 
 
 @dg.asset(
+    code_version=CODE_VERSIONS["case_verdicts"],
+    automation_condition=FOLLOW_MODEL,
     group_name="verdicts",
     partitions_def=gold_model_partitions,
     io_manager_key="parquet_io_manager",
-    description="Verdict per case and sample: outcome class, comparison rule, scores, latency, tokens, cost.",
+    description="Verdict per case and sample: outcome class, comparison rule, scores, latency, tokens, cost "
+    "(shown as a table in the materialization's metadata, not-correct cases first).",
 )
 def case_verdicts(
     context: dg.AssetExecutionContext,
@@ -54,7 +59,8 @@ def case_verdicts(
     counts: dict[str, int] = {}
     for verdict in verdicts:
         counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
-    return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()}})
+    return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()},
+                                      **verdicts_table(frame)})
 
 
 def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: EvalSettings):

@@ -1,6 +1,11 @@
-"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off.
+"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off, the run queue's
+limits and the default pool limit.
 
-``python -m resources.instance`` writes it (``make ui`` does, before ``dagster dev``).
+Dagster's ``dagster.yaml`` takes one limit for every pool (``concurrency: pools: default_limit``); the
+per-provider pool limits derived from ``data/models.yml`` are written into the instance's storage by
+``resources.pools.sync_pool_limits`` (``dagster instance concurrency get --all`` lists them).
+
+``python -m resources.instance`` writes it and the pool limits (``make ui`` does, before ``dagster dev``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,15 @@ DAGSTER_YAML = """\
 # Written by nl2sql-eval (resources/instance.py). Local instance under the storage root.
 telemetry:
   enabled: false
+run_monitoring:
+  # a run whose process died is marked failed, and the pool slots of finished runs are given back
+  enabled: true
+  free_slots_after_run_end_seconds: 30
 concurrency:
+  pools:
+    # a pool whose limit was not set from models.yml yet runs one step at a time; each provider's pool
+    # (llm.<provider>@<api_base>) and llm_generation get their limits from models.yml (resources/pools.py)
+    default_limit: 1
   runs:
     tag_concurrency_limits:
       # evaluate_model runs are tagged with their model's provider: at most 2 in progress per provider
@@ -44,5 +57,17 @@ def ensure_instance_home() -> Path:
     return home
 
 
+def write_pool_limits() -> dict[str, int]:
+    """Write the pool limits of ``data/models.yml`` into the instance at DAGSTER_HOME (what changed)."""
+    import dagster as dg
+
+    from resources.pools import sync_pool_limits
+
+    with dg.DagsterInstance.get() as instance:
+        return sync_pool_limits(instance)
+
+
 if __name__ == "__main__":
     print(ensure_instance_home())
+    for pool, limit in write_pool_limits().items():
+        print(f"pool {pool}: limit {limit}")

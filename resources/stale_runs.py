@@ -3,8 +3,9 @@
 Every run launched by ``nl2sql-eval run`` is tagged with the host and process id that executes it
 (:func:`process_tags`). At the next start (:func:`fail_dead_runs`, called by the runner and by the
 partition guard of the assets), a run still ``STARTING``/``STARTED`` whose process on this host is gone is
-reported failed, so the UI and the one-run-per-partition guard stop counting it. The generation cache
-keeps every call the dead run had made, so the next run reuses them.
+reported failed, so the UI and the one-run-per-partition guard stop counting it, and the pool slots it
+held are freed. The generation cache keeps every call the dead run had made, so the next run reuses
+them.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
             message = (f"run {run.run_id} was left {run.status.value} by process {run.tags[PID_TAG]}, which no longer "
                        "exists (killed?); marked failed")
             instance.report_run_failed(run, message)
+            if instance.event_log_storage.supports_global_concurrency_limits:  # its pool slots go back
+                instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             logger.warning(message)
             failed.append(run.run_id)
     return failed

@@ -102,7 +102,8 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
     assert graph.get(dg.AssetKey("candidate_sql")).pools == {"llm_generation"}
     assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
     assert defs.resolve_job_def("prepare_gold_set") is not None
-    assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor"}
+    assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor", "automation_sensor"}
+    assert {s.name for s in defs.schedules} == {"nightly_evaluation"}
 
 
 def test_evaluate_model_runs_are_tagged_with_their_provider_and_limited_per_provider(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """One model call made resilient: paced by the rate limiter, retried, classified, stoppable.
 
-``dispatch`` sends one prompt. Each attempt first takes a slot from the limiter (tokens estimated from
+``dispatch`` sends one prompt. Each attempt first takes one of the provider's in-flight slots (shared
+by every process on the machine, ``generation.inflight``), then a slot from the rate limiter (tokens estimated from
 the prompt and ``max_tokens``, reconciled with the measured usage afterwards). A rate-limited (429) or
 server-side (5xx, dropped connection) failure is retried up to ``spec.retry.max_retries`` times,
 waiting the provider's Retry-After when it sends one (and pausing every caller of that provider for as
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nl2sql_pipeline.generation.client import call_model, warm_up
+from nl2sql_pipeline.generation.inflight import ConcurrencySlots, NoSlots, SharedSlots, SlotWaitStopped
 from nl2sql_pipeline.generation.failures import PROVIDER_ERROR, ProviderFailure, classify_exception
 from nl2sql_pipeline.generation.limiter import LimiterStopped, NoLimit, RateLimiter, SharedRateLimiter, provider_key
 from nl2sql_pipeline.generation.prompts import Message, messages_text
@@ -32,9 +34,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class RunControl:
-    """State shared by every call of one generate run: the limiter and the stop signal."""
+    """State shared by every call of one generate run: the limiter, the in-flight slots and the stop signal."""
 
     limiter: RateLimiter = field(default_factory=NoLimit)
+    slots: ConcurrencySlots = field(default_factory=NoSlots)
     stop_event: threading.Event = field(default_factory=threading.Event)
     stop_failure: ProviderFailure | None = None
     stop_case: str | None = None
@@ -72,15 +75,28 @@ class RunControl:
             return self.rng.uniform(low, high)
 
 
+def budget_key(spec: ModelSpec) -> str:
+    """The key whose callers share rate limits and in-flight slots: provider and api_base (a system: its address)."""
+    if spec.system is not None:  # a system's budget is its own: keyed by its address
+        return f"system@{spec.system.target_text}"
+    return provider_key(spec.model, spec.api_base)
+
+
+def slots_for(spec: ModelSpec) -> ConcurrencySlots:
+    """The machine-wide in-flight slots of ``spec``'s provider key (``max_concurrency``), or ``NoSlots``."""
+    limit = spec.limits.max_concurrency
+    if spec.is_offline or spec.is_replay or limit is None:
+        return NoSlots()
+    return SharedSlots(budget_key(spec), limit)
+
+
 def limiter_for(spec: ModelSpec, *, window_s: float | None = None) -> RateLimiter:
     """The shared limiter of ``spec``'s provider key, or ``NoLimit`` when the model has no rate limits."""
     limits = spec.limits
     if spec.is_offline or (limits.requests_per_minute is None and limits.tokens_per_minute is None):
         return NoLimit()
     kwargs: dict[str, Any] = {} if window_s is None else {"window_s": window_s}
-    key = provider_key(spec.model, spec.api_base)
-    if spec.system is not None:  # a system's budget is its own: keyed by its address
-        key = f"system@{spec.system.target_text}"
+    key = budget_key(spec)
     return SharedRateLimiter(
         key,
         requests_per_window=limits.requests_per_minute,
@@ -141,34 +157,57 @@ def dispatch(
         if stopped is not None:
             return Dispatched(None, stopped, attempts)
         try:
-            reservation = control.limiter.acquire(estimate, stop=control.stop_event)
-        except LimiterStopped:
+            with control.slots.hold(stop=control.stop_event):
+                outcome = _attempt(spec, messages, control, estimate, case_id=case_id, metadata=metadata, send=send)
+        except SlotWaitStopped:
             return Dispatched(None, control.stopped(), attempts)
-        stopped = control.stopped()
-        if stopped is not None:  # stopped while this call waited for its slot
-            control.limiter.reconcile(reservation, 0)
-            return Dispatched(None, stopped, attempts)
+        if outcome is None:  # stopped while waiting for the rate limiter
+            return Dispatched(None, control.stopped(), attempts)
+        call, failure = outcome
         attempts += 1
-        try:
-            call = send() if send is not None else call_model(spec, messages, metadata=metadata)
-        except Exception as exc:  # any provider failure is a per-candidate outcome, never a crashed run
-            failure = classify_exception(exc)
-            rejected = failure.status_code is not None and 400 <= failure.status_code < 500  # no tokens spent
-            control.limiter.reconcile(reservation, 0 if rejected else reservation.tokens)
-            logger.warning("%s on case %s (attempt %d): %s: %s", spec.slug, case_id, attempts, failure.error_class,
-                           failure.message)
-            if failure.stops_run:
-                control.trip(failure, case_id)
-                return Dispatched(None, failure, attempts)
-            if not failure.retryable or attempts > spec.retry.max_retries:
-                return Dispatched(None, failure, attempts)
-            delay = retry_delay(spec.retry, attempts, failure.retry_after_s, control)
-            if delay is None:
-                return Dispatched(None, failure, attempts)
-            if failure.retry_after_s is not None:
-                control.limiter.pause_until(time.time() + delay)
-            if control.stop_event.wait(delay):
-                return Dispatched(None, control.stopped(), attempts)
-            continue
-        control.limiter.reconcile(reservation, call.input_tokens + call.output_tokens)
-        return Dispatched(call, None, attempts)
+        if failure is None:
+            return Dispatched(call, None, attempts)
+        logger.warning("%s on case %s (attempt %d): %s: %s", spec.slug, case_id, attempts, failure.error_class,
+                       failure.message)
+        if failure.stops_run:
+            control.trip(failure, case_id)
+            return Dispatched(None, failure, attempts)
+        if not failure.retryable or attempts > spec.retry.max_retries:
+            return Dispatched(None, failure, attempts)
+        delay = retry_delay(spec.retry, attempts, failure.retry_after_s, control)
+        if delay is None:
+            return Dispatched(None, failure, attempts)
+        if failure.retry_after_s is not None:
+            control.limiter.pause_until(time.time() + delay)
+        if control.stop_event.wait(delay):
+            return Dispatched(None, control.stopped(), attempts)
+
+
+def _attempt(
+    spec: ModelSpec,
+    messages: list[Message],
+    control: RunControl,
+    estimate: int,
+    *,
+    case_id: str,
+    metadata: dict[str, Any] | None,
+    send: Callable[[], ModelCall] | None,
+) -> tuple[ModelCall | None, ProviderFailure | None] | None:
+    """One paced attempt (the caller holds an in-flight slot): (call, None), (None, failure), or None when
+    the run stopped before it was sent."""
+    try:
+        reservation = control.limiter.acquire(estimate, stop=control.stop_event)
+    except LimiterStopped:
+        return None
+    if control.stopped() is not None:  # stopped while this call waited for its slot
+        control.limiter.reconcile(reservation, 0)
+        return None
+    try:
+        call = send() if send is not None else call_model(spec, messages, metadata=metadata)
+    except Exception as exc:  # any provider failure is a per-candidate outcome, never a crashed run
+        failure = classify_exception(exc)
+        rejected = failure.status_code is not None and 400 <= failure.status_code < 500  # no tokens spent
+        control.limiter.reconcile(reservation, 0 if rejected else reservation.tokens)
+        return None, failure
+    control.limiter.reconcile(reservation, call.input_tokens + call.output_tokens)
+    return call, None

@@ -3,7 +3,8 @@
     records = generate_candidates(cases, spec, cache=GenerationCache(), context=context, samples=1)
 
 Work is planned as units (``conversation.CallRequest``: one per case, sample and candidate) and run
-by a thread pool of ``spec.limits.max_concurrency`` workers (1 when unset), every call paced by the
+by a thread pool of ``spec.limits.max_concurrency`` workers (1 when unset), every call holding one of the
+provider's in-flight slots shared by every process on the machine (``inflight``) and paced by the
 provider's shared rate limiter (``limiter``) and retried or classified by ``dispatch``. Records come
 back in plan order whatever the completion order. The first run-stopping failure (daily quota,
 payment, key, unknown model) ends the sending: every unit not yet answered is recorded with that
@@ -23,7 +24,7 @@ from nl2sql_pipeline.generation.cache import GenerationCache
 from nl2sql_pipeline.generation.client import call_model, completion_kwargs, configure_litellm
 from nl2sql_pipeline.generation.conversation import CallRequest, cached_call, plan_calls
 from nl2sql_pipeline.generation.conversation import run_unit as _run_unit
-from nl2sql_pipeline.generation.dispatch import RunControl, limiter_for
+from nl2sql_pipeline.generation.dispatch import RunControl, limiter_for, slots_for
 from nl2sql_pipeline.generation.limiter import RateLimiter
 from nl2sql_pipeline.generation.prompts import PromptContext
 from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall, generation_summary
@@ -113,7 +114,7 @@ def _generate(
 
         records = generate_system_candidates(
             cases, spec, cache=cache, context=context, samples=samples,
-            control=RunControl(limiter=limiter if limiter is not None else limiter_for(spec)),
+            control=RunControl(limiter=limiter if limiter is not None else limiter_for(spec), slots=slots_for(spec)),
             readiness=_ReadinessOnce(spec),
             workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
             progress=tracker,
@@ -127,7 +128,7 @@ def _generate(
     requests = plan_calls(cases, spec, context, samples)
     tracker.begin(len(requests))
     run_unit = tracked(_run_unit, tracker)
-    control = RunControl(limiter=limiter if limiter is not None else limiter_for(spec))
+    control = RunControl(limiter=limiter if limiter is not None else limiter_for(spec), slots=slots_for(spec))
     readiness = _ReadinessOnce(spec)
     workers = max(1, min(max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY, len(requests) or 1))
     if workers == 1:

@@ -27,7 +27,8 @@ KINDS: tuple[str, ...] = (KIND_OFFLINE, KIND_LITELLM, KIND_PREDICTIONS, *SYSTEM_
 
 PREDICTION_FORMATS: tuple[str, ...] = ("jsonl", "lines")
 RERUN_ON_CONFIG_CHANGE = "on_config_change"
-RERUN_POLICIES: tuple[str, ...] = (RERUN_ON_CONFIG_CHANGE, "always", "never")
+RERUN_NIGHTLY = "nightly"
+RERUN_POLICIES: tuple[str, ...] = (RERUN_ON_CONFIG_CHANGE, "always", RERUN_NIGHTLY, "never")
 DEFAULT_TIMEOUT_S = 120.0
 
 OFFLINE_PROVIDER = "nl2sql-offline"

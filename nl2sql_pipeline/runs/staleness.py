@@ -3,6 +3,8 @@
 - ``on_config_change``: the model's config hash differs from the one its latest evaluation recorded.
 - ``always``: the latest evaluation is no longer current (``runs.identity.is_current``): any of the six
   version fields changed (model config, gold set, semantic model, policies, comparator, harness).
+- ``nightly``: as ``on_config_change``, and besides, the nightly schedule (``assets/schedules.py``)
+  re-evaluates the model on every prepared gold version each night.
 - ``never``: never.
 """
 
@@ -13,7 +15,7 @@ from typing import Any
 
 from nl2sql_pipeline.runs.identity import MODEL_FIELD, RunVersions, changed_fields
 
-RERUN_POLICIES: tuple[str, ...] = ("on_config_change", "always", "never")
+RERUN_POLICIES: tuple[str, ...] = ("on_config_change", "always", "nightly", "never")
 
 
 def stale_reason(rerun: str, recorded: Mapping[str, Any], current: RunVersions) -> str | None:

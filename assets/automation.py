@@ -1,0 +1,68 @@
+"""Declarative automation and code versions of the asset graph.
+
+A new gold version or a new model evaluates without a manual step: ``automation_sensor`` (running by
+default; the UI's Automation tab) evaluates these conditions every 30 s:
+
+- ``sample_database``, ``gold_set``: eager: built when missing (a new gold partition from
+  ``partition_registry_sensor``) or when what they read changed.
+- ``oracle_results``, ``database_variants``: eager, once the gold version's blocking preflight passed.
+- ``candidate_sql``: on missing: each gold x model partition that appears after automation is on (a
+  new gold version: every registered model; a new model: every gold version) is evaluated once its
+  gold version is prepared and its preflight passed. Partitions that existed before are left to the
+  user (evaluating remote models is spending money), and so is re-evaluating a changed model config:
+  ``model_change_sensor`` asks for exactly those runs.
+- the per-model stages after it: eager on their own model's stages only (a re-materialized gold set
+  alone re-runs no model; the gold fingerprint check in ``case_verdicts`` catches a changed one).
+
+Code versions name what an asset's code depends on (harness, comparator, policy engine), so the UI
+marks an asset stale when one of them changes. Nothing automates on them (a code-location reload
+would re-run everything); the run identity in ``nl2sql_pipeline.runs`` decides what is comparable.
+"""
+
+import dagster as dg
+
+from nl2sql_pipeline import HARNESS_VERSION
+from nl2sql_pipeline.compare.model import COMPARATOR_VERSION
+from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
+from nl2sql_pipeline.variants.cache import BUILDER_VERSION as VARIANTS_BUILDER_VERSION
+
+GOLD_ASSET_KEYS = ("sample_database", "gold_set", "oracle_results", "database_variants")
+
+PREPARE = dg.AutomationCondition.eager()
+PREPARED = (dg.AutomationCondition.eager()
+            & dg.AutomationCondition.all_deps_blocking_checks_passed()).with_label("eager_after_preflight")
+NEW_EVALUATION = (dg.AutomationCondition.on_missing()
+                  & dg.AutomationCondition.all_deps_blocking_checks_passed()).with_label("new_evaluation")
+FOLLOW_MODEL = (
+    dg.AutomationCondition.in_latest_time_window()
+    & (dg.AutomationCondition.newly_missing()
+       | dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*GOLD_ASSET_KEYS))).since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("follow_model")
+
+HARNESS = f"h{HARNESS_VERSION}"
+CODE_VERSIONS: dict[str, str] = {
+    "sample_database": HARNESS,
+    "gold_set": HARNESS,
+    "oracle_results": HARNESS,
+    "database_variants": f"{HARNESS}-variants{VARIANTS_BUILDER_VERSION}",
+    "candidate_sql": HARNESS,
+    "candidate_results": f"{HARNESS}-policy{POLICY_ENGINE_VERSION}",
+    "case_verdicts": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
+    "run_scores": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
+    "baselines": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
+    "leaderboard": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
+}
+
+# Dagster's default automation sensor is stopped until turned on; this one runs by default, so that a new
+# gold version or model is evaluated without a manual step (stop it in the UI's Automation tab).
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Evaluates the automation conditions of every asset: prepares new gold versions and evaluates "
+    "gold x model partitions that appeared since it started (assets/automation.py).",
+)

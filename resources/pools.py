@@ -1,0 +1,110 @@
+"""Per-provider Dagster pools on candidate generation, whatever launched the run.
+
+Every ``candidate_sql`` step is in the static pool ``llm_generation`` (``pool=`` on the asset) and,
+inside, holds a slot of its provider's pool, ``llm.<provider>@<api_base>`` (the key of the shared rate
+limiter and in-flight slots: ``nl2sql_pipeline.generation.dispatch.budget_key``). A pool is the
+instance's op concurrency, so the limit holds for runs of the ``evaluate_model`` job, catalog
+"Materialize" and asset backfills (``__ASSET_JOB``), sensors, schedules and ``nl2sql-eval run`` alike;
+the UI's Concurrency page shows each pool, its limit and who holds it.
+
+A provider pool's limit is the largest ``limits.max_concurrency`` among the models of
+``data/models.yml`` behind it (1 when none sets it): never more of its generation steps at once than
+could have a call in flight. ``llm_generation`` gets the sum of the provider limits plus one (the
+offline and replay models), so it never binds before a provider's pool. Dagster's ``dagster.yaml``
+takes only a default pool limit (``concurrency: pools: default_limit``, written by
+``resources.instance``); the per-pool limits live in the instance's storage, written by
+:func:`sync_pool_limits` (run by the CLI, by ``partition_registry_sensor`` on every tick and by each
+generation step for its own pool). ``dagster instance concurrency get --all`` lists them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import dagster as dg
+
+logger = logging.getLogger(__name__)
+
+GENERATION_POOL = "llm_generation"
+POOL_PREFIX = "llm."
+_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._@-]+")
+MAX_WAIT_POLL_S = 2.0
+
+
+POOLED_KINDS = ("litellm", "http")  # models that call a provider or a service over the network
+
+
+def provider_pool(spec: object) -> str | None:
+    """The pool of a model's provider; None for models that call nothing remote (offline, predictions,
+    in-process python and command systems)."""
+    from nl2sql_pipeline.generation.dispatch import budget_key
+
+    if getattr(spec, "kind", None) not in POOLED_KINDS or getattr(spec, "is_offline", False):
+        return None
+    return POOL_PREFIX + _UNSAFE_RE.sub("_", budget_key(spec)).strip("_")  # type: ignore[arg-type]
+
+
+def pool_limits(registry: Mapping[str, object] | None = None) -> dict[str, int]:
+    """{pool: limit} for every provider pool of the registry, plus ``llm_generation``."""
+    from nl2sql_pipeline.generation.registry import load_registry
+
+    registry = load_registry() if registry is None else registry
+    limits: dict[str, int] = {}
+    for spec in registry.values():
+        pool = provider_pool(spec)
+        if pool is not None:
+            own = spec.limits.max_concurrency or 1  # type: ignore[attr-defined]
+            limits[pool] = max(limits.get(pool, 1), own)
+    limits[GENERATION_POOL] = sum(limits.values()) + 1
+    return limits
+
+
+def sync_pool_limits(instance: dg.DagsterInstance, limits: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Write the registry's pool limits into the instance (only those that differ); returns what changed."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return {}
+    limits = pool_limits() if limits is None else limits
+    changed = {}
+    for pool, limit in sorted(limits.items()):
+        info = storage.get_concurrency_info(pool)
+        if info.slot_count != limit or info.using_default_limit:
+            storage.set_concurrency_slots(pool, limit)
+            changed[pool] = limit
+    if changed:
+        logger.info("pool limits set: %s", ", ".join(f"{k}={v}" for k, v in changed.items()))
+    return changed
+
+
+@contextmanager
+def hold_pool_slot(context: dg.AssetExecutionContext, pool: str, limits: Mapping[str, int]) -> Iterator[None]:
+    """Hold one slot of ``pool`` for the run's current step, waiting for one; ``limits`` (every pool's, from
+    :func:`pool_limits`) are written into the instance first."""
+    instance, run_id = context.instance, context.run_id
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        context.log.warning("this instance's storage has no pools: %s is not limited", pool)
+        yield
+        return
+    sync_pool_limits(instance, limits)
+    step_key = f"{context.op_execution_context.op.name}[{pool}]"
+    waited_since, told = time.monotonic(), False
+    try:
+        while True:
+            status = storage.claim_concurrency_slot(pool, run_id, step_key, 0)
+            if status.is_claimed:
+                break
+            if not told:
+                context.log.info("waiting for a slot of pool %s (limit %d): other runs of this provider hold them",
+                                 pool, limits[pool])
+                told = True
+            time.sleep(min(MAX_WAIT_POLL_S, max(0.1, status.sleep_interval or 0.5)))
+        if told:
+            context.log.info("got a slot of pool %s after %.1f s", pool, time.monotonic() - waited_since)
+        yield
+    finally:
+        storage.free_concurrency_slot_for_step(run_id, step_key)
