@@ -60,8 +60,8 @@ def test_the_deploy_config_keeps_the_local_run_limits():
     assert set(db) == {"hostname", "port", "db_name", "username", "password"}
     assert all(set(v) == {"env"} for v in db.values()), "connection and credentials from the environment"
     assert deploy["concurrency"]["runs"]["tag_concurrency_limits"] == local["concurrency"]["runs"]["tag_concurrency_limits"]
-    if "pools" in local.get("concurrency", {}):
-        assert deploy["concurrency"]["pools"] == local["concurrency"]["pools"]
+    assert deploy["concurrency"]["pools"] == local["concurrency"]["pools"]
+    assert deploy["run_monitoring"] == local["run_monitoring"], "dead runs fail and give back their pool slots"
 
 
 def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_path):
