@@ -29,14 +29,16 @@ TARGET_MS_PER_CASE = 1.3
 
 
 def clear_process_memos() -> None:
-    """Forget what earlier stages parsed, decided or read (parse caches, policy decisions, prompt texts,
-    also those stored on disk): a cold model run."""
+    """Forget what earlier stages parsed, decided or read (parse caches, policy decisions, the model
+    registry, prompt texts, also those stored on disk): a cold model run."""
     from nl2sql_pipeline import sql_ast
     from nl2sql_pipeline.compare.structure import parse_clauses
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
+    from nl2sql_pipeline.generation.registry import clear_registry_memo
     from nl2sql_pipeline.policy.gate import clear_shared_engines
 
     sql_ast.clear_caches()
+    clear_registry_memo()
     parse_clauses.cache_clear()
     clear_shared_engines()
     clear_prompt_context_memo(stored=True)

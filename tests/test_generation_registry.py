@@ -329,3 +329,22 @@ def test_every_problem_of_every_entry_is_reported_at_once_with_its_line(tmp_path
         f"{path}:11: model 'm2', key 'rerun': unknown value 'sometimes' (use one of: on_config_change, always, nightly, never)",
         f"{path}:10: model 'm2', key 'timeout_s': not used by offline models (remove it or use kind: litellm)",
     ]
+
+
+def test_a_registry_read_before_is_reused_only_while_its_files_are_unchanged(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (data / "prompts").mkdir(parents=True)
+    template = data / "prompts" / "nl2sql-v1.txt"
+    template.write_text("=== system ===\nS\n=== user ===\n${question}\n")
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    path = entry(tmp_path, "kind: litellm\nmodel: a/b1")
+    first = load_registry(path)
+    again = load_registry(path)
+    assert again["m1"] is first["m1"] and again is not first  # the memo, handed out as a new dict
+    again.clear()
+    assert list(load_registry(path)) == ["m1"]
+    path.write_text(path.read_text().replace("a/b1", "a/b2"))  # same size, maybe the same mtime
+    assert load_registry(path)["m1"].model == "a/b2"
+    template.unlink()
+    with pytest.raises(ConfigError, match="no template file"):
+        load_registry(path)

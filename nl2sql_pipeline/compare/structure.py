@@ -49,8 +49,10 @@ def parse_clauses(sql: str) -> ClauseItems | None:
         return None
     order_tree = tree if tree.args.get("order") is not None else select
 
+    generator = sql_ast.DIALECT.generator()  # one generator for every item (``node.sql()`` builds one per call)
+
     def text(node: exp.Expression) -> str:  # the tree is this call's own copy: no second copy per item
-        return node.sql(dialect=sql_ast.DIALECT, copy=False)
+        return generator.generate(node, copy=False)
 
     def conjuncts(node: exp.Expression | None) -> frozenset[str]:
         if node is None:

@@ -12,7 +12,9 @@ This module stays light (no litellm import) so listing models is instant.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -23,7 +25,7 @@ from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.few_shot import NAME_RE as FEW_SHOT_NAME_RE
-from nl2sql_pipeline.generation.few_shot import FewShotSet, load_few_shot
+from nl2sql_pipeline.generation.few_shot import FewShotSet, few_shot_dir, load_few_shot
 from nl2sql_pipeline.generation.model_spec import (  # noqa: F401 - re-exported: the registry's types
     DEFAULT_PROMPT_TEMPLATE,
     DEFAULT_TIMEOUT_S,
@@ -312,12 +314,61 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
     return spec
 
 
+_MEMO_LOCK = threading.Lock()
+_MEMO: dict[tuple[str, str], tuple[str, dict[str, ModelSpec]]] = {}
+"""The last registry loaded per (registry file, data folder): its text and specs (``get_model`` once per model run)."""
+
+
 def load_registry(path: Path | str | None = None) -> dict[str, ModelSpec]:
     """Load and strictly validate the registry (default ``data/models.yml``); slug -> spec, file order.
 
     Raises ConfigError listing every problem, each naming the file and line, the model slug and the key.
+    A registry loaded before in this process is reused while its text is the same and every file its
+    specs were read from still gives what they hold (few-shot texts, prediction files, prompt templates).
     """
     registry_path = Path(path) if path is not None else default_registry_path()
+    key = (str(registry_path.absolute()), str(paths.data_dir()))
+    try:
+        text = registry_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None  # the full load below reports it
+    with _MEMO_LOCK:
+        memo = _MEMO.get(key)
+    if memo is not None and text is not None and memo[0] == text and _still_current(memo[1]):
+        return dict(memo[1])
+    specs = _load_registry(registry_path)
+    if text is not None:
+        with _MEMO_LOCK:
+            _MEMO[key] = (text, dict(specs))
+    return specs
+
+
+def clear_registry_memo() -> None:
+    """Forget the registries loaded in this process (tests; benchmarks measuring a cold start)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+def _still_current(specs: Mapping[str, ModelSpec]) -> bool:
+    """True when a new load would read the same files behind ``specs`` as the load that made them."""
+    templates, few_shots = prompts_dir(), few_shot_dir()
+    for spec in specs.values():
+        if spec.few_shot is not None:
+            few_shot_path = few_shots / f"{spec.few_shot.name}.yml"
+            try:
+                few_shot_text = few_shot_path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return False
+            if hashlib.sha256(few_shot_text.encode("utf-8")).hexdigest()[:16] != spec.few_shot.content_hash:
+                return False
+        if spec.predictions is not None and file_content_hash(spec.predictions.path) != spec.predictions.content_hash:
+            return False
+        if spec.predictions is None and spec.system is None and not (templates / f"{spec.prompt_template}.txt").is_file():
+            return False
+    return True
+
+
+def _load_registry(registry_path: Path) -> dict[str, ModelSpec]:
     _, document = read_yaml(registry_path, ConfigError, missing="model registry not found: create it, or set $NL2SQL_DATA")
     check = Checker(registry_path)
     top = check.mapping(
