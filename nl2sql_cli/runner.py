@@ -21,6 +21,7 @@ import dagster as dg
 
 from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from resources.build import build_resources
+from resources.pools import sync_pool_limits
 from assets.checks import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
@@ -126,6 +127,9 @@ def evaluate(
     instance = instance or get_instance()
     outcome.reaped_runs = fail_dead_runs(instance)
     register_partitions(instance)
+    # every pool's row exists before a step starts: otherwise two runs starting at once both ask Dagster to
+    # create the default row, and on PostgreSQL the loser's step fails (a unique-key violation)
+    sync_pool_limits(instance)
     limits = thresholds or GateThresholds()
 
     cases = load_gold_set(gold_set)

@@ -71,13 +71,34 @@ def sync_pool_limits(instance: dg.DagsterInstance, limits: Mapping[str, int] | N
     limits = pool_limits() if limits is None else limits
     changed = {}
     for pool, limit in sorted(limits.items()):
-        info = storage.get_concurrency_info(pool)
-        if info.slot_count != limit or info.using_default_limit:
-            storage.set_concurrency_slots(pool, limit)
+        if _set_pool_limit(storage, pool, limit):
             changed[pool] = limit
     if changed:
         logger.info("pool limits set: %s", ", ".join(f"{k}={v}" for k, v in changed.items()))
     return changed
+
+
+def _set_pool_limit(storage, pool: str, limit: int, attempts: int = 6) -> bool:
+    """Set ``pool``'s limit unless it already is ``limit`` (True when it was written).
+
+    Several processes may create the same pool row at once (two ``nl2sql-eval run`` of one provider on a
+    PostgreSQL instance): Dagster's insert-or-update then fails in the loser with a unique-key violation,
+    so the write is tried again (bounded), and the second try finds the row and updates it."""
+    import sqlalchemy.exc
+
+    for attempt in range(attempts):
+        try:
+            info = storage.get_concurrency_info(pool)
+            if info.slot_count == limit and not info.using_default_limit:
+                return False
+            storage.set_concurrency_slots(pool, limit)
+            return True
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            if attempt == attempts - 1:
+                raise
+            logger.debug("pool %s: concurrent write (%s); trying again", pool, type(exc).__name__)
+            time.sleep(0.05 * (attempt + 1))
+    return False
 
 
 @contextmanager

@@ -4,6 +4,7 @@ and shown to score 100% with the expected SQL as candidates (gold-echo) through 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -238,7 +239,7 @@ def test_bird_directory_keeps_evidence_as_the_hint_and_gold_echo_scores_100(tmp_
     assert cases[0].hint == "young refers to age < 20" and cases[3].hint is None
     assert [c.difficulty for c in cases] == ["easy", "medium", "hard", "easy"]
     assert json.loads(out.read_text().splitlines()[0])["hint"] == "young refers to age < 20"
-    assert cases[0].fingerprint != cases[0].__class__(**{**cases[0].__dict__, "hint": None}).fingerprint
+    assert cases[0].fingerprint != dataclasses.replace(cases[0], hint=None).fingerprint
     assert all(q.status == "verified" for q in result.queries)
     _assert_gold_echo_scores_100(cases, out.parent)
 
