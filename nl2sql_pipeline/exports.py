@@ -16,7 +16,7 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.run_results import SCORES_ASSET, VERDICTS_ASSET
 
-FORMATS: tuple[str, ...] = ("parquet", "csv", "json")
+from nl2sql_pipeline.export_formats import FORMATS
 
 VIEWS_SQL = """
 CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);

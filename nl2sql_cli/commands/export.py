@@ -15,7 +15,7 @@ from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``export`` sub-command."""
-    from nl2sql_pipeline.exports import FORMATS
+    from nl2sql_pipeline.export_formats import FORMATS
 
     parser = subparsers.add_parser(
         "export", help="export every stored run's verdicts, scores and leaderboard; DuckDB views over them",

@@ -138,7 +138,7 @@ def _detailed_report(gold_set: str, runs: list[dict]) -> str:
     from nl2sql_pipeline.report.console import console_full_report
     from nl2sql_pipeline.report.stored import load_run_report
 
-    reports = [load_run_report(gold_set, r["model"]) for r in runs]
+    reports = [load_run_report(gold_set, r["model"], with_samples=False) for r in runs]
     return f"{console_full_report(reports)}\n\n== side by side ==\n{console_report(runs, with_warnings=False, with_breakdowns=False)}"
 
 

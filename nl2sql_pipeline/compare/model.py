@@ -7,13 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from nl2sql_pipeline.comparator_names import COLUMN_ORDERS, COMPARATOR_VERSION  # noqa: F401 (re-exported)
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
-
-COMPARATOR_VERSION = "2.0.0"
-"""Bump whenever a rule changes what matches: it goes into every verdict and baseline."""
-
-COLUMN_ORDERS: tuple[str, ...] = ("by_name_when_sets_match", "by_name", "positional")
-"""How candidate columns are aligned to expected ones (see ``CompareConfig.column_order``)."""
 
 MAX_PERMUTATION_COLUMNS = 6
 """Historical (comparator 1.0): columns are now paired by value signatures at any width, without a search."""

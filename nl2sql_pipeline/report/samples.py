@@ -15,8 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
@@ -110,6 +108,8 @@ def load_result_samples(
     gold_set: str, model: str, verdicts: Iterable[Verdict], root: Path | None = None, limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
     """The samples of a stored run (empty when its oracle or candidate results are not stored)."""
+    import pandas as pd
+
     from nl2sql_pipeline.codec import attempts_from_frame, oracle_rows_from_frame
 
     base = root or paths.assets_dir()

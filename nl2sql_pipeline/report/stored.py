@@ -9,13 +9,14 @@ from nl2sql_pipeline.report.tables import RunReport, build_run_report
 from nl2sql_pipeline.run_results import StoredRun, load_run
 
 
-def report_of(run: StoredRun, root: Path | None = None) -> RunReport:
-    """The report of a stored run (its run scores' warnings on top, its result samples for the case table)."""
-    samples = load_result_samples(run.gold_set, run.model, run.verdicts, root)
+def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = True) -> RunReport:
+    """The report of a stored run (its run scores' warnings on top; with ``with_samples``, its result
+    samples for the HTML case table, which the console report does not show)."""
+    samples = load_result_samples(run.gold_set, run.model, run.verdicts, root) if with_samples else None
     return build_run_report(run.verdicts, model=run.model, gold_set=run.gold_set, warnings=run.scores.warnings,
                             samples=samples)
 
 
-def load_run_report(gold_set: str, model: str, root: Path | None = None) -> RunReport:
+def load_run_report(gold_set: str, model: str, root: Path | None = None, with_samples: bool = True) -> RunReport:
     """The report of the latest stored run of ``model`` on ``gold_set``."""
-    return report_of(load_run(gold_set, model, root), root)
+    return report_of(load_run(gold_set, model, root), root, with_samples)

@@ -27,7 +27,7 @@ def _files(gold_file: Path, policy: str | None) -> list[Path]:
 
 def memo_key(gold_set: str, policy: str | None = None) -> str:
     """A hash of everything the versions of (gold set, policy override) are computed from."""
-    from nl2sql_pipeline.compare import COMPARATOR_VERSION
+    from nl2sql_pipeline.comparator_names import COMPARATOR_VERSION
     from nl2sql_pipeline.gold.registry import gold_set_info
     from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
 
