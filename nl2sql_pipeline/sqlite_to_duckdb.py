@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.sql_identifiers import quote_identifier as quote
 
 logger = logging.getLogger(__name__)
 
@@ -155,11 +156,6 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 
 
 # ------------------------------------------------------------------------------------------ reading
-
-
-def quote(name: str) -> str:
-    """A double-quoted identifier (valid in SQLite and DuckDB)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def open_sqlite(path: Path) -> sqlite3.Connection:

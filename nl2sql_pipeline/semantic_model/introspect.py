@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.sql_identifiers import quote_identifier
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +74,6 @@ class TableInfo:
 def estimate_tokens(text: str) -> int:
     """Tokens of ``text`` as the prompt budget counts them: characters / 4, rounded up."""
     return math.ceil(len(text) / 4)
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _sql_literal(value: str) -> str:
@@ -170,10 +167,10 @@ def _samples(db_path: Path, schema: str, table: str, column: str, count: int, ma
     the evaluation sandbox (read-only, no external access, a timeout): a view over a file gives none."""
     from nl2sql_pipeline.execution import run_query
 
-    qualified = f"{_quote_ident(schema)}.{_quote_ident(table)}"
+    qualified = f"{quote_identifier(schema)}.{quote_identifier(table)}"
     result = run_query(
         db_path,
-        f"SELECT DISTINCT v FROM (SELECT CAST({_quote_ident(column)} AS VARCHAR) AS v FROM {qualified} "
+        f"SELECT DISTINCT v FROM (SELECT CAST({quote_identifier(column)} AS VARCHAR) AS v FROM {qualified} "
         f"LIMIT {SAMPLE_SCAN_ROWS}) WHERE v IS NOT NULL AND trim(v) <> '' ORDER BY v LIMIT {int(count)}",
     )
     if not result.ok:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from nl2sql_pipeline.sql_identifiers import quote_identifier as quote
+
 SOURCE_ALIAS = "src"
 """The name the source database is attached under while a variant is built."""
 
@@ -74,11 +76,6 @@ class SourceSchema:
                    and (schema is None or t.schema.lower() == schema.lower())]
         matches.sort(key=lambda t: t.schema != "main")
         return matches[0] if matches else None
-
-
-def quote(identifier: str) -> str:
-    """A DuckDB-quoted identifier."""
-    return '"' + identifier.replace('"', '""') + '"'
 
 
 def read_schema(con: duckdb.DuckDBPyConnection, database: str = SOURCE_ALIAS) -> SourceSchema:
