@@ -1,10 +1,14 @@
 """``run_query``: the one-call sandbox, backed by a per-process pool of open ``Sandbox`` databases.
 
-Opening a DuckDB database instance costs ~15-20 ms (catalog setup); a new connection on an open one
-costs microseconds. The pool keeps one locked-down instance per (file, limits) open while queries come,
-hands each query a fresh connection, and closes an instance after ``IDLE_CLOSE_S`` without queries so
-the file is not held open (a shared read lock) longer than a batch. A file replaced on disk (new inode,
-size or mtime) is reopened. Call ``release_sandboxes()`` before writing a database in this process.
+Opening a DuckDB database instance costs ~30-40 ms (DuckDB builds its catalog of built-in functions for
+every instance, ``:memory:`` included); a new connection on an open one costs ~40 us. The pool keeps one
+locked-down instance per (file, limits) open while queries come, hands each query a fresh connection,
+and closes an instance after ``IDLE_CLOSE_S`` without queries so the file is not held open (a shared
+read lock) long after a run. The interval is long enough to cover the gap between the stages of one
+run in one process (the oracle, then generation, then the candidates' execution: with the 2 s it once
+had, every model run of ``nl2sql-eval run`` opened the instance again). A process that exits closes
+its instances at once. A file replaced on disk (new inode, size or mtime) is reopened. Call
+``release_sandboxes()`` before writing a database in this process.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from nl2sql_pipeline.execution.scheduler import SCHEDULER, Ticket
 
 logger = logging.getLogger(__name__)
 
-IDLE_CLOSE_S = 2.0
+IDLE_CLOSE_S = 30.0
 """Seconds without queries after which a pooled database is closed."""
 
 

@@ -3,6 +3,12 @@
 Arming a timer costs a heap push under a lock (microseconds), not a thread per query. A callback runs
 holding its ticket's lock, and ``cancel`` takes that lock: once ``cancel`` returns, the callback is not
 running and will not run again, so a caller may close the connection a callback would interrupt.
+
+The thread wakes only at deadlines (and when a new ticket is due before its next wake-up), never because
+a ticket was cancelled: a cancelled ticket stays in the heap, without its callback, until its deadline
+comes round, and is dropped then with every other cancelled ticket at the front. A query that finishes
+in time therefore costs no thread switch (waking the thread per query cost ~0.1 ms: the woken thread
+takes the GIL while the query runs).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ class Ticket:
 
     __slots__ = ("callback", "repeat_s", "lock", "cancelled", "fired")
 
-    def __init__(self, callback: Callable[[], None], repeat_s: float | None):
+    def __init__(self, callback: Callable[[], None] | None, repeat_s: float | None):
         self.callback = callback
         self.repeat_s = repeat_s
         self.lock = threading.Lock()
@@ -45,6 +51,7 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self._stopping = False
+        self._wake_at = float("inf")  # when the thread wakes next on its own (inf: it waits for a notify)
 
     def schedule(self, delay_s: float, callback: Callable[[], None], repeat_s: float | None = None) -> Ticket:
         """Run ``callback`` after ``delay_s`` seconds (then every ``repeat_s`` if given) on the scheduler thread."""
@@ -64,11 +71,13 @@ class Scheduler:
         """Stop ``ticket``; returns how many times its callback ran. Never returns while it is running."""
         with ticket.lock:
             ticket.cancelled = True
+            ticket.callback = None  # the heap keeps the ticket until its deadline, not what it would call
             return ticket.fired
 
     def _push(self, deadline: float, ticket: Ticket) -> None:
         heapq.heappush(self._heap, (deadline, next(self._order), ticket))
-        if self._heap[0][2] is ticket:
+        if deadline < self._wake_at:  # due before the thread would look again: wake it to wait less
+            self._wake_at = deadline
             self._cond.notify()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
@@ -90,17 +99,19 @@ class Scheduler:
                 while True:
                     if self._stopping:
                         return
-                    while self._heap and self._heap[0][2].cancelled:
-                        heapq.heappop(self._heap)
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    deadline = self._heap[0][0]
                     now = time.monotonic()
-                    if deadline <= now:
+                    # cancelled tickets at the front go now; the rest wait for their deadline
+                    while self._heap and (self._heap[0][2].cancelled or self._heap[0][0] <= now):
                         _, _, ticket = heapq.heappop(self._heap)
+                        if not ticket.cancelled:
+                            break
+                    else:
+                        ticket = None
+                    if ticket is not None:
                         break
-                    self._cond.wait(deadline - now)
+                    self._wake_at = self._heap[0][0] if self._heap else float("inf")
+                    self._cond.wait(None if not self._heap else self._wake_at - now)
+                    self._wake_at = float("-inf")  # awake: a push needs no notify until the next wait
             self._fire(ticket)
 
     def _fire(self, ticket: Ticket) -> None:
@@ -108,7 +119,7 @@ class Scheduler:
             if ticket.cancelled:
                 return
             try:
-                ticket.callback()
+                ticket.callback()  # type: ignore[misc]  # set while the ticket is not cancelled
             except Exception:  # a failing callback must not stop the thread every query relies on
                 logger.exception("sandbox scheduler callback failed")
             ticket.fired += 1
