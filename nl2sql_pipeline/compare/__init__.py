@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.compare.engine import EngineComparisonError, EngineSource, compare_aligned_in_engine
+from nl2sql_pipeline.compare.identical import identical_match, same_result
 from nl2sql_pipeline.compare.model import (
     COLUMN_ORDERS,
     COMPARATOR_VERSION,
@@ -103,10 +104,16 @@ def compare_query_results(
     With ``source`` (the database and both queries), results that hit the row cap are compared whole in
     the engine (``engine``); without it, only what was fetched can be compared and the reason says so.
     """
-    comparison = _compare_query_results(expected, candidate, config, source)
+    identical = same_result(expected, candidate)
+    if identical:  # the usual correct candidate: nothing to canonicalise, the verdict is known
+        comparison = identical_match(expected)
+    else:
+        comparison = _compare_query_results(expected, candidate, config, source)
     if source is None:
         return comparison
-    return with_order(comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results)
+    return with_order(
+        comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results, identical
+    )
 
 
 def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:

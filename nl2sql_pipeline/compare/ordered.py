@@ -47,8 +47,12 @@ def with_order(
     config: CompareConfig,
     rerun: Rerun | None,
     compare_rows: CompareRows,
+    same_rows: bool = False,
 ) -> Comparison:
-    """``comparison`` with its order check (and the verdict it changes)."""
+    """``comparison`` with its order check (and the verdict it changes).
+
+    ``same_rows``: the candidate's rows are the expected rows in the same order (``identical.same_result``).
+    """
     spec = order_spec(expected_sql)
     if spec is None:
         return replace(comparison, order=check_order(None, [], [], (), config))
@@ -56,7 +60,7 @@ def with_order(
         return replace(comparison, order=OrderCheck(ORDER_UNCHECKED, "no comparable result: order not checked"))
     shown_only = expected.truncated or candidate.truncated
     if comparison.match:
-        check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only)
+        check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only, same_rows)
         if check.status == ORDER_WRONG:
             return replace(
                 comparison, match=False, rule="row_order_mismatch",
