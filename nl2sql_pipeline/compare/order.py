@@ -14,7 +14,7 @@ With ORDER BY ... LIMIT k, rows tied with the k-th row on the sort keys may be a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -93,15 +93,38 @@ def order_spec(expected_sql: str) -> OrderSpec | None:
         return None
     projections = list(tree.selects) if isinstance(tree, (exp.Select, exp.SetOperation)) else []
     names = [p.alias_or_name.casefold() for p in projections]
-    keys = tuple(_resolve(item, projections, names, isinstance(tree, exp.SetOperation)) for item in order.expressions)
+    text = _renderer()
+    set_operation = isinstance(tree, exp.SetOperation)
+    keys = tuple(_resolve(item, projections, names, set_operation, text) for item in order.expressions)
     return OrderSpec(keys, _literal_limit(tree))
 
 
-def _resolve(item: exp.Expression, projections: list[exp.Expression], names: list[str], set_operation: bool) -> SortKey:
+def _renderer() -> Callable[[exp.Expression], str]:
+    """``node.sql(dialect="duckdb")`` for the nodes of one shared tree, from one generator.
+
+    ``node.sql()`` builds a dialect and a generator and copies the node on every call (the generator may
+    rewrite what it renders); a column is rendered as it stands, so it is not copied (the copy costs three
+    times the rendering, and sort keys are mostly columns).
+    """
+    generator = sql_ast.DIALECT.generator()
+
+    def text(node: exp.Expression) -> str:
+        return generator.generate(node, copy=not isinstance(node, exp.Column))
+
+    return text
+
+
+def _resolve(
+    item: exp.Expression,
+    projections: list[exp.Expression],
+    names: list[str],
+    set_operation: bool,
+    render: Callable[[exp.Expression], str],
+) -> SortKey:
     ordered = item if isinstance(item, exp.Ordered) else exp.Ordered(this=item)
     key = ordered.this
     descending = bool(ordered.args.get("desc"))
-    text = key.sql(dialect="duckdb")
+    text = render(key)
     if isinstance(key, exp.Literal) and key.is_int:
         position = int(key.this) - 1
         return SortKey(position if 0 <= position < len(projections) else None, text, descending)
@@ -111,7 +134,7 @@ def _resolve(item: exp.Expression, projections: list[exp.Expression], names: lis
     if not set_operation:
         for index, projection in enumerate(projections):
             inner = projection.this if isinstance(projection, exp.Alias) else projection
-            if inner == key or inner.sql(dialect="duckdb").casefold() == text.casefold():
+            if inner == key or render(inner).casefold() == text.casefold():
                 return SortKey(index, text, descending)
     return SortKey(None, text, descending)
 
