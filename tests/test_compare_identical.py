@@ -230,3 +230,20 @@ def test_the_gold_set_gets_the_same_verdicts_and_scores_both_ways(monkeypatch, g
     assert sum(taken) > 40  # most correct candidates return the expected result itself
     assert [repr(v) for v in fast] == [repr(v) for v in full]
     assert repr(score_run(fast)) == repr(score_run(full))
+
+
+def test_evolve_is_dataclasses_replace():
+    from dataclasses import fields, replace
+
+    from nl2sql_pipeline.compare import Comparison
+
+    base = Comparison(True, "multiset_exact", "all 2 rows match", 1.0, 2, 2, None, 1.0, 1.0, 1.0, (1, 0))
+    changes = {"match": False, "rule": "r", "reason": "why", "score": 0.5, "expected_rows": None, "candidate_rows": 3,
+               "order": None, "row_precision": 0.25, "row_recall": None, "cell_f1": 0.0, "alignment": (0, 1)}
+    for name, value in changes.items():
+        evolved, replaced = base.evolve(**{name: value}), replace(base, **{name: value})
+        assert [getattr(evolved, f.name) for f in fields(Comparison)] == [getattr(replaced, f.name) for f in fields(Comparison)]
+    assert base.evolve(**changes).to_dict() == replace(base, **changes).to_dict()
+    assert base.alignment == (1, 0)  # the original is left as it was
+    with pytest.raises(TypeError, match="no field nope"):
+        base.evolve(nope=1)
