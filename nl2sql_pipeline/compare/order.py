@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import sqlglot
@@ -51,7 +51,10 @@ class OrderSpec:
     keys: tuple[SortKey, ...]
     limit: int | None = None
 
-    @property
+    # a spec is memoised per expected SQL (``order_spec``) and read by every comparison with that SQL:
+    # what follows from its keys alone is worked out once
+
+    @cached_property
     def checkable(self) -> tuple[SortKey, ...]:
         """The keys up to (not including) the first one that is not a result column."""
         out = []
@@ -61,9 +64,19 @@ class OrderSpec:
             out.append(key)
         return tuple(out)
 
-    @property
+    @cached_property
     def hidden(self) -> tuple[SortKey, ...]:
         return tuple(k for k in self.keys if k.column is None)
+
+    @cached_property
+    def texts(self) -> tuple[str, ...]:
+        """The keys as a reason shows them (``a.title``, ``n DESC``)."""
+        return tuple(f"{k.text}{' DESC' if k.descending else ''}" for k in self.keys)
+
+    @cached_property
+    def followed(self) -> OrderCheck:
+        """The check of whole results whose rows follow this order (``check_order`` when no key is out of place)."""
+        return _followed(self, None)
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,7 @@ def check_order(
     """
     if spec is None:
         return NOT_REQUIRED
-    texts = tuple(f"{k.text}{' DESC' if k.descending else ''}" for k in spec.keys)
+    texts = spec.texts
     checkable = spec.checkable
     if not checkable:
         return OrderCheck(
@@ -223,16 +236,23 @@ def check_order(
                 f"(ORDER BY {', '.join(texts)})",
                 texts,
             )
+    return _followed(spec, len(expected_rows)) if shown_only else spec.followed
+
+
+def _followed(spec: OrderSpec, shown_rows: int | None) -> OrderCheck:
+    """The check of rows in a valid order: ``ok``, or partial when a sort key is not among the result columns
+    (``shown_rows``: only the first rows of longer results were seen)."""
     notes = []
     if spec.hidden:
         notes.append(
             f"sort key {spec.hidden[0].text} is not among the result columns: order checked on "
-            f"{', '.join(k.text for k in checkable)} only"
+            f"{', '.join(k.text for k in spec.checkable)} only"
         )
-    if shown_only:
-        notes.append(f"order checked on the first {len(expected_rows)} rows")
+    if shown_rows is not None:
+        notes.append(f"order checked on the first {shown_rows} rows")
     status = ORDER_PARTIAL if spec.hidden else ORDER_OK
-    return OrderCheck(status, "; ".join(notes) or f"rows follow ORDER BY {', '.join(texts)} (ties in any order)", texts)
+    detail = "; ".join(notes) or f"rows follow ORDER BY {', '.join(spec.texts)} (ties in any order)"
+    return OrderCheck(status, detail, spec.texts)
 
 
 def _show(key: tuple) -> str:
