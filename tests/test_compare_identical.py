@@ -89,6 +89,21 @@ def test_the_same_nan_object_on_both_sides(monkeypatch):
     _assert_same_verdict(monkeypatch, expected, candidate)
 
 
+EQUAL_SPELLED_OTHERWISE = {
+    "decimal scale": ([(Decimal("1.0"), 1)], [(Decimal("1.00"), 1)]),
+    "signed zero": ([(-0.0, 1), (0.0, 2)], [(0.0, 1), (-0.0, 2)]),
+    "one instant in two zones": ([(AWARE, 1)], [(AWARE.astimezone(timezone(timedelta(hours=9))), 1)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EQUAL_SPELLED_OTHERWISE))
+def test_equal_values_spelled_otherwise_take_the_fast_path_with_the_same_verdict(monkeypatch, name):
+    exp_rows, cand_rows = EQUAL_SPELLED_OTHERWISE[name]
+    expected, candidate = _result(["a", "b"], exp_rows), _result(["a", "b"], cand_rows)
+    assert same_result(expected, candidate)
+    _assert_same_verdict(monkeypatch, expected, candidate)
+
+
 NOT_IDENTICAL = {
     "renamed column": (["a", "b"], [(1, 2)], ["a", "n"], [(1, 2)]),
     "columns swapped": (["a", "b"], [(1, 2)], ["b", "a"], [(2, 1)]),
