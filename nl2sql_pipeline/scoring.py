@@ -56,17 +56,23 @@ def _dimension_values(verdict: Verdict, dimension: str) -> tuple[Any, ...]:
 
 
 def _breakdown(scored: Sequence[Verdict], dimension: str) -> dict[str, dict[str, Any]]:
-    groups: dict[Any, list[Verdict]] = {}
+    tallies: dict[Any, list[int]] = {}  # group -> [queries, correct, executed], counted in one pass
     for verdict in scored:
+        correct, executed = verdict.correct, verdict.outcome in outcomes.EXECUTED
         for key in _dimension_values(verdict, dimension):  # a verdict without a value is in no group
-            groups.setdefault(key, []).append(verdict)
+            tally = tallies.get(key)
+            if tally is None:
+                tally = tallies[key] = [0, 0, 0]
+            tally[0] += 1
+            tally[1] += correct
+            tally[2] += executed
     return {
         str(key): {
-            "query_count": len(group),
-            "semantic_correctness_rate": _rate(sum(v.correct for v in group), len(group)),
-            "sql_execution_success_rate": _rate(sum(v.outcome in outcomes.EXECUTED for v in group), len(group)),
+            "query_count": count,
+            "semantic_correctness_rate": _rate(correct, count),
+            "sql_execution_success_rate": _rate(executed, count),
         }
-        for key, group in sorted(groups.items())
+        for key, (count, correct, executed) in ((key, tallies[key]) for key in sorted(tallies))
     }
 
 

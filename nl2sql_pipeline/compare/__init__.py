@@ -14,10 +14,10 @@ import gc
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.compare.engine import EngineComparisonError, EngineSource, compare_aligned_in_engine
+from nl2sql_pipeline.compare.identical import identical_match, same_result
 from nl2sql_pipeline.compare.model import (
     COLUMN_ORDERS,
     COMPARATOR_VERSION,
@@ -103,10 +103,16 @@ def compare_query_results(
     With ``source`` (the database and both queries), results that hit the row cap are compared whole in
     the engine (``engine``); without it, only what was fetched can be compared and the reason says so.
     """
-    comparison = _compare_query_results(expected, candidate, config, source)
+    identical = same_result(expected, candidate)
+    if identical:  # the usual correct candidate: nothing to canonicalise, the verdict is known
+        comparison = identical_match(expected)
+    else:
+        comparison = _compare_query_results(expected, candidate, config, source)
     if source is None:
         return comparison
-    return with_order(comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results)
+    return with_order(
+        comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results, identical
+    )
 
 
 def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:
@@ -138,20 +144,19 @@ def _compare_query_results(
         except EngineComparisonError as exc:
             logger.warning("whole-result comparison fell back to the fetched rows: %s", exc)
             fallback = _compare_query_results(expected, candidate, config, None)
-            return replace(fallback, reason=f"{fallback.reason}; not compared whole in the engine: {exc}")
+            return fallback.evolve(reason=f"{fallback.reason}; not compared whole in the engine: {exc}")
     for rule in QUERY_RULES:
         verdict = rule.apply(expected, candidate, config)
         if verdict is not None:
             return verdict
     comparison = compare_results(expected.columns, expected.rows, candidate.columns, candidate.rows, config)
-    comparison = replace(
-        comparison,
+    comparison = comparison.evolve(
         expected_rows=None if expected.truncated else len(expected.rows),
         candidate_rows=None if candidate.truncated else len(candidate.rows),
     )
     if expected.truncated and candidate.truncated:
         note = f"both results hit the row cap: only their first {len(expected.rows)} rows were compared"
-        comparison = replace(comparison, reason=f"{comparison.reason}; {note}")
+        comparison = comparison.evolve(reason=f"{comparison.reason}; {note}")
     return comparison
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
 from collections.abc import Sequence
-from dataclasses import replace
 from itertools import permutations
 from typing import TYPE_CHECKING
 
@@ -76,7 +75,7 @@ def column_count_mismatch(state: ComparisonState) -> Comparison | None:
         f"expected {plural(n_exp, 'column')}, candidate returned {n_cand}" + (f": {detail}" if detail else "") + credit,
         score,
     )
-    return replace(verdict, cell_f1=round(score, 6))
+    return verdict.evolve(cell_f1=round(score, 6))
 
 
 def shared_column_score(state: ComparisonState) -> tuple[float, int]:

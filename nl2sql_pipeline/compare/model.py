@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Literal
 
 from nl2sql_pipeline.comparator_names import COLUMN_ORDERS, COMPARATOR_VERSION  # noqa: F401 (re-exported)
@@ -71,6 +71,16 @@ class Comparison:
     cell_f1: float | None = None  # cells of matched rows, plus per-column value overlap of the unmatched rows
     alignment: tuple[int, ...] | None = field(default=None, compare=False)  # candidate column per expected column
 
+    def evolve(self, **changes: Any) -> Comparison:
+        """``dataclasses.replace(self, **changes)`` at a fifth of its cost: the fields copied, ``changes``
+        applied (a verdict is amended several times per comparison, and it has no checks to run again)."""
+        unknown = changes.keys() - _COMPARISON_FIELDS
+        if unknown:
+            raise TypeError(f"Comparison has no field {', '.join(sorted(unknown))}")
+        amended = object.__new__(Comparison)
+        amended.__dict__.update(self.__dict__, **changes)
+        return amended
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the verdict, with the comparator version."""
         return {
@@ -87,6 +97,8 @@ class Comparison:
             "comparator_version": COMPARATOR_VERSION,
         }
 
+
+_COMPARISON_FIELDS = frozenset(f.name for f in fields(Comparison))
 
 RuleKind = Literal["query", "value", "step"]
 

@@ -14,9 +14,9 @@ With ORDER BY ... LIMIT k, rows tied with the k-th row on the sort keys may be a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import sqlglot
@@ -51,7 +51,10 @@ class OrderSpec:
     keys: tuple[SortKey, ...]
     limit: int | None = None
 
-    @property
+    # a spec is memoised per expected SQL (``order_spec``) and read by every comparison with that SQL:
+    # what follows from its keys alone is worked out once
+
+    @cached_property
     def checkable(self) -> tuple[SortKey, ...]:
         """The keys up to (not including) the first one that is not a result column."""
         out = []
@@ -61,9 +64,19 @@ class OrderSpec:
             out.append(key)
         return tuple(out)
 
-    @property
+    @cached_property
     def hidden(self) -> tuple[SortKey, ...]:
         return tuple(k for k in self.keys if k.column is None)
+
+    @cached_property
+    def texts(self) -> tuple[str, ...]:
+        """The keys as a reason shows them (``a.title``, ``n DESC``)."""
+        return tuple(f"{k.text}{' DESC' if k.descending else ''}" for k in self.keys)
+
+    @cached_property
+    def followed(self) -> OrderCheck:
+        """The check of whole results whose rows follow this order (``check_order`` when no key is out of place)."""
+        return _followed(self, None)
 
 
 @dataclass(frozen=True)
@@ -93,15 +106,38 @@ def order_spec(expected_sql: str) -> OrderSpec | None:
         return None
     projections = list(tree.selects) if isinstance(tree, (exp.Select, exp.SetOperation)) else []
     names = [p.alias_or_name.casefold() for p in projections]
-    keys = tuple(_resolve(item, projections, names, isinstance(tree, exp.SetOperation)) for item in order.expressions)
+    text = _renderer()
+    set_operation = isinstance(tree, exp.SetOperation)
+    keys = tuple(_resolve(item, projections, names, set_operation, text) for item in order.expressions)
     return OrderSpec(keys, _literal_limit(tree))
 
 
-def _resolve(item: exp.Expression, projections: list[exp.Expression], names: list[str], set_operation: bool) -> SortKey:
+def _renderer() -> Callable[[exp.Expression], str]:
+    """``node.sql(dialect="duckdb")`` for the nodes of one shared tree, from one generator.
+
+    ``node.sql()`` builds a dialect and a generator and copies the node on every call (the generator may
+    rewrite what it renders); a column is rendered as it stands, so it is not copied (the copy costs three
+    times the rendering, and sort keys are mostly columns).
+    """
+    generator = sql_ast.DIALECT.generator()
+
+    def text(node: exp.Expression) -> str:
+        return generator.generate(node, copy=not isinstance(node, exp.Column))
+
+    return text
+
+
+def _resolve(
+    item: exp.Expression,
+    projections: list[exp.Expression],
+    names: list[str],
+    set_operation: bool,
+    render: Callable[[exp.Expression], str],
+) -> SortKey:
     ordered = item if isinstance(item, exp.Ordered) else exp.Ordered(this=item)
     key = ordered.this
     descending = bool(ordered.args.get("desc"))
-    text = key.sql(dialect="duckdb")
+    text = render(key)
     if isinstance(key, exp.Literal) and key.is_int:
         position = int(key.this) - 1
         return SortKey(position if 0 <= position < len(projections) else None, text, descending)
@@ -111,7 +147,7 @@ def _resolve(item: exp.Expression, projections: list[exp.Expression], names: lis
     if not set_operation:
         for index, projection in enumerate(projections):
             inner = projection.this if isinstance(projection, exp.Alias) else projection
-            if inner == key or inner.sql(dialect="duckdb").casefold() == text.casefold():
+            if inner == key or render(inner).casefold() == text.casefold():
                 return SortKey(index, text, descending)
     return SortKey(None, text, descending)
 
@@ -174,14 +210,16 @@ def check_order(
     alignment: Sequence[int],
     config: CompareConfig,
     shown_only: bool = False,
+    same_rows: bool = False,
 ) -> OrderCheck:
     """Whether the candidate's rows (already equal to the expected as a multiset) come in a valid order.
 
     ``shown_only``: the rows are the first ones of longer results (the order is checked on those).
+    ``same_rows``: the candidate's rows are the expected rows, cell for cell (every sort key is in place).
     """
     if spec is None:
         return NOT_REQUIRED
-    texts = tuple(f"{k.text}{' DESC' if k.descending else ''}" for k in spec.keys)
+    texts = spec.texts
     checkable = spec.checkable
     if not checkable:
         return OrderCheck(
@@ -189,7 +227,7 @@ def check_order(
             f"the first sort key ({spec.keys[0].text}) is not among the result columns: row order cannot be checked",
             texts,
         )
-    exp_keys, cand_keys = key_sequences(spec, expected_rows, candidate_rows, alignment)
+    exp_keys, cand_keys = ([], []) if same_rows else key_sequences(spec, expected_rows, candidate_rows, alignment)
     for position, (a, b) in enumerate(zip(exp_keys, cand_keys)):
         if not _same_key(a, b, config):
             return OrderCheck(
@@ -198,16 +236,23 @@ def check_order(
                 f"(ORDER BY {', '.join(texts)})",
                 texts,
             )
+    return _followed(spec, len(expected_rows)) if shown_only else spec.followed
+
+
+def _followed(spec: OrderSpec, shown_rows: int | None) -> OrderCheck:
+    """The check of rows in a valid order: ``ok``, or partial when a sort key is not among the result columns
+    (``shown_rows``: only the first rows of longer results were seen)."""
     notes = []
     if spec.hidden:
         notes.append(
             f"sort key {spec.hidden[0].text} is not among the result columns: order checked on "
-            f"{', '.join(k.text for k in checkable)} only"
+            f"{', '.join(k.text for k in spec.checkable)} only"
         )
-    if shown_only:
-        notes.append(f"order checked on the first {len(expected_rows)} rows")
+    if shown_rows is not None:
+        notes.append(f"order checked on the first {shown_rows} rows")
     status = ORDER_PARTIAL if spec.hidden else ORDER_OK
-    return OrderCheck(status, "; ".join(notes) or f"rows follow ORDER BY {', '.join(texts)} (ties in any order)", texts)
+    detail = "; ".join(notes) or f"rows follow ORDER BY {', '.join(spec.texts)} (ties in any order)"
+    return OrderCheck(status, detail, spec.texts)
 
 
 def _show(key: tuple) -> str:

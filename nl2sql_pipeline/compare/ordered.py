@@ -10,7 +10,6 @@ expected query is run again without its LIMIT).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.compare.matching import values_close
@@ -47,28 +46,32 @@ def with_order(
     config: CompareConfig,
     rerun: Rerun | None,
     compare_rows: CompareRows,
+    same_rows: bool = False,
 ) -> Comparison:
-    """``comparison`` with its order check (and the verdict it changes)."""
+    """``comparison`` with its order check (and the verdict it changes).
+
+    ``same_rows``: the candidate's rows are the expected rows in the same order (``identical.same_result``).
+    """
     spec = order_spec(expected_sql)
     if spec is None:
-        return replace(comparison, order=check_order(None, [], [], (), config))
+        return comparison.evolve(order=check_order(None, [], [], (), config))
     if not candidate.ok or comparison.alignment is None:
-        return replace(comparison, order=OrderCheck(ORDER_UNCHECKED, "no comparable result: order not checked"))
+        return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "no comparable result: order not checked"))
     shown_only = expected.truncated or candidate.truncated
     if comparison.match:
-        check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only)
+        check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only, same_rows)
         if check.status == ORDER_WRONG:
-            return replace(
-                comparison, match=False, rule="row_order_mismatch",
-                reason=f"same rows in a different order: {check.detail}", order=check,
+            return comparison.evolve(
+                match=False, rule="row_order_mismatch", reason=f"same rows in a different order: {check.detail}",
+                order=check,
             )
         if check.status in (ORDER_PARTIAL, ORDER_UNCHECKED) or shown_only:
-            return replace(comparison, reason=f"{comparison.reason}; {check.detail}", order=check)
-        return replace(comparison, order=check)
+            return comparison.evolve(reason=f"{comparison.reason}; {check.detail}", order=check)
+        return comparison.evolve(order=check)
     tied = _limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, compare_rows)
     if tied is not None:
         return tied
-    return replace(comparison, order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
+    return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
 
 
 def _split(rows: Sequence[Sequence[Any]], keys: list[tuple], boundary: tuple, config: CompareConfig) -> tuple[list, list]:

@@ -48,7 +48,8 @@ def credit(rows: RowMatch, width: int) -> dict[str, float]:
     return {"row_precision": round(precision, 6), "row_recall": round(recall, 6), "cell_f1": round(min(cell_f1, 1.0), 6)}
 
 
-def _all_rows_match(count: int) -> str:
+def all_rows_match(count: int) -> str:
+    """The reason of a match over ``count`` rows."""
     if count == 0:
         return "both results are empty"
     return "the only row matches" if count == 1 else f"all {count} rows match"
@@ -218,7 +219,7 @@ class ComparisonState:
                 f"{plural(aligned.rows.tolerance_matched, 'row')} equal within float tolerance "
                 f"(rel_tol={self.config.rel_tol:g}, abs_tol={self.config.abs_tol:g})"
             )
-        reason = _all_rows_match(aligned.rows.expected_count)
+        reason = all_rows_match(aligned.rows.expected_count)
         return Comparison(
             match=True,
             rule=self.rule_name(rules) or "multiset_exact",
