@@ -319,3 +319,26 @@ def test_isolated_runner_refuses_without_a_worker_and_reports_missing_databases(
     assert run_query_isolated(db, "SELEC").error_class == "syntax"
     with pytest.raises(DatabaseNotFoundError):
         run_query_isolated(tmp_path / "absent.duckdb", "SELECT 1")
+
+
+def test_a_stage_hold_acquires_each_database_once_and_gives_it_back(tmp_path, monkeypatch):
+    from nl2sql_pipeline.execution import held_sandboxes
+    from nl2sql_pipeline.execution.pool import POOL
+
+    db = tmp_path / "held.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t AS SELECT range AS x FROM range(5)")
+    con.close()
+    acquired = []
+    real_acquire = POOL._acquire
+    monkeypatch.setattr(POOL, "_acquire", lambda path, limits: acquired.append(path) or real_acquire(path, limits))
+    with held_sandboxes() as run:
+        results = [run(db, "SELECT count(*) FROM t") for _ in range(3)]
+        refused = run(db, "DROP TABLE t")
+        entry = next(e for e in POOL._entries.values() if e.sandbox.db_path == db.resolve())
+        assert entry.in_use == 1  # held for the whole block, not per query
+    assert [r.rows for r in results] == [[(5,)]] * 3 and refused.error_class == "forbidden"
+    assert acquired == [db] and entry.in_use == 0
+    with held_sandboxes() as run, pytest.raises(DatabaseNotFoundError):
+        run(tmp_path / "missing.duckdb", "SELECT 1")
+    release_sandboxes(db)

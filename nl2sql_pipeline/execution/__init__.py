@@ -9,7 +9,7 @@ database open for a batch; ``run_query_isolated`` adds a subprocess with a hard 
 
 Modules: ``limits`` (SandboxLimits), ``query_result`` (QueryResult, ERROR_CLASSES), ``statements``
 (statement check), ``error_classes`` (DuckDB exception -> class), ``scheduler`` (timer thread),
-``sandbox`` (Sandbox), ``pool`` (run_query), ``isolated`` (run_query_isolated), ``composed``
+``sandbox`` (Sandbox), ``pool`` (run_query; held_sandboxes for a stage's many queries), ``isolated`` (run_query_isolated), ``composed``
 (run_composed_query: a harness query wrapping checked untrusted queries, for in-engine comparison).
 """
 
@@ -18,7 +18,7 @@ from nl2sql_pipeline.execution.error_classes import classify_error
 from nl2sql_pipeline.execution.exceptions import SandboxError, SandboxLimitsError
 from nl2sql_pipeline.execution.isolated import IsolatedRunner, run_query_isolated
 from nl2sql_pipeline.execution.limits import SandboxLimits
-from nl2sql_pipeline.execution.pool import release_sandboxes, run_query
+from nl2sql_pipeline.execution.pool import held_sandboxes, release_sandboxes, run_query
 from nl2sql_pipeline.execution.query_result import ERROR_CLASSES, QueryResult
 from nl2sql_pipeline.execution.sandbox import Sandbox
 from nl2sql_pipeline.execution.statements import statement_check
@@ -32,6 +32,7 @@ __all__ = [
     "SandboxLimits",
     "SandboxLimitsError",
     "classify_error",
+    "held_sandboxes",
     "release_sandboxes",
     "run_composed_query",
     "run_query",

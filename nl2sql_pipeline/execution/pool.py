@@ -18,6 +18,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,6 +169,49 @@ class SandboxPool:
             self._retire(entry)
 
 
+class HeldSandboxes:
+    """One stage's hold on the pooled sandboxes it queries: each (database, limits) is acquired from the
+    pool at its first query and released when the hold ends, instead of at every query.
+
+    Every query still gets its own fresh connection; what is saved is the pool's bookkeeping per query
+    (the file's stat, the key, the lock: ~0.1 ms right after a query has filled the CPU caches). While
+    held, a database file replaced on disk is not reopened: the stage reads one version of it, as a
+    query that was running when the file was replaced does.
+    """
+
+    def __init__(self, pool: SandboxPool):
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, SandboxLimits], _Entry] = {}
+
+    def run(self, db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:
+        """``run_query``, on the held sandbox of ``db_path`` and ``limits``."""
+        checked = check_query(sql)
+        if isinstance(checked, QueryResult):
+            _require_file(Path(db_path))
+            return checked
+        return self._entry(db_path, limits).sandbox.run_statement(checked, sql)
+
+    def _entry(self, db_path: Path | str, limits: SandboxLimits) -> _Entry:
+        key = (os.fspath(db_path), limits)
+        entry = self._held.get(key)
+        if entry is not None:
+            return entry
+        acquired = self._pool._acquire(Path(db_path), limits)
+        with self._lock:
+            entry = self._held.setdefault(key, acquired)
+        if entry is not acquired:  # another thread of the stage acquired it first
+            self._pool._release(acquired)
+        return entry
+
+    def release(self) -> None:
+        """Hand every held sandbox back to the pool (it closes after ``IDLE_CLOSE_S`` without queries)."""
+        with self._lock:
+            held, self._held = self._held, {}
+        for entry in held.values():
+            self._pool._release(entry)
+
+
 def _require_file(path: Path) -> os.stat_result:
     """``path``'s stat; ``DatabaseNotFoundError`` when it does not exist."""
     try:
@@ -199,6 +244,20 @@ def run_query(db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimi
     ``SandboxError``.
     """
     return POOL.run(db_path, sql, limits)
+
+
+@contextmanager
+def held_sandboxes() -> Iterator[Callable[[Path | str, str, SandboxLimits], QueryResult]]:
+    """A ``run_query`` for one stage that holds each database's pooled sandbox until the block ends.
+
+        with held_sandboxes() as run:
+            results = [run(db_path, sql, limits) for sql in texts]
+    """
+    hold = HeldSandboxes(POOL)
+    try:
+        yield hold.run
+    finally:
+        hold.release()
 
 
 def release_sandboxes(db_path: Path | str | None = None) -> None:

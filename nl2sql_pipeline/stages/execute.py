@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits, held_sandboxes, run_query, run_query_isolated
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.progress import STAGE_EXECUTE, ProgressTracker, tracking
 from nl2sql_pipeline.records import SOURCE_PROBE, Attempt
@@ -35,13 +36,13 @@ def execute_attempts(
     gate's ``resolve_database`` locates each case's database. ``progress`` is told of every attempt and probe
     checked (failures by cause: policy_rejected, or the execution error class).
     """
-    runner: QueryRunner = run_query_isolated if isolated else run_query
+    hold: AbstractContextManager[QueryRunner] = nullcontext(run_query_isolated) if isolated else held_sandboxes()
     cases = list(cases)
     by_case: dict[str, list[Attempt]] = {}
     for attempt in attempts:
         by_case.setdefault(attempt.case_id, []).append(attempt)
     executed: list[Attempt] = []
-    with tracking(progress, STAGE_EXECUTE, "") as tracker:
+    with tracking(progress, STAGE_EXECUTE, "") as tracker, hold as runner:
         tracker.begin(sum(1 if case.is_probe else len(by_case.get(case.id, ())) for case in cases))
         for case in cases:
             if case.is_probe:

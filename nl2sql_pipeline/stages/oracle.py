@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterable
 
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.execution import SandboxLimits, run_query
+from nl2sql_pipeline.execution import SandboxLimits, held_sandboxes
 from nl2sql_pipeline.policy.gate import DatabaseResolver
 from nl2sql_pipeline.records import OracleRow
 
@@ -20,13 +20,15 @@ def run_oracle(
 ) -> list[OracleRow]:
     """Execute every expected SQL alternative of every query case in the sandbox (probes have none)."""
     rows: list[OracleRow] = []
-    for case in cases:
-        if case.is_probe:
-            continue
-        db_path = resolve_database(case.database)
-        for index, sql in enumerate(case.expected_sql):
-            result = run_query(db_path, sql, limits)
-            if not result.ok:
-                logger.warning("oracle failed for %s[%d]: %s %s", case.id, index, result.error_class, result.error_message)
-            rows.append(OracleRow(case.id, case.fingerprint, index, result))
+    with held_sandboxes() as run_query:
+        for case in cases:
+            if case.is_probe:
+                continue
+            db_path = resolve_database(case.database)
+            for index, sql in enumerate(case.expected_sql):
+                result = run_query(db_path, sql, limits)
+                if not result.ok:
+                    logger.warning("oracle failed for %s[%d]: %s %s", case.id, index, result.error_class,
+                                   result.error_message)
+                rows.append(OracleRow(case.id, case.fingerprint, index, result))
     return rows
