@@ -250,3 +250,10 @@ class PromptHasher:
 def messages_text(messages: list[Message]) -> str:
     """All message contents joined (for token estimates)."""
     return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+def messages_chars(messages: Sequence[Message]) -> int:
+    """``len(messages_text(messages))`` without joining the text (a prompt is mostly its schema)."""
+    if not messages:
+        return 0
+    return sum(len(str(m.get("content") or "")) for m in messages) + len(messages) - 1
