@@ -23,6 +23,7 @@ from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
 from nl2sql_pipeline.generation.dispatch import RunControl, dispatch
 from nl2sql_pipeline.generation.extract import extract_sql
 from nl2sql_pipeline.generation.failures import CONTENT_FILTERED, NO_SQL, NOT_READY, ProviderFailure
+from nl2sql_pipeline.generation.offline_requests import offline_request_metadata, offline_turn_metadata
 from nl2sql_pipeline.generation.prompts import (
     Message,
     PromptContext,
@@ -106,8 +107,6 @@ def plan_calls(cases: list[Case], spec: ModelSpec, context: PromptContext, sampl
 
 
 def _offline_metadata(request: CallRequest, turn: int) -> dict[str, Any]:
-    from nl2sql_pipeline.generation.offline_provider import offline_request_metadata, offline_turn_metadata
-
     case = request.case
     if turn == len(case.follow_up_context):
         return offline_request_metadata(case, request.sample_index, request.candidate_index)

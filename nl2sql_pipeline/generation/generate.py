@@ -58,6 +58,9 @@ class _ReadinessOnce:
         self._state: Readiness | None = None
 
     def __call__(self) -> Readiness:
+        state = self._state  # set once, never reset: read without the lock after the first probe
+        if state is not None:
+            return state
         with self._lock:
             if self._state is None:
                 self._state = model_readiness(self.spec)
