@@ -69,6 +69,12 @@ class _ReadinessOnce:
             return self._state
 
 
+def _log_summary(spec: ModelSpec, records: list[CandidateRecord]) -> None:
+    # the summary walks every record several times: only built when INFO is logged
+    if logger.isEnabledFor(logging.INFO):
+        logger.info("%s: %s", spec.slug, generation_summary(records))
+
+
 def generate_candidates(
     cases: list[Case],
     spec: ModelSpec,
@@ -110,7 +116,7 @@ def _generate(
         tracker.begin(len(records))
         for record in records:
             report_record(tracker, record, started=False)
-        logger.info("%s: %s", spec.slug, generation_summary(records))
+        _log_summary(spec, records)
         return records
     if spec.is_system:
         from nl2sql_pipeline.generation.systems.generate import generate_system_candidates
@@ -122,7 +128,7 @@ def _generate(
             workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
             progress=tracker,
         )
-        logger.info("%s: %s", spec.slug, generation_summary(records))
+        _log_summary(spec, records)
         return records
     if context is None:
         from nl2sql_pipeline.errors import GenerationError
@@ -146,5 +152,5 @@ def _generate(
                 for future in futures:
                     future.cancel()
                 raise
-    logger.info("%s: %s", spec.slug, generation_summary(records))
+    _log_summary(spec, records)
     return records
