@@ -14,6 +14,8 @@ from nl2sql_pipeline.generation.prompts import (
     PromptContext,
     PromptHasher,
     assistant_message,
+    messages_chars,
+    messages_text,
     prompt_hash,
 )
 from nl2sql_pipeline.generation.registry import ModelSpec
@@ -55,6 +57,20 @@ def test_prompt_hasher_gives_prompt_hash(tail):
     assert hasher.hash(messages) == hasher.hash(messages)  # the opening's state is copied, never consumed
 
 
+def test_prompt_hasher_writes_the_json_that_json_dumps_writes():
+    odd = "tab\t nul\x00 \x1f del\x7f line\u2028sep é € 😀 \"q\" \\ /"
+    for tail in ([{"role": "user", "content": odd}], [{"role": odd, "content": "x"}],
+                 [{"role": "user", "content": "Q"}, {"role": "assistant", "content": None}]):  # json.dumps fallback
+        messages = list(OPENING) + tail
+        assert PromptHasher(OPENING).hash(messages) == prompt_hash(messages)
+
+
+def test_messages_chars_is_the_length_of_messages_text():
+    tails = ([], [{"role": "user", "content": "é"}], [assistant_message(None), {"role": "user", "content": ""}])
+    for messages in ([], *(list(OPENING) + tail for tail in tails)):
+        assert messages_chars(messages) == len(messages_text(messages))
+
+
 def test_prompt_hasher_falls_back_for_messages_with_another_opening():
     hasher = PromptHasher(OPENING)
     other = [{"role": "system", "content": "another schema"}, {"role": "user", "content": "Q"}]
@@ -82,6 +98,9 @@ def test_plan_calls_renders_one_opening_per_database_and_keys_match_prompt_hash(
     for request in requests:
         messages = list(request.opening) + list(request.user_turns)
         assert request.cache_key(SPEC, messages).prompt_hash == prompt_hash(messages)
+        # the first turn's hash is computed while planning, once per case
+        assert request.cache_key(SPEC, messages, turn=0).prompt_hash == prompt_hash(messages)
+    assert requests[0].first_turn_hash is requests[1].first_turn_hash  # a and its second sample
 
 
 def test_prompt_texts_are_read_once_per_file_identity(tmp_path, monkeypatch):

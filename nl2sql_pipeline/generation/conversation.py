@@ -23,6 +23,7 @@ from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
 from nl2sql_pipeline.generation.dispatch import RunControl, dispatch
 from nl2sql_pipeline.generation.extract import extract_sql
 from nl2sql_pipeline.generation.failures import CONTENT_FILTERED, NO_SQL, NOT_READY, ProviderFailure
+from nl2sql_pipeline.generation.offline_requests import offline_request_metadata, offline_turn_metadata
 from nl2sql_pipeline.generation.prompts import (
     Message,
     PromptContext,
@@ -54,10 +55,18 @@ class CallRequest:
     opening: tuple[Message, ...]
     user_turns: tuple[Message, ...]
     hasher: PromptHasher | None = field(default=None, compare=False, repr=False)  # the opening hashed once
+    # prompt_hash of the first turn (opening + first question), shared by every sample and candidate of
+    # the case: computed once per case while planning instead of once per unit between model calls
+    first_turn_hash: str | None = field(default=None, compare=False, repr=False)
 
-    def cache_key(self, spec: ModelSpec, messages: list[Message]) -> CacheKey:
-        """The cache key of one turn: the model, the exact messages, the case, sample and candidate."""
-        digest = self.hasher.hash(messages) if self.hasher is not None else prompt_hash(messages)
+    def cache_key(self, spec: ModelSpec, messages: list[Message], *, turn: int | None = None) -> CacheKey:
+        """The cache key of one turn: the model, the exact messages, the case, sample and candidate.
+
+        ``turn=0`` says ``messages`` are the first turn's, whose hash ``first_turn_hash`` holds when set."""
+        if turn == 0 and self.first_turn_hash is not None:
+            digest = self.first_turn_hash
+        else:
+            digest = self.hasher.hash(messages) if self.hasher is not None else prompt_hash(messages)
         return CacheKey(spec.config_hash, digest, self.case.fingerprint, self.sample_index, self.candidate_index)
 
 
@@ -87,16 +96,17 @@ def plan_calls(cases: list[Case], spec: ModelSpec, context: PromptContext, sampl
             openings[case.database] = (opening, PromptHasher(opening))
         opening, hasher = openings[case.database]
         turns = tuple(user_message(template, question) for question in turn_questions(case))
+        first_turn_hash = hasher.hash((*opening, turns[0]))
         n_candidates = case.candidate_selection or spec.candidates
         for sample_index in range(samples):
             for candidate_index in range(n_candidates):
-                requests.append(CallRequest(case, sample_index, candidate_index, opening, turns, hasher))
+                requests.append(
+                    CallRequest(case, sample_index, candidate_index, opening, turns, hasher, first_turn_hash)
+                )
     return requests
 
 
 def _offline_metadata(request: CallRequest, turn: int) -> dict[str, Any]:
-    from nl2sql_pipeline.generation.offline_provider import offline_request_metadata, offline_turn_metadata
-
     case = request.case
     if turn == len(case.follow_up_context):
         return offline_request_metadata(case, request.sample_index, request.candidate_index)
@@ -220,7 +230,7 @@ def run_unit(
     all_cached = True
     for turn, question in enumerate(request.user_turns):
         messages.append(question)
-        key = request.cache_key(spec, messages)
+        key = request.cache_key(spec, messages, turn=turn)
         call = cached_call(cache, key)
         if call is None:
             all_cached = False

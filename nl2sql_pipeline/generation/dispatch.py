@@ -24,10 +24,10 @@ from nl2sql_pipeline.generation.client import call_model, warm_up
 from nl2sql_pipeline.generation.inflight import ConcurrencySlots, NoSlots, SharedSlots, SlotWaitStopped
 from nl2sql_pipeline.generation.failures import PROVIDER_ERROR, ProviderFailure, classify_exception
 from nl2sql_pipeline.generation.limiter import LimiterStopped, NoLimit, RateLimiter, SharedRateLimiter, provider_key
-from nl2sql_pipeline.generation.prompts import Message, messages_text
+from nl2sql_pipeline.generation.prompts import Message, messages_chars
 from nl2sql_pipeline.generation.records import ModelCall
 from nl2sql_pipeline.generation.registry import ModelSpec, RetryPolicy
-from nl2sql_pipeline.generation.usage import estimate_tokens
+from nl2sql_pipeline.generation.usage import tokens_for_chars
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def limiter_for(spec: ModelSpec, *, window_s: float | None = None) -> RateLimite
 def estimate_request_tokens(spec: ModelSpec, messages: list[Message]) -> int:
     """Tokens a request may use, before sending it: prompt characters / 4 plus ``max_tokens``."""
     max_tokens = spec.params.get("max_tokens")
-    return estimate_tokens(messages_text(messages)) + (int(max_tokens) if isinstance(max_tokens, int) else 0)
+    return tokens_for_chars(messages_chars(messages)) + (int(max_tokens) if isinstance(max_tokens, int) else 0)
 
 
 def retry_delay(policy: RetryPolicy, attempt: int, retry_after_s: float | None, control: RunControl) -> float | None:

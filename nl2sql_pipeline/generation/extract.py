@@ -55,10 +55,11 @@ def clean_sql(text: str | None) -> str | None:
     sql = text.strip()
     while sql.endswith(";"):
         sql = sql[:-1].rstrip()
-    without_comments = _LINE_COMMENT_RE.sub("", _BLOCK_COMMENT_RE.sub("", sql))
-    if not without_comments.strip():
-        return None
-    return sql
+    if "--" in sql or "/*" in sql:  # the comment regexes only run when there may be a comment
+        without_comments = _LINE_COMMENT_RE.sub("", _BLOCK_COMMENT_RE.sub("", sql))
+        if not without_comments.strip():
+            return None
+    return sql or None
 
 
 def _from_json(text: str) -> tuple[bool, str | None]:

@@ -58,12 +58,21 @@ class _ReadinessOnce:
         self._state: Readiness | None = None
 
     def __call__(self) -> Readiness:
+        state = self._state  # set once, never reset: read without the lock after the first probe
+        if state is not None:
+            return state
         with self._lock:
             if self._state is None:
                 self._state = model_readiness(self.spec)
                 if not self._state.ready:
                     logger.warning("model %s is not ready: %s", self.spec.slug, self._state.reason)
             return self._state
+
+
+def _log_summary(spec: ModelSpec, records: list[CandidateRecord]) -> None:
+    # the summary walks every record several times: only built when INFO is logged
+    if logger.isEnabledFor(logging.INFO):
+        logger.info("%s: %s", spec.slug, generation_summary(records))
 
 
 def generate_candidates(
@@ -107,7 +116,7 @@ def _generate(
         tracker.begin(len(records))
         for record in records:
             report_record(tracker, record, started=False)
-        logger.info("%s: %s", spec.slug, generation_summary(records))
+        _log_summary(spec, records)
         return records
     if spec.is_system:
         from nl2sql_pipeline.generation.systems.generate import generate_system_candidates
@@ -119,7 +128,7 @@ def _generate(
             workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
             progress=tracker,
         )
-        logger.info("%s: %s", spec.slug, generation_summary(records))
+        _log_summary(spec, records)
         return records
     if context is None:
         from nl2sql_pipeline.errors import GenerationError
@@ -143,5 +152,5 @@ def _generate(
                 for future in futures:
                     future.cancel()
                 raise
-    logger.info("%s: %s", spec.slug, generation_summary(records))
+    _log_summary(spec, records)
     return records

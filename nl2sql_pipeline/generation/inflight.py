@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from nl2sql_pipeline.errors import GenerationError
@@ -96,15 +96,17 @@ class SharedSlots:
         return count
 
 
+_HOLD_NOTHING = nullcontext()  # reusable; cheaper per call than a generator-based context manager
+
+
 class NoSlots:
     """The slots of a model without ``max_concurrency``: never waits (its run's own workers bound it)."""
 
     key = "none"
 
-    @contextmanager
-    def hold(self, *, stop: threading.Event | None = None) -> Iterator[None]:
+    def hold(self, *, stop: threading.Event | None = None) -> AbstractContextManager[None]:
         """Hold nothing."""
-        yield
+        return _HOLD_NOTHING
 
 
 ConcurrencySlots = SharedSlots | NoSlots

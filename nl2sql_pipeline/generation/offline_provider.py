@@ -3,7 +3,7 @@
 Offline models go through ``litellm.completion`` like any remote model, so the generate loop has one
 code path. They answer from the case itself, which reaches the provider through litellm's
 ``metadata`` keyword (litellm forwards it in ``litellm_params["metadata"]`` and never sends it to a
-remote provider): see ``offline_request_metadata``.
+remote provider): see ``offline_request_metadata`` (in ``offline_requests``, which needs no litellm).
 
 - ``nl2sql-offline/gold-echo`` answers with the case's canonical expected SQL, verbatim (an earlier
   turn of a follow-up conversation with that turn's SQL: ``offline_turn_metadata``).
@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import random
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import litellm
 from litellm import CustomLLM, ModelResponse
 from litellm.llms.custom_llm import CustomLLMError
 
-from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation.mutations import mutate
+from nl2sql_pipeline.generation.offline_requests import (  # re-exported: the provider's request protocol
+    METADATA_KEY,
+    OfflineRequest,
+    offline_request_metadata,
+    offline_turn_metadata,
+)
 from nl2sql_pipeline.generation.prompts import fenced_sql, messages_text
 from nl2sql_pipeline.generation.registry import OFFLINE_MODEL_NAMES, OFFLINE_PROVIDER
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, estimate_tokens
 
-METADATA_KEY = "nl2sql_case"
 FIELD_MUTATION = "nl2sql_mutation"
 FIELD_TOKEN_SOURCE = "nl2sql_token_source"
 DEFAULT_MUTATION_RATE = 0.5
@@ -42,47 +44,20 @@ DEFAULT_SEED = 0
 
 _register_lock = threading.Lock()
 
-
-@dataclass(frozen=True)
-class OfflineRequest:
-    """What an offline model needs to know about the case it answers."""
-
-    case_id: str
-    expected_sql: str
-    sample_index: int
-    candidate_index: int
-
-
-def offline_request_metadata(case: Case, sample_index: int, candidate_index: int) -> dict[str, Any]:
-    """The ``metadata`` to pass to ``litellm.completion`` for an offline model answering ``case``."""
-    if case.canonical_sql is None:
-        raise GenerationError(f"case {case.id}: no expected SQL for an offline model to answer with (add expected_sql)")
-    return {
-        METADATA_KEY: {
-            "case_id": case.id,
-            "expected_sql": case.canonical_sql,
-            "sample_index": sample_index,
-            "candidate_index": candidate_index,
-        }
-    }
-
-
-def offline_turn_metadata(case: Case, turn: int, sample_index: int, candidate_index: int) -> dict[str, Any]:
-    """The ``metadata`` for an offline model answering earlier turn ``turn`` (0-based) of a follow-up."""
-    try:
-        earlier = case.follow_up_context[turn]
-    except IndexError:
-        raise GenerationError(
-            f"case {case.id}: no earlier turn {turn} (it has {len(case.follow_up_context)})"
-        ) from None
-    return {
-        METADATA_KEY: {
-            "case_id": f"{case.id}#turn{turn + 1}",
-            "expected_sql": earlier.sql,
-            "sample_index": sample_index,
-            "candidate_index": candidate_index,
-        }
-    }
+__all__ = [
+    "DEFAULT_MUTATION_RATE",
+    "DEFAULT_SEED",
+    "FIELD_MUTATION",
+    "FIELD_TOKEN_SOURCE",
+    "METADATA_KEY",
+    "OfflineProvider",
+    "OfflineRequest",
+    "answer",
+    "mutant_rng",
+    "offline_request_metadata",
+    "offline_turn_metadata",
+    "register_offline_provider",
+]
 
 
 def _request_from(litellm_params: dict | None) -> OfflineRequest:

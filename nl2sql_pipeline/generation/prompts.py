@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from json.encoder import encode_basestring as _json_string  # json.dumps' own string encoder (ensure_ascii=False)
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -214,9 +215,11 @@ def prompt_hash(messages: list[Message]) -> str:
 
 
 def _message_json(message: Message) -> bytes:
-    return json.dumps(
-        {"role": message["role"], "content": message["content"]}, ensure_ascii=False, separators=(",", ":")
-    ).encode("utf-8")
+    role, content = message["role"], message["content"]
+    if type(role) is str and type(content) is str:
+        # what json.dumps writes for this dict (ensure_ascii=False, compact separators), without its encoder setup
+        return f'{{"role":{_json_string(role)},"content":{_json_string(content)}}}'.encode("utf-8")
+    return json.dumps({"role": role, "content": content}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class PromptHasher:
@@ -250,3 +253,10 @@ class PromptHasher:
 def messages_text(messages: list[Message]) -> str:
     """All message contents joined (for token estimates)."""
     return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+def messages_chars(messages: Sequence[Message]) -> int:
+    """``len(messages_text(messages))`` without joining the text (a prompt is mostly its schema)."""
+    if not messages:
+        return 0
+    return sum(len(str(m.get("content") or "")) for m in messages) + len(messages) - 1

@@ -25,7 +25,12 @@ CHARS_PER_TOKEN = 4
 
 def estimate_tokens(text: str) -> int:
     """Estimated token count of ``text``: ceil(chars / 4), at least 1 for non-empty text."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    """Estimated token count of a text of ``chars`` characters: ceil(chars / 4)."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)
