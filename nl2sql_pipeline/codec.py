@@ -22,7 +22,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -32,6 +32,9 @@ from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.metrics import METRICS
 from nl2sql_pipeline.records import SOURCE_MODEL, Attempt, OracleRow, RunScores, VariantOracleRow, Verdict
 from nl2sql_pipeline.results_codec import ResultsCodecError, decode_rows, encode_rows
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.compare.structure import ClauseItems
 
 RESULT_FIELDS: tuple[str, ...] = (
     "ok",
@@ -62,7 +65,9 @@ GOLD_COLUMNS: tuple[str, ...] = (
     "case_json",
 )
 CANDIDATE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CandidateRecord))
-ORACLE_COLUMNS: tuple[str, ...] = ("case_id", "case_fingerprint", "alternative_index", "row_count", *RESULT_COLUMNS)
+ORACLE_COLUMNS: tuple[str, ...] = (
+    "case_id", "case_fingerprint", "alternative_index", "row_count", *RESULT_COLUMNS, "clause_items",
+)
 VARIANT_COLUMNS: tuple[str, ...] = (
     "case_id", "case_fingerprint", "variant_index", "alternative_index", "variant_path", "row_count", *RESULT_COLUMNS,
 )
@@ -289,6 +294,7 @@ def oracle_rows_to_frame(rows: Iterable[OracleRow], **constants: Any) -> pd.Data
             "alternative_index": row.alternative_index,
             "row_count": len(row.result.rows),
             **_result_columns(row.result),
+            "clause_items": row.clause_items.to_json() if row.clause_items is not None else None,
             **constants,
         }
         for row in rows
@@ -300,9 +306,19 @@ def oracle_rows_from_frame(frame: pd.DataFrame) -> list[OracleRow]:
     """The oracle rows of an ``oracle_results`` frame, each result decoded once."""
     columns = _columns(frame, ("case_id", "case_fingerprint", "alternative_index", *RESULT_COLUMNS[:4]))
     return [
-        OracleRow(str(row["case_id"]), str(row["case_fingerprint"]), int(row["alternative_index"]), _result_of(row))
+        OracleRow(str(row["case_id"]), str(row["case_fingerprint"]), int(row["alternative_index"]), _result_of(row),
+                  _clause_items(row.get("clause_items")))
         for row in _rows(columns, len(frame))
     ]
+
+
+def _clause_items(text: Any) -> ClauseItems | None:
+    """Stored clause items (None when absent, as in oracle frames stored before they were, or of another version)."""
+    if text is None:
+        return None
+    from nl2sql_pipeline.compare.structure import ClauseItems  # sqlglot: only for a frame that has items
+
+    return ClauseItems.from_json(str(text))
 
 
 def variant_rows_to_frame(rows: Iterable[VariantOracleRow], **constants: Any) -> pd.DataFrame:

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.metrics import METRICS, RATE_DIMENSIONS
+
+if TYPE_CHECKING:  # the comparator (sqlglot) is imported only where clause items are made or read
+    from nl2sql_pipeline.compare.structure import ClauseItems
 
 SOURCE_MODEL = "model"
 SOURCE_PROBE = "probe"
@@ -78,12 +81,18 @@ def attempts_from_candidates(records: Iterable[CandidateRecord]) -> list[Attempt
 
 @dataclass(frozen=True, slots=True)
 class OracleRow:
-    """The sandbox result of one acceptable expected SQL (``alternative_index``) of one query case."""
+    """The sandbox result of one acceptable expected SQL (``alternative_index``) of one query case.
+
+    ``clause_items``: the clause items of the case's canonical SQL (alternative 0 only), made once per gold
+    version with the oracle so that judging a miss parses only the candidate (None: not stored, or the
+    SQL does not parse; the judge then works them out itself).
+    """
 
     case_id: str
     case_fingerprint: str
     alternative_index: int
     result: QueryResult
+    clause_items: ClauseItems | None = None
 
 
 @dataclass(frozen=True, slots=True)

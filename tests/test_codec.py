@@ -155,3 +155,20 @@ def test_a_frame_without_the_needed_columns_is_a_codec_error():
     with pytest.raises(codec.FrameCodecError, match="case_id"):
         codec.attempts_from_frame(pd.DataFrame({"sql": ["SELECT 1"]}))
     assert codec.attempts_from_frame(pd.DataFrame()) == []
+
+
+def test_oracle_rows_carry_the_canonical_clause_items_and_ignore_other_versions():
+    from nl2sql_pipeline.compare import structure
+
+    items = structure.parse_clauses("select a, count(*) from t where b > 1 group by a order by a limit 3")
+    result = QueryResult(ok=True, columns=["a"], column_types=["INTEGER"], rows=[(1,)], truncated=False,
+                         error_class=None, error_message=None, elapsed_ms=1.0)
+    rows = [OracleRow("c1", "f1", 0, result, items), OracleRow("c1", "f1", 1, result)]
+    frame = codec.oracle_rows_to_frame(rows)
+    back = codec.oracle_rows_from_frame(frame)
+    assert back[0].clause_items == items and back[1].clause_items is None
+    stale = json.loads(frame.loc[0, "clause_items"]) | {"version": structure.CLAUSE_ITEMS_VERSION + 1}
+    frame.loc[0, "clause_items"] = json.dumps(stale)
+    assert codec.oracle_rows_from_frame(frame)[0].clause_items is None  # made by another version: worked out again
+    older = codec.oracle_rows_to_frame(rows).drop(columns=["clause_items"])  # stored before the column existed
+    assert [row.clause_items for row in codec.oracle_rows_from_frame(older)] == [None, None]

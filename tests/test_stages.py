@@ -149,3 +149,28 @@ def test_the_stages_give_the_same_verdicts_through_the_frame_codec(db, tmp_path)
     assert [v.outcome for v in stored] == [v.outcome for v in in_memory] == [
         outcomes.CORRECT, outcomes.POLICY_REJECTED, outcomes.GENERATION_ERROR, outcomes.CORRECT, outcomes.PROBE_REJECTED]
     assert codec.verdicts_from_frame(through_parquet(codec.verdicts_to_frame(stored), "verdicts")) == stored
+
+
+def test_a_miss_reads_the_canonical_clause_items_the_oracle_stored(db, monkeypatch):
+    import importlib
+
+    from nl2sql_pipeline.compare import structure
+
+    judge_module = importlib.import_module("nl2sql_pipeline.stages.judge")  # the package exports the function
+
+    gold = "SELECT format, COUNT(*) AS n FROM anime GROUP BY format ORDER BY format"
+    cases = [_case("miss", gold)]
+    resolve = lambda _name: db  # noqa: E731
+    oracle = run_oracle(cases, resolve)
+    assert oracle[0].clause_items == structure.parse_clauses(gold)
+    stored = codec.oracle_rows_from_frame(codec.oracle_rows_to_frame(oracle))
+    parsed = []
+    monkeypatch.setattr(judge_module, "parse_clauses", lambda sql: parsed.append(sql) or structure.parse_clauses(sql))
+    candidate = "SELECT format, COUNT(*) AS n FROM anime WHERE anime_id > 1 GROUP BY format ORDER BY format"
+    attempts = execute_attempts(cases, attempts_from_candidates(_candidates([("miss", 0, 0, candidate, None)])),
+                                PolicyGate(resolve))
+    verdict = judge(cases, stored, attempts)[0]
+    assert verdict.outcome == outcomes.WRONG_RESULT and parsed == [candidate]  # the gold's items were not parsed again
+    assert verdict.clause_scores["where"] == 0.0 and verdict.clause_scores["group_by"] == 1.0
+    without = [replace(row, clause_items=None) for row in oracle]  # an oracle stored before the items were
+    assert judge(cases, without, attempts)[0] == verdict and parsed[1:] == [gold, candidate]

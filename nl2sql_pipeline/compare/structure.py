@@ -11,6 +11,7 @@ These numbers describe structure, never correctness: two very different queries 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,6 +24,10 @@ from nl2sql_pipeline import sql_ast
 
 CLAUSES: tuple[str, ...] = ("select", "from_join", "where", "group_by", "having", "order_by", "limit")
 
+CLAUSE_ITEMS_VERSION = 1
+"""Bump when ``parse_clauses`` would make other items of the same SQL: stored items of another version
+are ignored (``ClauseItems.from_json``) and worked out again."""
+
 
 @dataclass(frozen=True)
 class ClauseItems:
@@ -32,6 +37,29 @@ class ClauseItems:
     distinct: bool
     aggregates: frozenset[str]
     join_kinds: frozenset[str]
+
+    def to_json(self) -> str:
+        """The items as JSON (sorted, stamped with ``CLAUSE_ITEMS_VERSION``), for the oracle's stored rows."""
+        return json.dumps({
+            "version": CLAUSE_ITEMS_VERSION,
+            "items": {clause: sorted(self.items[clause]) for clause in CLAUSES},
+            "distinct": self.distinct,
+            "aggregates": sorted(self.aggregates),
+            "join_kinds": sorted(self.join_kinds),
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ClauseItems | None:
+        """Items stored by ``to_json``; None when they were made by another version of ``parse_clauses``."""
+        data = json.loads(text)
+        if data.get("version") != CLAUSE_ITEMS_VERSION:
+            return None
+        return cls(
+            items={clause: frozenset(data["items"][clause]) for clause in CLAUSES},
+            distinct=bool(data["distinct"]),
+            aggregates=frozenset(data["aggregates"]),
+            join_kinds=frozenset(data["join_kinds"]),
+        )
 
 
 @lru_cache(maxsize=4096)

@@ -18,7 +18,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, Comparison
 from nl2sql_pipeline.compare.diagnosis import diagnose
 from nl2sql_pipeline.compare.model import grade
-from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
+from nl2sql_pipeline.compare.structure import ClauseItems, clause_scores, parse_clauses
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
@@ -76,9 +76,10 @@ def judge(
             rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
             oracle_results = [r.result for r in rows]
             whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
+            expected_items = rows[0].clause_items if rows and rows[0].alternative_index == 0 else None
             for sample in sorted(samples):
                 group = sorted(samples[sample], key=lambda a: a.candidate_index)
-                verdict = judge_sample(case, sample, oracle_results, group, config, whole)
+                verdict = judge_sample(case, sample, oracle_results, group, config, whole, expected_items)
                 if suite is not None:
                     verdict = replace(verdict, **suite.verdict_fields(case, verdict, config))
                 verdicts.append(_told(tracker, verdict))
@@ -136,8 +137,12 @@ def judge_sample(
     group: Sequence[Attempt],
     config: CompareConfig,
     whole: WholeResults | None = None,
+    expected_items: ClauseItems | None = None,
 ) -> Verdict:
-    """The verdict of one sample of a query case from its candidates (ordered by candidate index)."""
+    """The verdict of one sample of a query case from its candidates (ordered by candidate index).
+
+    ``expected_items``: the canonical SQL's clause items when the oracle stored them (else parsed here).
+    """
     selected_pos = select_candidate(group, config, whole) if len(group) > 1 else 0
     selected = group[selected_pos]
     decision = decide(OutcomeInput(selected, oracle_results, config, whole))
@@ -176,20 +181,25 @@ def judge_sample(
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
         **system_answer_fields(selected, oracle_results, config),
-        **explain(case, selected.sql, comparison, decision.outcome, config),
+        **explain(case, selected.sql, comparison, decision.outcome, config, expected_items),
     )
 
 
 def explain(
-    case: Case, candidate_sql: str | None, comparison: Comparison | None, outcome: str, config: CompareConfig
+    case: Case, candidate_sql: str | None, comparison: Comparison | None, outcome: str, config: CompareConfig,
+    expected_items: ClauseItems | None = None,
 ) -> dict[str, Any]:
-    """The grade, order check, exact row counts, partial credit, clause scores and diagnosis of one verdict."""
+    """The grade, order check, exact row counts, partial credit, clause scores and diagnosis of one verdict.
+
+    ``expected_items``: the canonical SQL's clause items if already known (the oracle stores them).
+    """
     if outcome in outcomes.NOT_SCORED:
         return {}
     case_grade = grade(comparison, config) if outcome == outcomes.CORRECT or comparison is not None else "fail"
     scores, findings = None, []
     if case_grade != "pass":  # structure and diagnosis explain what is not a Pass (a Pass needs no explaining)
-        expected_items = parse_clauses(case.canonical_sql) if case.canonical_sql else None
+        if expected_items is None and case.canonical_sql:
+            expected_items = parse_clauses(case.canonical_sql)
         candidate_items = parse_clauses(candidate_sql) if candidate_sql else None
         scores = clause_scores(expected_items, candidate_items)
         findings = diagnose(comparison, expected_items, candidate_items)

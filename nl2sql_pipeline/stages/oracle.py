@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from sqlglot.errors import SqlglotError
+
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.compare.structure import ClauseItems, parse_clauses
 from nl2sql_pipeline.execution import SandboxLimits, held_sandboxes
 from nl2sql_pipeline.policy.gate import DatabaseResolver
 from nl2sql_pipeline.records import OracleRow
@@ -18,7 +21,10 @@ def run_oracle(
     resolve_database: DatabaseResolver,
     limits: SandboxLimits = SandboxLimits(),
 ) -> list[OracleRow]:
-    """Execute every expected SQL alternative of every query case in the sandbox (probes have none)."""
+    """Execute every expected SQL alternative of every query case in the sandbox (probes have none).
+
+    The canonical SQL's row also carries its clause items, which every model's judge reads for a miss.
+    """
     rows: list[OracleRow] = []
     with held_sandboxes() as run_query:
         for case in cases:
@@ -30,5 +36,14 @@ def run_oracle(
                 if not result.ok:
                     logger.warning("oracle failed for %s[%d]: %s %s", case.id, index, result.error_class,
                                    result.error_message)
-                rows.append(OracleRow(case.id, case.fingerprint, index, result))
+                items = _clause_items(sql) if index == 0 else None
+                rows.append(OracleRow(case.id, case.fingerprint, index, result, items))
     return rows
+
+
+def _clause_items(sql: str) -> ClauseItems | None:
+    """The clause items of an expected SQL (None when sqlglot cannot read it: the judge says so itself)."""
+    try:
+        return parse_clauses(sql)
+    except SqlglotError:
+        return None
