@@ -19,6 +19,7 @@ from nl2sql_pipeline.generation.prompts import Message, messages_text
 from nl2sql_pipeline.generation.records import ModelCall
 from nl2sql_pipeline.generation.registry import ModelSpec
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, call_cost, usage_from_response
+from nl2sql_pipeline.heap import settle_long_lived
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +140,8 @@ def call_model(spec: ModelSpec, messages: list[Message], *, metadata: dict[str, 
     started = time.perf_counter()
     response = litellm.completion(model=spec.model, messages=messages, **kwargs)
     latency_ms = (time.perf_counter() - started) * 1000.0
+    if cold_start:  # litellm has imported its provider modules: the process's long-lived objects are in place
+        settle_long_lived("first model call")
     reply = _reply_text(response)
     annotations = _provider_fields(response) if spec.is_offline else {}  # our provider's own annotations
     tokens = usage_from_response(
