@@ -3,13 +3,15 @@
 An evaluation process holds ~500,000 long-lived objects: the modules it imported (dagster, pandas,
 pyarrow, litellm, which imports its provider modules on the first call). CPython's full (generation 2)
 collection walks all of them every time it runs, ~50-450 ms each on this project's machine, several
-times per model run, and finds nothing to free there. ``settle_long_lived`` moves every object alive at
-that moment into the permanent generation (``gc.freeze``), which collections skip, in O(1); what is
-made later is collected as before.
+times per model run, and finds nothing to free there. ``settle_long_lived`` collects once, then moves
+every object still alive into the permanent generation (``gc.freeze``, as the ``gc`` documentation
+suggests for long-lived processes), which later collections skip; what is made afterwards is collected
+as before, and reference counting still frees frozen objects that fall out of use (only a frozen
+object that later becomes part of an unreachable cycle stays until exit).
 
-Call it where the process's long-lived objects are in place; each call freezes what is alive then, so
-garbage cycles alive at that moment are never freed: call it a bounded number of times (the generation
-client calls it once, after the first model call of the process).
+Call it where the process's long-lived objects are in place, a bounded number of times: the generation
+client calls it once per process, after its first model call (one full collection then, instead of
+several during the run).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def settle_long_lived(reason: str) -> bool:
             return False
         _settled.add(reason)
     before = gc.get_freeze_count()
+    gc.collect()  # garbage alive now would otherwise be frozen for good
     gc.freeze()
     logger.debug("froze %d long-lived objects (%s)", gc.get_freeze_count() - before, reason)
     return True
