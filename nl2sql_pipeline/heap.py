@@ -9,8 +9,8 @@ suggests for long-lived processes), which later collections skip; what is made a
 as before, and reference counting still frees frozen objects that fall out of use (only a frozen
 object that later becomes part of an unreachable cycle stays until exit).
 
-Call it where the process's long-lived objects are in place, a bounded number of times: the generation
-client calls it once per process, after its first model call (one full collection then, instead of
+It acts once per process, whoever calls it: the generation client calls it after each provider's first
+model call, when the process's long-lived objects are in place (one full collection then, instead of
 several during the run).
 """
 
@@ -23,17 +23,18 @@ import threading
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_settled: set[str] = set()
+_settled = False
 
 
-def settle_long_lived(reason: str) -> bool:
-    """Freeze the objects alive now, once per ``reason`` and process; True when this call froze them."""
+def settle_long_lived() -> bool:
+    """Freeze the objects alive now, once per process; True when this call froze them."""
+    global _settled
     with _lock:
-        if reason in _settled:
+        if _settled:
             return False
-        _settled.add(reason)
+        _settled = True
     before = gc.get_freeze_count()
     gc.collect()  # garbage alive now would otherwise be frozen for good
     gc.freeze()
-    logger.debug("froze %d long-lived objects (%s)", gc.get_freeze_count() - before, reason)
+    logger.debug("froze %d long-lived objects", gc.get_freeze_count() - before)
     return True

@@ -72,7 +72,7 @@ def _breakdown(scored: Sequence[Verdict], dimension: str) -> dict[str, dict[str,
             "semantic_correctness_rate": _rate(correct, count),
             "sql_execution_success_rate": _rate(executed, count),
         }
-        for key, (count, correct, executed) in ((key, tallies[key]) for key in sorted(tallies))
+        for key, (count, correct, executed) in sorted(tallies.items())
     }
 
 

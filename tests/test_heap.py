@@ -1,4 +1,4 @@
-"""The process's long-lived objects are frozen once per reason, after a collection."""
+"""The process's long-lived objects are frozen once per process, after a collection."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import gc
 from nl2sql_pipeline import heap
 
 
-def test_settling_collects_then_freezes_once_per_reason(monkeypatch):
+def test_settling_collects_then_freezes_once_per_process(monkeypatch):
     calls = []
-    monkeypatch.setattr(heap, "_settled", set())
+    monkeypatch.setattr(heap, "_settled", False)
     monkeypatch.setattr(heap.gc, "collect", lambda *a: calls.append("collect") or 0)
     monkeypatch.setattr(heap.gc, "freeze", lambda: calls.append("freeze"))
-    assert heap.settle_long_lived("test") is True
-    assert heap.settle_long_lived("test") is False
+    assert heap.settle_long_lived() is True
+    assert heap.settle_long_lived() is False
     assert calls == ["collect", "freeze"]
 
 

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 from nl2sql_pipeline.execution.exceptions import SandboxConflictError
@@ -61,9 +63,8 @@ class SandboxPool:
 
         SQL refused by the statement check never opens the database (but a missing file still raises).
         """
-        checked = check_query(sql)
+        checked = _checked(db_path, sql)
         if isinstance(checked, QueryResult):
-            _require_file(Path(db_path))
             return checked
         entry = self._acquire(Path(db_path), limits)
         try:
@@ -186,9 +187,8 @@ class HeldSandboxes:
 
     def run(self, db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:
         """``run_query``, on the held sandbox of ``db_path`` and ``limits``."""
-        checked = check_query(sql)
+        checked = _checked(db_path, sql)
         if isinstance(checked, QueryResult):
-            _require_file(Path(db_path))
             return checked
         return self._entry(db_path, limits).sandbox.run_statement(checked, sql)
 
@@ -210,6 +210,14 @@ class HeldSandboxes:
             held, self._held = self._held, {}
         for entry in held.values():
             self._pool._release(entry)
+
+
+def _checked(db_path: Path | str, sql: str) -> duckdb.Statement | QueryResult:
+    """The statement to run, or the result that refuses ``sql`` (a missing database still raises)."""
+    checked = check_query(sql)
+    if isinstance(checked, QueryResult):
+        _require_file(Path(db_path))
+    return checked
 
 
 def _require_file(path: Path) -> os.stat_result:

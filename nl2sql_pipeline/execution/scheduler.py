@@ -100,19 +100,24 @@ class Scheduler:
                     if self._stopping:
                         return
                     now = time.monotonic()
-                    # cancelled tickets at the front go now; the rest wait for their deadline
-                    while self._heap and (self._heap[0][2].cancelled or self._heap[0][0] <= now):
-                        _, _, ticket = heapq.heappop(self._heap)
-                        if not ticket.cancelled:
-                            break
-                    else:
-                        ticket = None
+                    ticket = self._pop_due(now)
                     if ticket is not None:
                         break
                     self._wake_at = self._heap[0][0] if self._heap else float("inf")
-                    self._cond.wait(None if not self._heap else self._wake_at - now)
+                    self._cond.wait(self._wake_at - now if self._heap else None)
                     self._wake_at = float("-inf")  # awake: a push needs no notify until the next wait
             self._fire(ticket)
+
+    def _pop_due(self, now: float) -> Ticket | None:
+        """Drop the cancelled tickets at the front of the heap; the first live one if it is due, else None."""
+        while self._heap:
+            deadline, _, ticket = self._heap[0]
+            if not ticket.cancelled and deadline > now:
+                return None
+            heapq.heappop(self._heap)
+            if not ticket.cancelled:
+                return ticket
+        return None
 
     def _fire(self, ticket: Ticket) -> None:
         with ticket.lock:

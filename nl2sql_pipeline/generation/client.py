@@ -141,7 +141,7 @@ def call_model(spec: ModelSpec, messages: list[Message], *, metadata: dict[str, 
     response = litellm.completion(model=spec.model, messages=messages, **kwargs)
     latency_ms = (time.perf_counter() - started) * 1000.0
     if cold_start:  # litellm has imported its provider modules: the process's long-lived objects are in place
-        settle_long_lived("first model call")
+        settle_long_lived()
     reply = _reply_text(response)
     annotations = _provider_fields(response) if spec.is_offline else {}  # our provider's own annotations
     tokens = usage_from_response(

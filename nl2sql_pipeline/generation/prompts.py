@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from json.encoder import encode_basestring as _json_string  # json.dumps' own string encoder (ensure_ascii=False)
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _json_string  # json.dumps' own string encoder (ensure_ascii=False)
 from pathlib import Path
 from string import Template
 from typing import Mapping, Sequence

@@ -49,7 +49,7 @@ def execute_attempts(
         id(attempt): gate.check(case, attempt.sql)
         for case in cases if not case.is_probe
         for attempt in by_case.get(case.id, ())
-        if attempt.sql is not None and attempt.generation_error_class is None
+        if _has_sql(attempt)
     }
     executed: list[Attempt] = []
     with tracking(progress, STAGE_EXECUTE, "") as tracker, hold as runner:
@@ -65,6 +65,11 @@ def execute_attempts(
                 executed.append(done)
                 tracker.unit_finished(failure=_execution_failure(done))
     return executed
+
+
+def _has_sql(attempt: Attempt) -> bool:
+    """Whether the attempt has SQL for the gate and the sandbox (not none, not from a failed generation)."""
+    return attempt.sql is not None and attempt.generation_error_class is None
 
 
 def _execution_failure(attempt: Attempt) -> str | None:
@@ -111,7 +116,7 @@ def execute_attempt(
 
     ``decision`` is the gate's decision on the attempt's SQL when the caller already asked for it.
     """
-    if attempt.sql is None or attempt.generation_error_class is not None:
+    if not _has_sql(attempt):
         return replace(attempt, policy_name=gate.policy_name_for(case))
     if decision is None:
         decision = gate.check(case, attempt.sql)
