@@ -70,7 +70,12 @@ def test_killed_run_resumes_without_asking_again(tmp_path):
                 assert worker.poll() is None, "the worker ended before it was killed"
                 time.sleep(0.02)
             assert _cache_entries(cache_root) == ANSWERED_BEFORE_KILL
+            # the worker's other threads send their next calls as the answers come in: wait for one to arrive
+            # (a call can reach the server a moment after the last answer was cached)
+            while server.hits <= ANSWERED_BEFORE_KILL and time.monotonic() < deadline:
+                time.sleep(0.02)
             assert server.hits > ANSWERED_BEFORE_KILL  # more calls were in flight when it died
+            assert _cache_entries(cache_root) == ANSWERED_BEFORE_KILL
         finally:
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=10)
