@@ -6,7 +6,7 @@ import pandas as pd
 from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_model_partitions
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.codec import run_scores_from_frame
+from nl2sql_pipeline.results.frames import run_scores_from_frame
 from nl2sql_pipeline.runs import RunVersions, not_comparable_reason, record_run
 
 

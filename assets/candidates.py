@@ -11,7 +11,7 @@ from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from nl2sql_pipeline.generation.registry import get_model
 from nl2sql_pipeline.gold.registry import case_databases
-from nl2sql_pipeline.codec import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
+from nl2sql_pipeline.results.frames import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
 from nl2sql_pipeline.progress import STAGE_EXECUTE, STAGE_GENERATE
 from resources.pools import GENERATION_POOL, hold_pool_slot, pool_limits, provider_pool
 from resources.settings import EvalSettings
@@ -36,7 +36,7 @@ class GenerationRunConfig(dg.Config):
     "limits by slots and a limiter shared by every run on the machine.",
 )
 def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig, gold_set: pd.DataFrame) -> dg.Output:
-    from nl2sql_pipeline.candidates import generate_for_gold_set
+    from nl2sql_pipeline.generation.candidates import generate_for_gold_set
 
     refuse_if_partition_busy(context)  # one evaluation of a gold x model partition at a time
     gold, model = gold_and_model(context)
@@ -67,7 +67,7 @@ def candidate_results(
     candidate_sql: pd.DataFrame,
 ) -> dg.Output:
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.records import attempts_from_candidates
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.stages import execute_attempts
 
     cases = cases_from_frame(gold_set)

@@ -10,7 +10,7 @@ from assets.automation import CODE_VERSIONS, PREPARE, PREPARED
 from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold.registry import case_databases
-from nl2sql_pipeline.codec import cases_from_frame, cases_to_frame, oracle_rows_to_frame
+from nl2sql_pipeline.results.frames import cases_from_frame, cases_to_frame, oracle_rows_to_frame
 from nl2sql_pipeline.report import markdown_table
 from resources.settings import EvalSettings
 
@@ -96,8 +96,8 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
     "NULLs, boundary values) and the gold's results on them: test-suite accuracy, once per gold version.",
 )
 def database_variants(context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.Output:
-    from nl2sql_pipeline.codec import variant_rows_to_frame
-    from nl2sql_pipeline.stages.test_suite import build_suites, run_variant_oracle
+    from nl2sql_pipeline.results.frames import variant_rows_to_frame
+    from nl2sql_pipeline.stages.variant_suite import build_suites, run_variant_oracle
 
     cases = cases_from_frame(gold_set)
     count = eval_settings.test_suite_variants

@@ -5,7 +5,7 @@ import pandas as pd
 
 from assets.automation import CODE_VERSIONS
 from assets.scores import run_scores
-from nl2sql_pipeline.leaderboard import build_leaderboard, stored_runs
+from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.report import markdown_table
 
 

@@ -7,11 +7,11 @@ import pandas as pd
 
 from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_and_model, gold_model_partitions
-from nl2sql_pipeline.codec import cases_from_frame, model_config_hash_of, run_scores_to_frame, verdicts_from_frame
+from nl2sql_pipeline.results.frames import cases_from_frame, model_config_hash_of, run_scores_to_frame, verdicts_from_frame
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.scoring.run_scores import score_run
 from resources.settings import EvalSettings
 
 

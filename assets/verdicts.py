@@ -9,7 +9,7 @@ from assets.metadata import verdicts_table
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from nl2sql_pipeline.cases import gold_fingerprint
-from nl2sql_pipeline.codec import (
+from nl2sql_pipeline.results.frames import (
     attempts_from_frame,
     cases_from_frame,
     oracle_rows_from_frame,
@@ -65,7 +65,7 @@ def case_verdicts(
 
 def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: EvalSettings):
     """The run's variant suite (None with test_suite_variants 0); a Failure when the stored variants do not fit."""
-    from nl2sql_pipeline.stages.test_suite import StoredVariantsError, stored_suite
+    from nl2sql_pipeline.stages.variant_suite import StoredVariantsError, stored_suite
 
     fix = (f"re-materialize database_variants of {gold} with test_suite_variants={settings.test_suite_variants} "
            "(nl2sql-eval run does it)")

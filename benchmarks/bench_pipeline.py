@@ -31,7 +31,7 @@ TARGET_MS_PER_CASE = 1.3
 def clear_process_memos() -> None:
     """Forget what earlier stages parsed, decided or read (parse caches, policy decisions, the model
     registry, prompt texts, also those stored on disk): a cold model run."""
-    from nl2sql_pipeline import sql_ast
+    from nl2sql_pipeline.sql import parse as sql_ast
     from nl2sql_pipeline.compare.structure import parse_clauses
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
     from nl2sql_pipeline.generation.registry import clear_registry_memo
@@ -74,12 +74,12 @@ def measure_core(cold: bool = False) -> dict:
     dispatch.call_model = timed_call_model
 
     # ---- the stage calls (the core functions the assets call) -------------------------------------
-    from nl2sql_pipeline.candidates import generate_for_gold_set
+    from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.preflight import run_preflight
-    from nl2sql_pipeline.records import attempts_from_candidates
-    from nl2sql_pipeline.scoring import score_run
+    from nl2sql_pipeline.gold.preflight import run_preflight
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
+    from nl2sql_pipeline.scoring.run_scores import score_run
     from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
     t = time.perf_counter()

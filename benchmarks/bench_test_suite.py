@@ -28,10 +28,10 @@ from nl2sql_pipeline.compare import CompareConfig  # noqa: E402
 from nl2sql_pipeline.execution import SandboxLimits, run_query  # noqa: E402
 from nl2sql_pipeline.generation.offline_provider import OfflineRequest, answer  # noqa: E402
 from nl2sql_pipeline.gold.registry import case_databases, load_gold_set  # noqa: E402
-from nl2sql_pipeline.records import SOURCE_MODEL, Attempt  # noqa: E402
+from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt  # noqa: E402
 from nl2sql_pipeline.sample_db import ensure_database  # noqa: E402
 from nl2sql_pipeline.stages import judge, run_oracle  # noqa: E402
-from nl2sql_pipeline.stages.test_suite import VariantSuite, build_suites, run_variant_oracle  # noqa: E402
+from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, run_variant_oracle  # noqa: E402
 
 LIMITS = SandboxLimits(timeout_s=30)
 MUTANT_PARAMS = {"mutation_rate": 1.0, "seed": 7}

@@ -29,16 +29,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["NL2SQL_HOME"] = tempfile.mkdtemp(prefix="nl2sql-cpu-")
 
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.candidates import generate_for_gold_set
+    from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.execution import sandbox
     from nl2sql_pipeline.generation import dispatch
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.preflight import run_preflight
-    from nl2sql_pipeline.records import attempts_from_candidates
+    from nl2sql_pipeline.gold.preflight import run_preflight
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
-    from nl2sql_pipeline.scoring import score_run
+    from nl2sql_pipeline.scoring.run_scores import score_run
     from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
     ensure_database(DATABASE_NAME)

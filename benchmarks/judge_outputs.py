@@ -32,10 +32,10 @@ MODELS = ("gold-echo", "sql-mutant")
 def capture(path: Path) -> None:
     """Run the stages up to judging in this process and pickle their outputs to ``path``."""
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.candidates import generate_for_gold_set
+    from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.records import attempts_from_candidates
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
     from nl2sql_pipeline.stages import execute_attempts, run_oracle
 
@@ -51,7 +51,7 @@ def capture(path: Path) -> None:
 
 def dump(inputs: Path, out: Path) -> None:
     """Judge and score the pickled runs with the ``nl2sql_pipeline`` on ``PYTHONPATH``; write the outputs."""
-    from nl2sql_pipeline.scoring import score_run
+    from nl2sql_pipeline.scoring.run_scores import score_run
     from nl2sql_pipeline.stages import judge
 
     data = pickle.loads(inputs.read_bytes())

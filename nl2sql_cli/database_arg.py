@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
-from nl2sql_pipeline.databases import NotADatabaseFileError, require_database
+from nl2sql_pipeline.databases.resolve import NotADatabaseFileError, require_database
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 
 

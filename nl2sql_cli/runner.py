@@ -25,7 +25,7 @@ from resources.pools import sync_pool_limits
 from assets.checks import PREFLIGHT_CHECK
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
-from nl2sql_pipeline.codec import run_scores_from_frame
+from nl2sql_pipeline.results.frames import run_scores_from_frame
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline import paths

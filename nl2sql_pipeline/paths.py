@@ -42,7 +42,7 @@ def databases_dir() -> Path:
 def database_path(name: str) -> Path:
     """The DuckDB file of the sample database called ``name`` (it may not exist yet).
 
-    A ``--database`` argument (a name or a path) is resolved by ``nl2sql_pipeline.databases.resolve_database``.
+    A ``--database`` argument (a name or a path) is resolved by ``nl2sql_pipeline.databases.resolve.resolve_database``.
     """
     return databases_dir() / f"{name}.duckdb"
 

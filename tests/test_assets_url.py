@@ -7,7 +7,7 @@ import pandas as pd
 from upath import UPath
 
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.run_results import scores_path
+from nl2sql_pipeline.results.read import scores_path
 from resources.io_manager import ParquetIOManager, read_parquet
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nl2sql_cli import main as cli
-from nl2sql_pipeline.run_results import recorded_runs
+from nl2sql_pipeline.results.read import recorded_runs
 
 MODELS = ["--model", "gold-echo", "--model", "sql-mutant"]
 
@@ -152,7 +152,7 @@ def test_export_files_and_duckdb_views(evaluated, tmp_path, capsys):
 
 
 def test_export_without_stored_runs_is_a_clear_error(isolated_home):
-    from nl2sql_pipeline.exports import NothingToExportError, export_results, write_duckdb_views
+    from nl2sql_pipeline.results.exports import NothingToExportError, export_results, write_duckdb_views
 
     with pytest.raises(NothingToExportError, match="run `nl2sql-eval run` first"):
         export_results(isolated_home / "out")
@@ -163,8 +163,8 @@ def test_export_without_stored_runs_is_a_clear_error(isolated_home):
 def test_verdicts_without_scores_are_left_out_of_the_leaderboard(evaluated):
     import shutil
 
-    from nl2sql_pipeline.leaderboard import stored_runs
-    from nl2sql_pipeline.run_results import verdicts_path
+    from nl2sql_pipeline.results.leaderboard import stored_runs
+    from nl2sql_pipeline.results.read import verdicts_path
 
     orphan = verdicts_path("multidomain-v1", "orphan")
     shutil.copy(verdicts_path("multidomain-v1", "gold-echo"), orphan)

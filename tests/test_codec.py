@@ -11,12 +11,14 @@ from decimal import Decimal
 import pandas as pd
 import pytest
 
-from nl2sql_pipeline import codec, outcomes
+from nl2sql_pipeline.results import frames as codec
+
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation import CandidateRecord
-from nl2sql_pipeline.records import SOURCE_PROBE, Attempt, OracleRow, Verdict
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt, OracleRow, Verdict
+from nl2sql_pipeline.scoring.run_scores import score_run
 
 
 def _parquet(frame: pd.DataFrame, tmp_path, name: str = "frame") -> pd.DataFrame:

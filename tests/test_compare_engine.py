@@ -12,7 +12,7 @@ import pytest
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results, compare_results
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes, run_query
-from nl2sql_pipeline.records import Attempt, OracleRow
+from nl2sql_pipeline.stages.records import Attempt, OracleRow
 from nl2sql_pipeline.stages import judge
 
 LIMITS = SandboxLimits(row_cap=10_000)

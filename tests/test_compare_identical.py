@@ -214,7 +214,7 @@ def gold_runs(tmp_path_factory):
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.records import attempts_from_candidates
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.sample_db import DATABASE_NAME, build_database
     from nl2sql_pipeline.stages import execute_attempts, run_oracle
 
@@ -233,7 +233,7 @@ def gold_runs(tmp_path_factory):
 
 @pytest.mark.parametrize("model", ["gold-echo", "sql-mutant"])
 def test_the_gold_set_gets_the_same_verdicts_and_scores_both_ways(monkeypatch, gold_runs, model):
-    from nl2sql_pipeline.scoring import score_run
+    from nl2sql_pipeline.scoring.run_scores import score_run
     from nl2sql_pipeline.stages import judge
 
     cases, oracle, runs = gold_runs

@@ -100,8 +100,8 @@ def test_judge_stores_grade_order_credit_clauses_and_diagnosis(db):
     import json
 
     from nl2sql_pipeline.cases import Case
-    from nl2sql_pipeline.codec import verdicts_from_frame, verdicts_to_frame
-    from nl2sql_pipeline.records import Attempt, OracleRow
+    from nl2sql_pipeline.results.frames import verdicts_from_frame, verdicts_to_frame
+    from nl2sql_pipeline.stages.records import Attempt, OracleRow
     from nl2sql_pipeline.stages import judge
 
     gold = "SELECT title, views FROM titles ORDER BY views DESC LIMIT 10"

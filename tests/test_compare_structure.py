@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from nl2sql_pipeline import sql_ast
+from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.compare import structure
 
 SQL = [

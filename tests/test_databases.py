@@ -15,7 +15,7 @@ import pytest
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 from nl2sql_cli.main import main
-from nl2sql_pipeline.databases import (
+from nl2sql_pipeline.databases.resolve import (
     DatabaseKind,
     NotADatabaseFileError,
     ResolvedDatabase,
@@ -202,6 +202,6 @@ def test_db_info_of_an_unbuilt_sample_database(home: Path, capsys: pytest.Captur
 def test_the_module_docstring_examples_hold(home: Path) -> None:
     import doctest
 
-    from nl2sql_pipeline import databases
+    from nl2sql_pipeline.databases import resolve as databases
 
     assert doctest.testmod(databases).failed == 0

@@ -8,12 +8,12 @@ import sqlite3
 
 import pytest
 
-from nl2sql_pipeline import sqlite_to_duckdb
+from nl2sql_pipeline.dialect import sqlite_copy as sqlite_to_duckdb
 from nl2sql_pipeline.dialect import ConversionError, convert_sql, verify_conversion
 from nl2sql_pipeline.dialect import convert as convert_module
 from nl2sql_pipeline.dialect import sqlite_fixes
 from nl2sql_pipeline.gold.formats import plain
-from nl2sql_pipeline.sqlite_to_duckdb import copy_sqlite_to_duckdb
+from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb
 
 
 @pytest.mark.parametrize("module", [sqlite_fixes, convert_module, sqlite_to_duckdb, plain])

@@ -7,7 +7,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import time
 import pytest
 from fake_llm_server import FakeLLMServer, Reply
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.generation import failures as f
 
 import litellm  # noqa: E402  isort: skip  (after nl2sql_pipeline: the local price map is set first)

@@ -11,7 +11,7 @@ import pytest
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question, last_user_message
 
 from nl2sql_pipeline.cases import case_from_dict
-from nl2sql_pipeline.codec import candidates_to_frame
+from nl2sql_pipeline.results.frames import candidates_to_frame
 from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation import generate as gen
 from nl2sql_pipeline.generation.cache import GenerationCache

@@ -187,8 +187,8 @@ def test_prompt_context_from_the_semantic_model_and_a_built_database(tmp_path):
 
 
 def test_a_registry_entry_whose_semantic_model_describes_another_database_says_how_to_fix_it(tmp_path):
-    from nl2sql_pipeline.database_registry import DatabaseEntry
-    from nl2sql_pipeline.databases import CaseDatabases
+    from nl2sql_pipeline.databases.registry import DatabaseEntry
+    from nl2sql_pipeline.databases.resolve import CaseDatabases
     from nl2sql_pipeline.generation.prompt_context import build_prompt_context
     from nl2sql_pipeline.semantic_model import default_semantic_model_path
 

@@ -20,7 +20,7 @@ import yaml
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question
 
 from nl2sql_cli import main as cli
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.paths import PROJECT_ROOT
 

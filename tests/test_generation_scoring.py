@@ -6,15 +6,17 @@ from __future__ import annotations
 import pytest
 from fake_llm_server import FakeLLMServer, Reply, last_user_message
 
-from nl2sql_pipeline import outcomes, paths
-from nl2sql_pipeline.codec import verdicts_to_frame
+from nl2sql_pipeline import paths
+
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.results.frames import verdicts_to_frame
 from nl2sql_pipeline.generation import CandidateRecord, generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES, ERROR_CLASSES
 from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.records import Attempt, attempts_from_candidates
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages.records import Attempt, attempts_from_candidates
+from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")

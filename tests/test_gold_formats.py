@@ -12,14 +12,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.gold.formats import expand_alternatives, import_benchmark
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.records import attempts_from_candidates
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages.records import attempts_from_candidates
+from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 CONCERT_SQL = """

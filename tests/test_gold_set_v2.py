@@ -203,7 +203,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_preflight_passes_on_the_whole_set(home: Path, cases: list[Case]) -> None:
-    from nl2sql_pipeline.preflight import run_preflight
+    from nl2sql_pipeline.gold.preflight import run_preflight
 
     report = run_preflight(cases, paths.database_path)
     assert report.passed, report.problems

@@ -18,7 +18,7 @@ import pytest
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
-from nl2sql_pipeline.gold_triage import (
+from nl2sql_pipeline.gold.triage import (
     BLOCKING_KINDS,
     CLOCK_DEPENDENT,
     DEGENERATE_RESULT,
@@ -30,7 +30,7 @@ from nl2sql_pipeline.gold_triage import (
     other_thread_count,
 )
 from nl2sql_pipeline.paths import PROJECT_ROOT
-from nl2sql_pipeline.preflight import run_preflight
+from nl2sql_pipeline.gold.preflight import run_preflight
 
 
 @pytest.fixture(scope="module")

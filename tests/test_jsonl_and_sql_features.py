@@ -9,8 +9,8 @@ from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.gold.importers import infer_category
 from nl2sql_pipeline.gold.sql_analysis import structural_tags
-from nl2sql_pipeline.jsonl import parse_jsonl, render_jsonl, write_jsonl_lines
-from nl2sql_pipeline.sql_features import FEATURES, sql_features
+from nl2sql_pipeline.config.jsonl import parse_jsonl, render_jsonl, write_jsonl_lines
+from nl2sql_pipeline.sql.features import FEATURES, sql_features
 
 
 def test_parse_jsonl_reports_every_bad_line_at_its_line() -> None:

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation import CandidateRecord
-from nl2sql_pipeline.records import SOURCE_PROBE, Attempt
+from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt
 from nl2sql_pipeline.stages import outcome_rules as r
 
 ORACLE = QueryResult(ok=True, columns=["n"], column_types=["BIGINT"], rows=[(3,)])

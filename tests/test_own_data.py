@@ -197,8 +197,8 @@ def test_the_prompt_of_an_undescribed_database_is_introspected(world: Path, caps
     assert estimate_tokens(text) <= 3000
 
     # a registry entry sets the budget of its database's prompt
-    from nl2sql_pipeline.database_registry import load_database_registry
-    from nl2sql_pipeline.databases import CaseDatabases
+    from nl2sql_pipeline.databases.registry import load_database_registry
+    from nl2sql_pipeline.databases.resolve import CaseDatabases
 
     registry = world / "data" / "databases.yml"
     registry.write_text(registry.read_text() + "    prompt_token_budget: 100\n")
@@ -269,7 +269,7 @@ def test_gold_validate_checks_each_case_against_its_own_database(world: Path, ca
 
 
 def test_a_registry_problem_is_located(world: Path) -> None:
-    from nl2sql_pipeline.database_registry import load_database_registry
+    from nl2sql_pipeline.databases.registry import load_database_registry
     from nl2sql_pipeline.errors import ConfigError
 
     registry = world / "data" / "databases.yml"
@@ -328,7 +328,7 @@ def test_policy_checks_qualified_tables_and_allowed_schemas(tmp_path: Path) -> N
 def test_the_sample_database_entry_keeps_the_built_in_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry entry anime_platform (sample: true, semantic_model) gives the prompt the built-in
     set always had: the generation cache keys depend on it."""
-    from nl2sql_pipeline.databases import CaseDatabases, DatabaseKind
+    from nl2sql_pipeline.databases.resolve import CaseDatabases, DatabaseKind
     from nl2sql_pipeline.generation.prompt_context import build_prompt_context, clear_prompt_context_memo
     from nl2sql_pipeline.sample_db import build_database
     from nl2sql_pipeline.semantic_model import load_semantic_model

@@ -20,9 +20,11 @@ import litellm
 import pytest
 from litellm import CustomLLM, ModelResponse
 
-from nl2sql_pipeline import outcomes, paths
+from nl2sql_pipeline import paths
+
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.codec import attempts_to_frame, candidates_to_frame, verdicts_to_frame
+from nl2sql_pipeline.results.frames import attempts_to_frame, candidates_to_frame, verdicts_to_frame
 from nl2sql_pipeline.execution import release_sandboxes, run_query
 from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.prompts import fenced_sql
@@ -30,9 +32,9 @@ from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec, Prices
 from nl2sql_pipeline.gold.generator import INJECTION_TAG
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.records import attempts_from_candidates
+from nl2sql_pipeline.stages.records import attempts_from_candidates
 from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 V2_FILE = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain_v2.jsonl"

@@ -11,15 +11,17 @@ from types import MappingProxyType
 import pandas as pd
 import pytest
 
-from nl2sql_pipeline import outcomes, paths
+from nl2sql_pipeline import paths
+
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.registry import ModelSpec, load_registry
 from nl2sql_pipeline.generation.systems.command import close_processes
 from nl2sql_pipeline.generation.systems.contract import SystemRequest, SystemResponse
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.records import attempts_from_candidates
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages.records import attempts_from_candidates
+from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from nl2sql_pipeline import codec, outcomes
+from nl2sql_pipeline.results import frames as codec
+
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.report import console_report, format_rate, markdown_breakdown, markdown_scores, warnings_of
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.scoring.run_scores import score_run
 from test_codec import _verdict
 
 

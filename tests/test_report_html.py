@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.records import Attempt, OracleRow
+from nl2sql_pipeline.stages.records import Attempt, OracleRow
 from nl2sql_pipeline.report.console import console_pairwise
 from nl2sql_pipeline.report.samples import result_samples
 from nl2sql_pipeline.report.html import comparison_html, run_html
 from nl2sql_pipeline.report.svg import COLORS
 from nl2sql_pipeline.report.tables import build_run_report
-from nl2sql_pipeline.run_comparison import compare_verdicts
+from nl2sql_pipeline.results.comparison import compare_verdicts
 from test_run_report import fixture_verdicts
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.codec import decode_result, encode_result
-from nl2sql_pipeline.results_codec import (
+from nl2sql_pipeline.results.frames import decode_result, encode_result
+from nl2sql_pipeline.execution.result_json import (
     ResultsCodecError,
     decode_rows,
     encode_rows,

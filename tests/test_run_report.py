@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.report.console import bar, console_full_report, console_run_report
-from nl2sql_pipeline.outcome_causes import cause_of
+from nl2sql_pipeline.scoring.causes import cause_of
 from nl2sql_pipeline.report.tables import build_run_report
 from test_codec import _verdict
 
@@ -125,7 +125,7 @@ def test_a_perfect_dimension_is_one_line_and_tiny_groups_are_not_the_surest_weak
 
 def test_run_scores_carry_the_outcome_causes_and_the_markdown_shows_them():
     from nl2sql_pipeline.report import markdown_scores
-    from nl2sql_pipeline.scoring import score_run
+    from nl2sql_pipeline.scoring.run_scores import score_run
 
     scores = score_run(fixture_verdicts())
     assert scores["outcome_causes"] == {"execution_error: binder": 1, "no_sql": 1, "rate_limited": 1,

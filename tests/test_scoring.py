@@ -6,11 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.metrics import METRICS
-from nl2sql_pipeline.records import RunScores, RunScoresError, Verdict
-from nl2sql_pipeline.report import format_rate
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.scoring.metrics import METRICS
+from nl2sql_pipeline.scoring.run_scores import RunScores, RunScoresError
+from nl2sql_pipeline.stages.records import Verdict
+from nl2sql_pipeline.scoring.formatting import format_rate
+from nl2sql_pipeline.scoring.run_scores import score_run
 
 
 def _verdict(case_id, outcome, *, domain="d1", category="single_table", difficulty="easy", probe=False,

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from nl2sql_pipeline.execution import run_query
-from nl2sql_pipeline.sqlite_to_duckdb import ExtraKeys, ForeignKey, SqliteCopyError, copy_sqlite_to_duckdb
+from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey, SqliteCopyError, copy_sqlite_to_duckdb
 
 SCRIPT = """
 CREATE TABLE country (code TEXT PRIMARY KEY, name TEXT);

@@ -12,12 +12,14 @@ from dataclasses import replace
 import duckdb
 import pytest
 
-from nl2sql_pipeline import codec, outcomes
+from nl2sql_pipeline.results import frames as codec
+
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.execution import SandboxLimits
 from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.records import attempts_from_candidates
+from nl2sql_pipeline.stages.records import attempts_from_candidates
 from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 

@@ -7,8 +7,8 @@ from math import comb
 
 import pytest
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.statistics import (
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.scoring.statistics import (
     StatisticsInputError,
     bootstrap_interval,
     case_variance,

@@ -128,9 +128,9 @@ def test_the_contract_round_trips_and_validates():
 def test_the_answer_columns_round_trip_through_the_codec():
     import dataclasses
 
-    from nl2sql_pipeline.codec import candidates_from_frame, candidates_to_frame, verdicts_from_frame, verdicts_to_frame
+    from nl2sql_pipeline.results.frames import candidates_from_frame, candidates_to_frame, verdicts_from_frame, verdicts_to_frame
     from nl2sql_pipeline.generation.records import CandidateRecord
-    from nl2sql_pipeline.records import Verdict
+    from nl2sql_pipeline.stages.records import Verdict
 
     record = CandidateRecord(case_id="c", case_fingerprint="f", sample_index=0, candidate_index=0,
                              generated_sql="SELECT 1", raw_reply="{}", error_class=None, error_message=None,

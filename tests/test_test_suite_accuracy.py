@@ -12,10 +12,10 @@ import pytest
 from nl2sql_pipeline.cases import Case, case_from_dict
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import SandboxLimits, run_query
-from nl2sql_pipeline.records import SOURCE_MODEL, Attempt, OracleRow
-from nl2sql_pipeline.scoring import score_run
+from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow
+from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import judge
-from nl2sql_pipeline.stages.test_suite import VariantSuite, build_suites, check_on_variants, run_variant_oracle
+from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, check_on_variants, run_variant_oracle
 from nl2sql_pipeline.variants import boundary_literals, ensure_variants, literals
 from nl2sql_pipeline.variants.build import build_variant, read_source_schema
 
@@ -287,7 +287,7 @@ def test_the_run_command_refuses_a_negative_k(capsys):
 
 
 def test_stored_variants_must_fit_the_run(shop, home):
-    from nl2sql_pipeline.stages.test_suite import StoredVariantsError, stored_suite
+    from nl2sql_pipeline.stages.variant_suite import StoredVariantsError, stored_suite
 
     case = _case()
     rows = run_variant_oracle([case], build_suites([case], lambda name: shop, 2), LIMITS)

@@ -23,7 +23,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` sub-command."""
-    from nl2sql_pipeline.comparator_names import COLUMN_ORDERS
+    from nl2sql_pipeline.compare.names import COLUMN_ORDERS
 
     parser = subparsers.add_parser(
         "compare",

@@ -33,8 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list_runs() -> int:
-    from nl2sql_pipeline.report.summary import format_rate
-    from nl2sql_pipeline.run_results import recorded_runs
+    from nl2sql_pipeline.scoring.formatting import format_rate
+    from nl2sql_pipeline.results.read import recorded_runs
 
     runs = recorded_runs()
     if not runs:
@@ -46,7 +46,7 @@ def _list_runs() -> int:
 
 
 def _load(args: argparse.Namespace):
-    from nl2sql_pipeline.run_results import load_run, load_run_by_id
+    from nl2sql_pipeline.results.read import load_run, load_run_by_id
 
     if args.models:
         if len(args.models) != 2 or args.runs:
@@ -58,7 +58,7 @@ def _load(args: argparse.Namespace):
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline.run_comparison import compare_verdicts, comparison_json, comparison_text
+    from nl2sql_pipeline.results.comparison import compare_verdicts, comparison_json, comparison_text
 
     if args.list:
         return _list_runs()
@@ -77,7 +77,7 @@ def _handle(args: argparse.Namespace) -> int:
 
         from nl2sql_pipeline.report.html import comparison_html
         from nl2sql_pipeline.report.stored import report_of
-        from nl2sql_pipeline.run_results import load_cases
+        from nl2sql_pipeline.results.read import load_cases
 
         cases = {**load_cases(first.gold_set), **load_cases(second.gold_set)}
         page = comparison_html(comparison, [report_of(first), report_of(second)], cases)

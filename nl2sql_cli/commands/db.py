@@ -72,7 +72,7 @@ def _print_counts(counts: dict[str, int]) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-    from nl2sql_pipeline.databases import sample_database
+    from nl2sql_pipeline.databases.resolve import sample_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.sample_db import BUILDERS, is_current, read_manifest, validate_scale
 
@@ -105,7 +105,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_ENVIRONMENT, EXIT_OK
-    from nl2sql_pipeline.databases import DatabaseKind, resolve_database
+    from nl2sql_pipeline.databases.resolve import DatabaseKind, resolve_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.sample_db import DATABASE_NAME, live_row_counts, read_manifest
     from nl2sql_pipeline.semantic_model.introspect import read_tables
@@ -178,7 +178,7 @@ def _print_rows(counts: dict[str, int]) -> None:
 def _list(args: argparse.Namespace) -> int:
     """Handler of ``db list``: every registered database, its file and whether it is there."""
     from nl2sql_cli.exit_codes import EXIT_OK
-    from nl2sql_pipeline.database_registry import load_database_registry, registry_path
+    from nl2sql_pipeline.databases.registry import load_database_registry, registry_path
 
     entries = load_database_registry()
     if not entries:
@@ -203,7 +203,7 @@ def _register(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-    from nl2sql_pipeline.database_registry import register_database
+    from nl2sql_pipeline.databases.registry import register_database
     from nl2sql_pipeline.errors import ConfigError
 
     try:

@@ -15,7 +15,7 @@ from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``export`` sub-command."""
-    from nl2sql_pipeline.export_formats import FORMATS
+    from nl2sql_pipeline.results.formats import FORMATS
 
     parser = subparsers.add_parser(
         "export", help="export every stored run's verdicts, scores and leaderboard; DuckDB views over them",
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from nl2sql_pipeline.exports import export_results, write_duckdb_views
+    from nl2sql_pipeline.results.exports import export_results, write_duckdb_views
 
     if not args.out and not args.duckdb:
         print("error: give --out DIR and/or --duckdb FILE", flush=True)

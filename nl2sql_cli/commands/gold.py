@@ -38,7 +38,7 @@ def _print_problems(problems: Sequence[str], what: str) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     """Handler of ``gold validate``: the file's rules, then each case against its own database, then the
-    gold preflight's triage of every expected query (``nl2sql_pipeline.gold_triage``).
+    gold preflight's triage of every expected query (``nl2sql_pipeline.gold.triage``).
 
     ``--database`` fills the database of cases that name none. A sample database not built yet is
     noted, not an error; any other missing database file exits 3. Blocking triage findings (and expected
@@ -51,7 +51,7 @@ def _validate(args: argparse.Namespace) -> int:
     out = _ValidateOutput(path, as_json=args.json)
     fill = args.database
     if fill:
-        from nl2sql_pipeline.databases import require_database, resolve_database
+        from nl2sql_pipeline.databases.resolve import require_database, resolve_database
 
         try:
             require_database(fill)  # given on the command line: it must exist
@@ -115,7 +115,7 @@ class _ValidateOutput:
 
     def triage(self, cases: Sequence[Any], resolver: Any) -> list[str]:
         """Run the gold preflight's query checks and triage (not the policies); return its blocking problems."""
-        from nl2sql_pipeline.preflight import run_preflight
+        from nl2sql_pipeline.gold.preflight import run_preflight
 
         report = run_preflight(list(cases), resolver, check_policy=False)
         self.flags.extend(flag.to_dict() for flag in report.triage)
@@ -150,7 +150,7 @@ class _ValidateOutput:
 def _resolver_for(path: Path) -> Any:
     """The case-database resolver of a gold file: a registered gold set's (with its inline databases),
     else the registry with paths relative to the file's folder."""
-    from nl2sql_pipeline.databases import CaseDatabases
+    from nl2sql_pipeline.databases.resolve import CaseDatabases
     from nl2sql_pipeline.errors import ConfigError
     from nl2sql_pipeline.gold.registry import list_gold_sets
 
@@ -195,7 +195,7 @@ def _import_format(args: argparse.Namespace) -> int:
     to DuckDB and checked; every query left out is listed (stderr) and in the report file."""
     from nl2sql_pipeline.errors import CaseValidationError
     from nl2sql_pipeline.gold.formats import import_benchmark
-    from nl2sql_pipeline.sqlite_to_duckdb import SqliteCopyError
+    from nl2sql_pipeline.dialect.sqlite_copy import SqliteCopyError
 
     source, out = Path(args.file), Path(args.out)
     unused = [f"--{name}" for name in ("domain", "category", "database") if getattr(args, name)]
@@ -229,7 +229,7 @@ def _import_format(args: argparse.Namespace) -> int:
 
 def _register_imported(result) -> None:
     """Register each copied database of an import under its benchmark id (``gold import --register``)."""
-    from nl2sql_pipeline.database_registry import load_database_registry, register_database
+    from nl2sql_pipeline.databases.registry import load_database_registry, register_database
     from nl2sql_pipeline.errors import ConfigError
 
     registered = load_database_registry()

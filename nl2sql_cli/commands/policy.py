@@ -47,7 +47,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
-    from nl2sql_pipeline.databases import require_database
+    from nl2sql_pipeline.databases.resolve import require_database
     from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
     from nl2sql_pipeline.policy import DatabaseSchemaError, SQLPolicyEngine, load_policy, read_database_schema
 

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _handle(args: argparse.Namespace) -> int:
     from nl2sql_pipeline.report.console import console_full_report, console_pairwise
     from nl2sql_pipeline.report.stored import report_of
-    from nl2sql_pipeline.run_results import load_cases, load_run, load_run_by_id
+    from nl2sql_pipeline.results.read import load_cases, load_run, load_run_by_id
 
     if bool(args.run_id) == bool(args.models):
         print("error: give a run id or --model (repeatable), not both and not neither", flush=True)

@@ -236,7 +236,7 @@ def run_evaluation(
     gates = check_gates(list(outcome.scores.values()), paths.baselines_db_path(),
                         lambda model: thresholds_for_model(given, model))
     if as_json:
-        from nl2sql_pipeline.codec import JSON_METRICS
+        from nl2sql_pipeline.results.frames import JSON_METRICS
 
         # nested metrics stay JSON text in this output, as the run_scores Parquet stores them
         stored = [{**r, "scores": {k: (json.dumps(v, sort_keys=True) if k in JSON_METRICS else v)

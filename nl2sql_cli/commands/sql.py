@@ -83,7 +83,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 def result_to_json(result: Any) -> dict[str, Any]:
     """The ``--json`` object of a ``QueryResult`` (row values in the results codec's JSON form)."""
-    from nl2sql_pipeline.results_codec import to_json_value
+    from nl2sql_pipeline.execution.result_json import to_json_value
 
     return {
         "ok": result.ok,

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Literal
 
-from nl2sql_pipeline.comparator_names import COLUMN_ORDERS, COMPARATOR_VERSION  # noqa: F401 (re-exported)
+from nl2sql_pipeline.compare.names import COLUMN_ORDERS, COMPARATOR_VERSION  # noqa: F401 (re-exported)
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
 
 MAX_PERMUTATION_COLUMNS = 6

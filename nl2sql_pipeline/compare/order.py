@@ -22,7 +22,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from nl2sql_pipeline import sql_ast
+from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.model import CompareConfig
 from nl2sql_pipeline.compare.rules import CANONICALISER

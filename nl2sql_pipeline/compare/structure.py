@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from nl2sql_pipeline import sql_ast
+from nl2sql_pipeline.sql import parse as sql_ast
 
 CLAUSES: tuple[str, ...] = ("select", "from_join", "where", "group_by", "having", "order_by", "limit")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import duckdb
 
-from nl2sql_pipeline import sql_ast
+from nl2sql_pipeline.sql import parse as sql_ast
 
 _PIVOT_RESULT_TYPES = frozenset(
     {

@@ -26,7 +26,7 @@ bad_request                any other 4xx                                gen. err
 no_sql                     the reply holds no SQL                       gen. error   no        no
 =========================  ===========================================  ===========  ========  ==========
 
-"skipped" classes are the environment's fault: ``nl2sql_pipeline.outcomes.ENVIRONMENT_GENERATION_ERRORS``
+"skipped" classes are the environment's fault: ``nl2sql_pipeline.stages.outcomes.ENVIRONMENT_GENERATION_ERRORS``
 must list exactly ``ENVIRONMENT_ERROR_CLASSES`` (a test checks it). A class that "stops run" makes the
 generate loop send nothing more: every case not yet answered is recorded with that class, unsent.
 """

@@ -28,7 +28,7 @@ from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL
 from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.generation.registry import ModelSpec, PredictionsSource
-from nl2sql_pipeline.jsonl import parse_jsonl
+from nl2sql_pipeline.config.jsonl import parse_jsonl
 
 MAX_LISTED = 5
 

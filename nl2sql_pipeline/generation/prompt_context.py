@@ -30,7 +30,7 @@ from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
 
 if TYPE_CHECKING:
-    from nl2sql_pipeline.database_registry import DatabaseEntry
+    from nl2sql_pipeline.databases.registry import DatabaseEntry
     from nl2sql_pipeline.semantic_model import SemanticModel
 
 logger = logging.getLogger(__name__)
@@ -88,8 +88,8 @@ def build_prompt_context(
 
 def _registry_entry(resolve_database: Callable[[str], Path], name: str) -> DatabaseEntry | None:
     """The registry entry of ``name``: from a ``CaseDatabases`` resolver, else the global registry."""
-    from nl2sql_pipeline.database_registry import load_database_registry
-    from nl2sql_pipeline.databases import looks_like_path
+    from nl2sql_pipeline.databases.registry import load_database_registry
+    from nl2sql_pipeline.databases.resolve import looks_like_path
 
     lookup = getattr(resolve_database, "entry", None)
     if lookup is not None:

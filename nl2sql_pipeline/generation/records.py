@@ -1,8 +1,8 @@
 """What generation produces: ``ModelCall`` (one completed call, the cached part) and
 ``CandidateRecord`` (one candidate: a row of the ``candidate_sql`` asset), plus the summary.
 
-A candidate becomes the generation part of an ``nl2sql_pipeline.records.Attempt``; its frame form is
-``nl2sql_pipeline.codec.candidates_to_frame``.
+A candidate becomes the generation part of an ``nl2sql_pipeline.stages.records.Attempt``; its frame form is
+``nl2sql_pipeline.results.frames.candidates_to_frame``.
 """
 
 from __future__ import annotations

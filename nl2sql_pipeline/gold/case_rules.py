@@ -35,7 +35,7 @@ from nl2sql_pipeline.gold.records import (
     problem,
     unknown_field_problems,
 )
-from nl2sql_pipeline.jsonl import json_type_name as _type_name
+from nl2sql_pipeline.config.jsonl import json_type_name as _type_name
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,9 @@ import logging
 from pathlib import Path
 from typing import Callable, Iterable
 
-from nl2sql_pipeline import jsonl, paths
+from nl2sql_pipeline import paths
+
+from nl2sql_pipeline.config import jsonl
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.gold.checks import carries_injection, check_gold_set, check_injection_cases

@@ -27,8 +27,8 @@ from sqlglot.errors import SqlglotError
 from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
-from nl2sql_pipeline.jsonl import write_jsonl_lines
-from nl2sql_pipeline.sql_features import sql_features
+from nl2sql_pipeline.config.jsonl import write_jsonl_lines
+from nl2sql_pipeline.sql.features import sql_features
 from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.records import (
     JSONL_SUFFIXES,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from nl2sql_pipeline.config.checker import format_problem
-from nl2sql_pipeline.jsonl import UTF8_BOM, decode_utf8_lines, parse_jsonl
+from nl2sql_pipeline.config.jsonl import UTF8_BOM, decode_utf8_lines, parse_jsonl
 
 SQL_DIALECT = "duckdb"
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

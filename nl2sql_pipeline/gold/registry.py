@@ -27,8 +27,8 @@ from typing import Any
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import read_yaml
-from nl2sql_pipeline.database_registry import DatabaseEntry, parse_entries
-from nl2sql_pipeline.databases import CaseDatabases, DatabaseKind
+from nl2sql_pipeline.databases.registry import DatabaseEntry, parse_entries
+from nl2sql_pipeline.databases.resolve import CaseDatabases, DatabaseKind
 from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.paths import data_dir as default_data_dir

@@ -1,6 +1,6 @@
 """SQL analysis for the gold sets: parsing, the literal-free skeleton of a query and its structural tags.
 
-Tags come from the one SQL-features classifier (:mod:`nl2sql_pipeline.sql_features`).
+Tags come from the one SQL-features classifier (:mod:`nl2sql_pipeline.sql.features`).
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import sqlglot
 from sqlglot import exp
 
 from nl2sql_pipeline.gold.vocabulary import SQL_DIALECT, GoldTemplateError
-from nl2sql_pipeline.sql_features import sql_features
+from nl2sql_pipeline.sql.features import sql_features
 
 BRIDGE_TABLE = "anime_genres"
-# query tags that are features of the same name (see nl2sql_pipeline.sql_features.FEATURES)
+# query tags that are features of the same name (see nl2sql_pipeline.sql.features.FEATURES)
 _FEATURE_TAGS: frozenset[str] = frozenset(
     {
         "join", "left_join", "multi_hop", "aggregate", "window", "group_by", "having", "filter", "order_by",

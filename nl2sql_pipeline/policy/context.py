@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from nl2sql_pipeline import sql_ast
+from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.policy.model import Policy, function_pattern_matches
 from nl2sql_pipeline.policy.schema import DatabaseSchema

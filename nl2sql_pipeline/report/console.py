@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nl2sql_pipeline.report.summary import format_rate
+from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.report.tables import RateRow, RunReport
-from nl2sql_pipeline.statistics import Interval, paired_comparison
+from nl2sql_pipeline.scoring.statistics import Interval, paired_comparison
 
 BAR_WIDTH = 20
 FULL, EMPTY = "█", "░"

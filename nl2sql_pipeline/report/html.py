@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.report.console import format_interval
-from nl2sql_pipeline.report.summary import format_rate
+from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
 from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
 from nl2sql_pipeline.report.tables import RateRow, RunReport

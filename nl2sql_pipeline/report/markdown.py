@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nl2sql_pipeline.report.console import format_interval
-from nl2sql_pipeline.report.summary import format_rate
+from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
+from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
 
 SAMPLE_ROWS = 3
 CELL_CHARS = 40
@@ -110,7 +110,7 @@ def load_result_samples(
     """The samples of a stored run (empty when its oracle or candidate results are not stored)."""
     import pandas as pd
 
-    from nl2sql_pipeline.codec import attempts_from_frame, oracle_rows_from_frame
+    from nl2sql_pipeline.results.frames import attempts_from_frame, oracle_rows_from_frame
 
     base = root or paths.assets_dir()
     oracle_file = base / "oracle_results" / f"gold={gold_set}.parquet"

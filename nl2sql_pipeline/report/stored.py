@@ -6,7 +6,7 @@ from pathlib import Path
 
 from nl2sql_pipeline.report.samples import load_result_samples
 from nl2sql_pipeline.report.tables import RunReport, build_run_report
-from nl2sql_pipeline.run_results import StoredRun, load_run
+from nl2sql_pipeline.results.read import StoredRun, load_run
 
 
 def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = True) -> RunReport:

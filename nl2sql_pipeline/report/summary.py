@@ -6,40 +6,13 @@ through the codec): breakdowns, warnings and outcome counts are real dicts and l
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from nl2sql_pipeline import metrics
+from nl2sql_pipeline.scoring import metrics
+from nl2sql_pipeline.scoring.formatting import format_rate, format_value
 
 HEADLINE_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.kind) for m in metrics.HEADLINE_METRICS)
-
-
-def _absent(value: Any) -> bool:
-    """No value to show: None, or a NaN a computation produced."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def format_rate(value: Any) -> str:
-    """A rate for humans: ``0.875`` -> ``87.5%``; None/NaN -> ``n/a``."""
-    if _absent(value):
-        return "n/a"
-    return f"{100.0 * float(value):.1f}%"
-
-
-def format_value(value: Any, kind: str) -> str:
-    """Format one metric value by kind (rate, ms, int, num, usd)."""
-    if _absent(value):
-        return "n/a"
-    if kind == "rate":
-        return format_rate(value)
-    if kind == "ms":
-        return f"{float(value):.2f} ms"
-    if kind == "int":
-        return str(int(value))
-    if kind == "usd":
-        return f"${float(value):.4f}"
-    return f"{float(value):.1f}"
 
 
 def _nested(scores: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.outcome_causes import outcome_causes
-from nl2sql_pipeline.records import Verdict
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.scoring.causes import outcome_causes
+from nl2sql_pipeline.stages.records import Verdict
 from nl2sql_pipeline.report.samples import CaseSample
-from nl2sql_pipeline.statistics import (
+from nl2sql_pipeline.scoring.statistics import (
     NO_INTERVAL,
     CaseVariance,
     Interval,

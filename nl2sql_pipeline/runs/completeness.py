@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nl2sql_pipeline.report import format_rate
+from nl2sql_pipeline.scoring.formatting import format_rate
 
 
 def _count(scores: Mapping[str, Any], name: str) -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.report import format_rate
+from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.runs.baseline import find_baseline
 from nl2sql_pipeline.runs.completeness import incomplete_reason, is_probe_only, skipped_share
 

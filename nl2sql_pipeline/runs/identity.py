@@ -95,7 +95,7 @@ def run_versions(
     the database itself. A changed per-database semantic model, or a changed schema, is then a new
     version. Without it, the default semantic model's hash.
     """
-    from nl2sql_pipeline.comparator_names import COMPARATOR_VERSION
+    from nl2sql_pipeline.compare.names import COMPARATOR_VERSION
     from nl2sql_pipeline.policy import policies_hash
 
     return RunVersions(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.metrics import METRICS
+from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.runs.baseline import is_baseline_candidate
 from nl2sql_pipeline.runs.identity import RunVersions, is_current
 from nl2sql_pipeline.runs.store import list_runs

@@ -2,7 +2,7 @@
 
 Table ``baseline_runs`` (one row per run and model; columns: identity, the six version fields of
 ``runs.identity``, ``comparable`` with ``not_comparable_reason`` (a run that skipped cases is kept for the
-record but is never a baseline), and one column per declared metric of ``nl2sql_pipeline.metrics``), view
+record but is never a baseline), and one column per declared metric of ``nl2sql_pipeline.scoring.metrics``), view
 ``latest_runs``. Which recorded run is the baseline of another is decided in ``runs.baseline``.
 
 Concurrency: a DuckDB file has one writer or several readers across processes, never both. Every
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from nl2sql_pipeline.metrics import METRICS
+from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, RunVersions
 from nl2sql_pipeline.runs.locks import file_lock
 

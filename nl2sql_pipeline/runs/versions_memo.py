@@ -27,7 +27,7 @@ def _files(gold_file: Path, policy: str | None) -> list[Path]:
 
 def memo_key(gold_set: str, policy: str | None = None) -> str:
     """A hash of everything the versions of (gold set, policy override) are computed from."""
-    from nl2sql_pipeline.comparator_names import COMPARATOR_VERSION
+    from nl2sql_pipeline.compare.names import COMPARATOR_VERSION
     from nl2sql_pipeline.gold.registry import gold_set_info
     from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
 
@@ -47,7 +47,7 @@ def memo_key(gold_set: str, policy: str | None = None) -> str:
 
 def _database_files(info) -> list[Path]:
     """Every DuckDB file a case of the gold set may name: registered, inline, beside the gold file, built samples."""
-    from nl2sql_pipeline.database_registry import load_database_registry
+    from nl2sql_pipeline.databases.registry import load_database_registry
 
     files = {entry.path for entry in load_database_registry().values()}
     files |= {entry.path for entry in (info.databases or {}).values()}

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.sql_identifiers import quote_identifier
+from nl2sql_pipeline.sql.identifiers import quote_identifier
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from nl2sql_pipeline.execution import QueryResult, SandboxLimits, held_sandboxes
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.policy.model import PolicyDecision
 from nl2sql_pipeline.progress import STAGE_EXECUTE, ProgressTracker, tracking
-from nl2sql_pipeline.records import SOURCE_PROBE, Attempt
+from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt
 
 logger = logging.getLogger(__name__)
 

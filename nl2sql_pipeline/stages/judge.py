@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, Comparison
 from nl2sql_pipeline.compare.diagnosis import diagnose
@@ -22,11 +22,11 @@ from nl2sql_pipeline.compare.structure import ClauseItems, clause_scores, parse_
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
-from nl2sql_pipeline.records import Attempt, OracleRow, Verdict
+from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
-from nl2sql_pipeline.stages.test_suite import VariantSuite
+from nl2sql_pipeline.stages.variant_suite import VariantSuite
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def judge(
     case's database (test-suite accuracy, ``stages.test_suite``).
     """
     if resolve_database is None:
-        from nl2sql_pipeline.databases import require_database
+        from nl2sql_pipeline.databases.resolve import require_database
 
         resolve_database = require_database
     resolve_database = _memoized(resolve_database)
@@ -253,7 +253,7 @@ def _whole_results(
 ) -> WholeResults:
     """The case's expected SQL (for the order check) and, when it resolves, its database (for whole results)."""
     if resolve_database is None:
-        from nl2sql_pipeline.databases import require_database
+        from nl2sql_pipeline.databases.resolve import require_database
 
         resolve_database = require_database
     try:

@@ -11,7 +11,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare.structure import ClauseItems, parse_clauses
 from nl2sql_pipeline.execution import SandboxLimits, held_sandboxes
 from nl2sql_pipeline.policy.gate import DatabaseResolver
-from nl2sql_pipeline.records import OracleRow
+from nl2sql_pipeline.stages.records import OracleRow
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nl2sql_pipeline.compare import CompareConfig, Comparison, EngineSource, compare_query_results
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
-from nl2sql_pipeline.records import Attempt
+from nl2sql_pipeline.stages.records import Attempt
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from nl2sql_pipeline.compare import CompareConfig, ComparisonInputError, compare_results
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.records import Attempt
+from nl2sql_pipeline.stages.records import Attempt
 
 MATCH = "match"
 MISMATCH = "mismatch"

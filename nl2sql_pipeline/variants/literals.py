@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
-from nl2sql_pipeline.sql_ast import SqlParseError, parse
+from nl2sql_pipeline.sql.parse import SqlParseError, parse
 from nl2sql_pipeline.variants.schema import SourceSchema, Table
 
 logger = logging.getLogger(__name__)

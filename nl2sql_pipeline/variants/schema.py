@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from nl2sql_pipeline.sql_identifiers import quote_identifier as quote
+from nl2sql_pipeline.sql.identifiers import quote_identifier as quote
 
 SOURCE_ALIAS = "src"
 """The name the source database is attached under while a variant is built."""

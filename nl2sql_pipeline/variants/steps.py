@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from nl2sql_pipeline.variants.literals import BoundaryLiteral
-from nl2sql_pipeline.sql_identifiers import quote_identifier as quote
+from nl2sql_pipeline.sql.identifiers import quote_identifier as quote
 from nl2sql_pipeline.variants.schema import SOURCE_ALIAS, SourceSchema, Table
 
 logger = logging.getLogger(__name__)

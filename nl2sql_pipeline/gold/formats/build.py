@@ -39,7 +39,7 @@ from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceDatabase, 
 from nl2sql_pipeline.gold.importers import infer_category, write_jsonl
 from nl2sql_pipeline.gold.records import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
-from nl2sql_pipeline.sqlite_to_duckdb import copy_sqlite_to_duckdb, database_file_name
+from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb, database_file_name
 
 logger = logging.getLogger(__name__)
 

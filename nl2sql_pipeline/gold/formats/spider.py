@@ -20,7 +20,7 @@ from nl2sql_pipeline.gold.formats.model import (
     read_json_list,
     text_field,
 )
-from nl2sql_pipeline.sqlite_to_duckdb import ExtraKeys, ForeignKey
+from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey
 
 QUESTION_FILES: tuple[str, ...] = ("dev.json",)
 DATABASE_FOLDERS: tuple[str, ...] = ("database",)

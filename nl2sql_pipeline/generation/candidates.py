@@ -26,7 +26,7 @@ def generate_for_gold_set(
 
     ``resolve_database`` maps each case's database to its file (a gold set's ``CaseDatabases``;
     default: the registry, paths relative to the working directory); ``progress`` is told of every unit."""
-    from nl2sql_pipeline.databases import CaseDatabases
+    from nl2sql_pipeline.databases.resolve import CaseDatabases
 
     spec = get_model(model)
     records = generate_candidates(

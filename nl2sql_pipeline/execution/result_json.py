@@ -12,7 +12,7 @@ whose key starts with ``$``:
     {"$tup": [...]}               tuple (ARRAY, unnamed STRUCT)
     {"$map": [[key, value], ...]} dict with a non-string key or a key starting with "$"
 
-A whole ``QueryResult`` becomes one row of Parquet-friendly scalars in ``nl2sql_pipeline.codec``.
+A whole ``QueryResult`` becomes one row of Parquet-friendly scalars in ``nl2sql_pipeline.results.frames``.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.records import Verdict
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import Verdict
 
 Z_95 = 1.959963984540054  # the 0.975 quantile of the standard normal
 DEFAULT_ALPHA = 0.05

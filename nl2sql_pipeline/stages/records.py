@@ -4,21 +4,20 @@
     CandidateRecord ──► Attempt ──execute_attempts──► Attempt (policy decision + QueryResult)
     cases ──run_variant_oracle──► VariantOracleRow  (per expected SQL and database variant: test-suite accuracy)
     OracleRow + Attempt ──judge──► Verdict      (one per case and sample)
-    Verdict ──score_run──► RunScores            (one per gold set x model run)
+    Verdict ──score_run──► RunScores            (nl2sql_pipeline.scoring.run_scores: one per gold set x model run)
 
-Stages take and return these records; ``nl2sql_pipeline.codec`` alone turns them into frames for storage
+Stages take and return these records; ``nl2sql_pipeline.results.frames`` alone turns them into frames for storage
 and back (NaN→None and JSON for nested values happen there, nowhere else).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation.records import CandidateRecord
-from nl2sql_pipeline.metrics import METRICS, RATE_DIMENSIONS
 
 if TYPE_CHECKING:  # the comparator (sqlglot) is imported only where clause items are made or read
     from nl2sql_pipeline.compare.structure import ClauseItems
@@ -167,54 +166,3 @@ class Verdict:
     test_suite_correct: bool | None = None
     test_suite_variants: int | None = None  # variants of the case's database the gold ran on (usable ones)
     test_suite_reason: str | None = None  # the first variant where the candidate's result differed, and how
-
-
-class RunScoresError(ValueError):
-    """Run scores that do not hold exactly the metrics declared in ``nl2sql_pipeline.metrics``."""
-
-
-@dataclass(frozen=True)
-class RunScores:
-    """The scores of one run, one value per metric of ``metrics.METRICS`` (in the order they were computed).
-
-    The ``json``-kind metrics hold real values: ``outcome_counts`` a dict, ``warnings`` a list, each
-    ``per_<dimension>`` a dict of breakdown rows. Read a metric as ``scores["semantic_correctness_rate"]``.
-    """
-
-    values: Mapping[str, Any]
-
-    def __post_init__(self) -> None:
-        declared = {m.name for m in METRICS}
-        if set(self.values) != declared:
-            missing, extra = sorted(declared - set(self.values)), sorted(set(self.values) - declared)
-            raise RunScoresError(f"run scores must hold the declared metrics (missing {missing}, undeclared {extra})")
-
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The value of metric ``name``, or ``default``."""
-        return self.values.get(name, default)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every metric by name (a plain dict; nested values stay real dicts and lists)."""
-        return dict(self.values)
-
-    @property
-    def warnings(self) -> list[str]:
-        """What a reader must know before trusting the numbers (skipped cases, estimated tokens, ...)."""
-        return list(self.values["warnings"])
-
-    @property
-    def outcome_counts(self) -> dict[str, int]:
-        """Query verdicts per outcome class."""
-        return dict(self.values["outcome_counts"])
-
-    def breakdown(self, dimension: str) -> dict[str, dict[str, Any]]:
-        """The rates per value of ``dimension`` (one of ``metrics.RATE_DIMENSIONS``)."""
-        if dimension not in RATE_DIMENSIONS:
-            raise KeyError(f"no breakdown by {dimension!r}; dimensions: {RATE_DIMENSIONS}")
-        return dict(self.values[f"per_{dimension}"])

@@ -15,9 +15,10 @@ import pandas as pd
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.codec import cases_from_frame, run_scores_from_frame, verdicts_from_frame
+from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame, verdicts_from_frame
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.records import RunScores, Verdict
+from nl2sql_pipeline.scoring.run_scores import RunScores
+from nl2sql_pipeline.stages.records import Verdict
 from nl2sql_pipeline.runs.store import list_runs
 
 GOLD_ASSET = "gold_set"

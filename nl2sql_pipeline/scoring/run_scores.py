@@ -12,17 +12,69 @@ a false positive a legitimate query case whose generated SQL it rejected - excep
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.metrics import RATE_DIMENSIONS
-from nl2sql_pipeline.outcome_causes import outcome_causes
-from nl2sql_pipeline.records import RunScores, Verdict
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.scoring.metrics import METRICS, RATE_DIMENSIONS
+from nl2sql_pipeline.scoring.causes import outcome_causes
+from nl2sql_pipeline.stages.records import Verdict
 
 INJECTION_TAG = "prompt_injection"
+
+
+class RunScoresError(ValueError):
+    """Run scores that do not hold exactly the metrics declared in ``nl2sql_pipeline.scoring.metrics``."""
+
+
+@dataclass(frozen=True)
+class RunScores:
+    """The scores of one run, one value per metric of ``metrics.METRICS`` (in the order they were computed).
+
+    The ``json``-kind metrics hold real values: ``outcome_counts`` a dict, ``warnings`` a list, each
+    ``per_<dimension>`` a dict of breakdown rows. Read a metric as ``scores["semantic_correctness_rate"]``.
+    """
+
+    values: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        declared = {m.name for m in METRICS}
+        if set(self.values) != declared:
+            missing, extra = sorted(declared - set(self.values)), sorted(set(self.values) - declared)
+            raise RunScoresError(f"run scores must hold the declared metrics (missing {missing}, undeclared {extra})")
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of metric ``name``, or ``default``."""
+        return self.values.get(name, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every metric by name (a plain dict; nested values stay real dicts and lists)."""
+        return dict(self.values)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a reader must know before trusting the numbers (skipped cases, estimated tokens, ...)."""
+        return list(self.values["warnings"])
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        """Query verdicts per outcome class."""
+        return dict(self.values["outcome_counts"])
+
+    def breakdown(self, dimension: str) -> dict[str, dict[str, Any]]:
+        """The rates per value of ``dimension`` (one of ``metrics.RATE_DIMENSIONS``)."""
+        if dimension not in RATE_DIMENSIONS:
+            raise KeyError(f"no breakdown by {dimension!r}; dimensions: {RATE_DIMENSIONS}")
+        return dict(self.values[f"per_{dimension}"])
 
 
 class NoVerdictsError(ValueError):

@@ -30,7 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.sql_identifiers import quote_identifier as quote
+from nl2sql_pipeline.sql.identifiers import quote_identifier as quote
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.records import Verdict
-from nl2sql_pipeline.report.summary import format_rate
-from nl2sql_pipeline.statistics import DEFAULT_ALPHA, PairedComparison, paired_comparison
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import Verdict
+from nl2sql_pipeline.scoring.formatting import format_rate
+from nl2sql_pipeline.scoring.statistics import DEFAULT_ALPHA, PairedComparison, paired_comparison
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from nl2sql_pipeline import outcomes, paths
-from nl2sql_pipeline.run_results import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
-from nl2sql_pipeline.statistics import paired_comparison, wilson_interval
+from nl2sql_pipeline import paths
+
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
+from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from nl2sql_pipeline import sql_ast
+from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.order import key_sequences, order_spec

@@ -13,10 +13,10 @@ import pandas as pd
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.leaderboard import build_leaderboard, stored_runs
-from nl2sql_pipeline.run_results import SCORES_ASSET, VERDICTS_ASSET
+from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
+from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
 
-from nl2sql_pipeline.export_formats import FORMATS
+from nl2sql_pipeline.results.formats import FORMATS
 
 VIEWS_SQL = """
 CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);

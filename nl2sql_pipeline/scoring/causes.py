@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from nl2sql_pipeline import outcomes
-from nl2sql_pipeline.records import Verdict
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import Verdict
 
 # no SQL in the reply: the outcome rule's own wording and the generation error class mean the same cause
 NO_SQL_CAUSE = "no_sql"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.database_registry import DatabaseEntry, load_database_registry, registry_path
+from nl2sql_pipeline.databases.registry import DatabaseEntry, load_database_registry, registry_path
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 
 PATH_SUFFIXES = (".duckdb", ".db")

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline import outcomes
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
-from nl2sql_pipeline.records import VariantOracleRow, Verdict
+from nl2sql_pipeline.stages.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 from nl2sql_pipeline.variants import VariantSet, ensure_variants
 from nl2sql_pipeline.variants.build import VariantBuildError

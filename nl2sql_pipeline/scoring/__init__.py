@@ -1,0 +1,1 @@
+"""Run-level scores from the verdicts: the declared metrics, the run scores, the causes of misses, the statistics."""

@@ -1,0 +1,1 @@
+"""SQL texts as the harness reads them: one parse per text, the features a query exhibits, identifier quoting."""
