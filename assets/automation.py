@@ -29,14 +29,18 @@ from nl2sql_pipeline.variants.cache import BUILDER_VERSION as VARIANTS_BUILDER_V
 GOLD_ASSET_KEYS = ("sample_database", "gold_set", "oracle_results", "database_variants")
 
 PREPARE = dg.AutomationCondition.eager()
-PREPARED = (dg.AutomationCondition.eager()
-            & dg.AutomationCondition.all_deps_blocking_checks_passed()).with_label("eager_after_preflight")
-NEW_EVALUATION = (dg.AutomationCondition.on_missing()
-                  & dg.AutomationCondition.all_deps_blocking_checks_passed()).with_label("new_evaluation")
+PREPARED = (dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()).with_label(
+    "eager_after_preflight"
+)
+NEW_EVALUATION = (
+    dg.AutomationCondition.on_missing() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+).with_label("new_evaluation")
 FOLLOW_MODEL = (
     dg.AutomationCondition.in_latest_time_window()
-    & (dg.AutomationCondition.newly_missing()
-       | dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*GOLD_ASSET_KEYS))).since_last_handled()
+    & (
+        dg.AutomationCondition.newly_missing()
+        | dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*GOLD_ASSET_KEYS))
+    ).since_last_handled()
     & ~dg.AutomationCondition.any_deps_missing()
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()

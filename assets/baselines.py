@@ -21,17 +21,29 @@ from nl2sql_pipeline.runs import RunVersions, not_comparable_reason, record_run
 def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg.MaterializeResult:
     identity, scores = run_scores_from_frame(run_scores)
     if str(identity["run_id"]) != context.run_id:
-        raise dg.Failure(description=f"run_scores read by run {context.run_id} belong to run {identity['run_id']}; "
-                         "refusing to record another run's scores")
+        raise dg.Failure(
+            description=f"run_scores read by run {context.run_id} belong to run {identity['run_id']}; "
+            "refusing to record another run's scores"
+        )
     versions = RunVersions.from_mapping(identity)
     db_path = paths.baselines_db_path()
     reason = not_comparable_reason(scores.as_dict())
-    record_run(db_path, run_id=str(identity["run_id"]), gold_set=identity["gold_set"], model=identity["model"],
-               versions=versions, scores=scores.as_dict(), not_comparable_reason=reason)
+    record_run(
+        db_path,
+        run_id=str(identity["run_id"]),
+        gold_set=identity["gold_set"],
+        model=identity["model"],
+        versions=versions,
+        scores=scores.as_dict(),
+        not_comparable_reason=reason,
+    )
     if reason is not None:
         context.log.warning("run %s recorded as NOT comparable (never a baseline): %s", context.run_id, reason)
-    metadata = {"path": dg.MetadataValue.path(str(db_path)), "run_id": str(identity["run_id"]),
-                "comparable": reason is None}
+    metadata = {
+        "path": dg.MetadataValue.path(str(db_path)),
+        "run_id": str(identity["run_id"]),
+        "comparable": reason is None,
+    }
     if reason is not None:
         metadata["not_comparable_reason"] = reason
     return dg.MaterializeResult(metadata=metadata)

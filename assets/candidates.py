@@ -11,8 +11,13 @@ from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from nl2sql_pipeline.generation.registry import get_model
 from nl2sql_pipeline.gold.registry import case_databases
-from nl2sql_pipeline.results.frames import attempts_to_frame, candidates_from_frame, candidates_to_frame, cases_from_frame
 from nl2sql_pipeline.progress import STAGE_EXECUTE, STAGE_GENERATE
+from nl2sql_pipeline.results.frames import (
+    attempts_to_frame,
+    candidates_from_frame,
+    candidates_to_frame,
+    cases_from_frame,
+)
 from resources.pools import GENERATION_POOL, hold_pool_slot, pool_limits, provider_pool
 from resources.settings import EvalSettings
 
@@ -44,7 +49,10 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
     pool = provider_pool(get_model(model))
     with hold_pool_slot(context, pool, pool_limits()) if pool is not None else nullcontext():
         records, summary = generate_for_gold_set(
-            cases, model, samples=config.samples, resolve_database=case_databases(gold),
+            cases,
+            model,
+            samples=config.samples,
+            resolve_database=case_databases(gold),
             progress=logged_progress(context, STAGE_GENERATE, model),
         )
     context.log.info("generated %s: %s", model, summary)
@@ -67,14 +75,20 @@ def candidate_results(
     candidate_sql: pd.DataFrame,
 ) -> dg.Output:
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.stages import execute_attempts
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
 
     cases = cases_from_frame(gold_set)
     attempts = attempts_from_candidates(candidates_from_frame(candidate_sql))
     gate = PolicyGate(case_databases(gold_and_model(context)[0]), eval_settings.policy)
-    executed = execute_attempts(cases, attempts, gate, eval_settings.limits(), isolated=eval_settings.isolated,
-                                progress=logged_progress(context, STAGE_EXECUTE, gold_and_model(context)[1]))
+    executed = execute_attempts(
+        cases,
+        attempts,
+        gate,
+        eval_settings.limits(),
+        isolated=eval_settings.isolated,
+        progress=logged_progress(context, STAGE_EXECUTE, gold_and_model(context)[1]),
+    )
     return dg.Output(
         attempts_to_frame(executed),
         metadata={

@@ -23,9 +23,9 @@ import pandas as pd
 
 from assets.partitions import gold_model_partitions, gold_sets_partitions
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame
-from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.gold.preflight import run_preflight
+from nl2sql_pipeline.gold.registry import case_databases
+from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame
 from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run, skipped_share
 from resources.settings import EvalSettings
 
@@ -35,18 +35,33 @@ warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec
 PREFLIGHT_CHECK = "gold_preflight"
 # check name -> (gate, measured metric, description)
 GATE_CHECK_SPECS: dict[str, tuple[str, str, str]] = {
-    "skipped_share": ("max_skipped_share", "skipped_share",
-                      "The run evaluated its cases: skipped share at or below max_skipped_share (a run that "
-                      "evaluated nothing fails)."),
-    "execution_success": ("min_execution_success", "sql_execution_success_rate",
-                          "SQL execution success is at or above min_execution_success (probe-only runs exempt)."),
-    "correctness_floor": ("min_semantic_correct", GATED_METRIC,
-                          "Semantic correctness is at or above min_semantic_correct (alias min_correctness)."),
-    "policy_recall": ("min_policy_recall", "policy_rejection_recall",
-                      "Policy-probe recall is at or above min_policy_recall (runs without probes exempt)."),
-    "no_regression": ("max_regression", GATED_METRIC,
-                      "Semantic correctness fell by no more than max_regression against the baseline (the latest "
-                      "earlier comparable, fully evaluated run of the same model on the same gold set)."),
+    "skipped_share": (
+        "max_skipped_share",
+        "skipped_share",
+        "The run evaluated its cases: skipped share at or below max_skipped_share (a run that "
+        "evaluated nothing fails).",
+    ),
+    "execution_success": (
+        "min_execution_success",
+        "sql_execution_success_rate",
+        "SQL execution success is at or above min_execution_success (probe-only runs exempt).",
+    ),
+    "correctness_floor": (
+        "min_semantic_correct",
+        GATED_METRIC,
+        "Semantic correctness is at or above min_semantic_correct (alias min_correctness).",
+    ),
+    "policy_recall": (
+        "min_policy_recall",
+        "policy_rejection_recall",
+        "Policy-probe recall is at or above min_policy_recall (runs without probes exempt).",
+    ),
+    "no_regression": (
+        "max_regression",
+        GATED_METRIC,
+        "Semantic correctness fell by no more than max_regression against the baseline (the latest "
+        "earlier comparable, fully evaluated run of the same model on the same gold set).",
+    ),
 }
 CORRECTNESS_FLOOR_CHECK = "correctness_floor"
 REGRESSION_CHECK = "no_regression"
@@ -59,7 +74,7 @@ SKIPPED_SHARE_CHECK = "skipped_share"
     blocking=True,
     partitions_def=gold_sets_partitions,
     description="Every expected SQL runs, alike at two thread counts; gold scores 100% against itself; policies "
-                "hold; no clock-dependent gold or arbitrary LIMIT (ties under LIMIT, empty and degenerate results warn).",
+    "hold; no clock-dependent gold or arbitrary LIMIT (ties under LIMIT, empty and degenerate results warn).",
 )
 def gold_preflight(
     context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame

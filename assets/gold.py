@@ -1,6 +1,5 @@
 """Sample database and gold-set assets (the blocking gold preflight is an asset check in ``assets/checks.py``)."""
 
-
 import json
 
 import dagster as dg
@@ -10,14 +9,17 @@ from assets.automation import CODE_VERSIONS, PREPARE, PREPARED
 from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold.registry import case_databases
-from nl2sql_pipeline.results.frames import cases_from_frame, cases_to_frame, oracle_rows_to_frame
 from nl2sql_pipeline.report import markdown_table
+from nl2sql_pipeline.results.frames import cases_from_frame, cases_to_frame, oracle_rows_to_frame
 from resources.settings import EvalSettings
+
 
 @dg.asset(
     code_version=CODE_VERSIONS["sample_database"],
     automation_condition=PREPARE,
-    group_name="gold", description="The anime_platform sample DuckDB database (built when missing).")
+    group_name="gold",
+    description="The anime_platform sample DuckDB database (built when missing).",
+)
 def sample_database(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
 
@@ -61,7 +63,6 @@ def gold_set(context: dg.AssetExecutionContext) -> dg.Output:
     )
 
 
-
 @dg.asset(
     code_version=CODE_VERSIONS["oracle_results"],
     automation_condition=PREPARED,
@@ -95,7 +96,9 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
     description="Seeded variants of each case database (sampled with foreign keys kept, duplicated, shuffled, "
     "NULLs, boundary values) and the gold's results on them: test-suite accuracy, once per gold version.",
 )
-def database_variants(context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame) -> dg.Output:
+def database_variants(
+    context: dg.AssetExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame
+) -> dg.Output:
     from nl2sql_pipeline.results.frames import variant_rows_to_frame
     from nl2sql_pipeline.stages.variant_suite import build_suites, run_variant_oracle
 

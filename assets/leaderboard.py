@@ -1,12 +1,11 @@
 """The leaderboard: every stored run across models and gold versions, ranked, with significance labels."""
 
 import dagster as dg
-import pandas as pd
 
 from assets.automation import CODE_VERSIONS
 from assets.scores import run_scores
-from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.report import markdown_table
+from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 
 
 @dg.asset(
@@ -19,7 +18,10 @@ from nl2sql_pipeline.report import markdown_table
 )
 def leaderboard(context: dg.AssetExecutionContext) -> dg.Output:
     frame = build_leaderboard(stored_runs())
-    shown = frame[["gold_set", "rank", "model", "correct", "scored", "semantic_correctness_rate", "ci_low", "ci_high",
-                   "vs_best"]].set_index("gold_set")
+    shown = frame[
+        ["gold_set", "rank", "model", "correct", "scored", "semantic_correctness_rate", "ci_low", "ci_high", "vs_best"]
+    ].set_index("gold_set")
     context.log.info("leaderboard of %d runs", len(frame))
-    return dg.Output(frame, metadata={"runs": len(frame), "leaderboard": dg.MetadataValue.md(markdown_table(shown.round(4)))})
+    return dg.Output(
+        frame, metadata={"runs": len(frame), "leaderboard": dg.MetadataValue.md(markdown_table(shown.round(4)))}
+    )

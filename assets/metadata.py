@@ -45,7 +45,9 @@ def _dagster_type(dtype: Any) -> str:
 
 def frame_schema_metadata(frame: pd.DataFrame) -> dict[str, Any]:
     """``dagster/row_count`` and ``dagster/column_schema`` of a frame (its columns and their types)."""
-    schema = dg.TableSchema(columns=[dg.TableColumn(name=str(c), type=_dagster_type(frame[c].dtype)) for c in frame.columns])
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(name=str(c), type=_dagster_type(frame[c].dtype)) for c in frame.columns]
+    )
     return {"dagster/row_count": len(frame), "dagster/column_schema": schema}
 
 
@@ -66,7 +68,9 @@ def verdicts_table(frame: pd.DataFrame, limit: int = VERDICT_TABLE_ROWS) -> dict
     """Metadata of ``case_verdicts``: the per-case table (not-correct first, at most ``limit`` rows), its
     column schema, and how many rows it shows of how many."""
     columns = [(name, kind, text) for name, kind, text in VERDICT_TABLE_COLUMNS if name in frame.columns]
-    schema = dg.TableSchema(columns=[dg.TableColumn(name=name, type=kind, description=text) for name, kind, text in columns])
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(name=name, type=kind, description=text) for name, kind, text in columns]
+    )
     ordered = frame
     if "correct" in frame.columns and len(frame):
         ordered = frame.assign(_ok=frame["correct"].fillna(False).astype(bool)).sort_values(

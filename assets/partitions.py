@@ -10,7 +10,9 @@ gold_model_partitions = dg.MultiPartitionsDefinition({"gold": gold_sets_partitio
 def gold_and_model(context: dg.AssetExecutionContext) -> tuple[str, str]:
     """The (gold set key, model slug) of a gold x model partition."""
     key = context.partition_key
-    dims = key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else dict(
-        zip(("gold", "model"), str(key).split("|"))
+    dims = (
+        key.keys_by_dimension
+        if isinstance(key, dg.MultiPartitionKey)
+        else dict(zip(("gold", "model"), str(key).split("|")))
     )
     return dims["gold"], dims["model"]

@@ -7,9 +7,14 @@ import pandas as pd
 
 from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_and_model, gold_model_partitions
-from nl2sql_pipeline.results.frames import cases_from_frame, model_config_hash_of, run_scores_to_frame, verdicts_from_frame
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
+from nl2sql_pipeline.results.frames import (
+    cases_from_frame,
+    model_config_hash_of,
+    run_scores_to_frame,
+    verdicts_from_frame,
+)
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
 from nl2sql_pipeline.scoring.run_scores import score_run
 from resources.settings import EvalSettings
@@ -62,9 +67,12 @@ def _report_metadata(context: dg.AssetExecutionContext, gold: str, model: str, c
     from nl2sql_pipeline.report.samples import load_result_samples
     from nl2sql_pipeline.report.tables import build_run_report
 
-    report = build_run_report(verdicts, model=model, gold_set=gold, warnings=warnings,
-                              samples=load_result_samples(gold, model, verdicts))
+    report = build_run_report(
+        verdicts, model=model, gold_set=gold, warnings=warnings, samples=load_result_samples(gold, model, verdicts)
+    )
     path = write_html(run_html([report], {c.id: c for c in cases}), run_report_path(gold, model, context.run_id))
-    return {"report_html": dg.MetadataValue.path(str(path)),
-            "report_url": dg.MetadataValue.url(path.resolve().as_uri()),
-            "summary": dg.MetadataValue.md(markdown_summary(report, path))}
+    return {
+        "report_html": dg.MetadataValue.path(str(path)),
+        "report_url": dg.MetadataValue.url(path.resolve().as_uri()),
+        "summary": dg.MetadataValue.md(markdown_summary(report, path)),
+    }

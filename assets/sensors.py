@@ -27,10 +27,13 @@ def register_partitions(instance: dg.DagsterInstance) -> tuple[list[str], list[s
     return new_golds, new_models
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Registers gold sets and models from data/ as dynamic partitions, removes the "
-           "partitions of models no longer in models.yml (their runs stay in the baselines), and writes each "
-           "provider pool's limit from models.yml into the instance.")
+@dg.sensor(
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Registers gold sets and models from data/ as dynamic partitions, removes the "
+    "partitions of models no longer in models.yml (their runs stay in the baselines), and writes each "
+    "provider pool's limit from models.yml into the instance.",
+)
 def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     from resources.pools import sync_pool_limits
 
@@ -82,8 +85,11 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
             reason = stale_reason(spec.rerun, recorded, current)
             if reason is None:
                 continue
-            run_key = (f"{gold}|{slug}|{spec.config_hash}" if reason == "model config changed"
-                       else f"{gold}|{slug}|{current.digest()}")
+            run_key = (
+                f"{gold}|{slug}|{spec.config_hash}"
+                if reason == "model config changed"
+                else f"{gold}|{slug}|{current.digest()}"
+            )
             stale.append((gold, slug, reason, run_key))
     return stale
 

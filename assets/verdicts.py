@@ -1,6 +1,5 @@
 """Per-model verdicts: one row per case and sample, with the rule that decided it."""
 
-
 import dagster as dg
 import pandas as pd
 
@@ -9,6 +8,8 @@ from assets.metadata import verdicts_table
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.gold.registry import case_databases
+from nl2sql_pipeline.progress import STAGE_JUDGE
 from nl2sql_pipeline.results.frames import (
     attempts_from_frame,
     cases_from_frame,
@@ -16,8 +17,6 @@ from nl2sql_pipeline.results.frames import (
     variant_rows_from_frame,
     verdicts_to_frame,
 )
-from nl2sql_pipeline.gold.registry import case_databases
-from nl2sql_pipeline.progress import STAGE_JUDGE
 from resources.settings import EvalSettings
 
 
@@ -51,28 +50,40 @@ def case_verdicts(
         )
     suite = _variant_suite(gold, fingerprint, database_variants, eval_settings)
     attempts = attempts_from_frame(candidate_results)
-    verdicts = judge(cases, oracle_rows_from_frame(oracle_results), attempts, eval_settings.compare_config(),
-                     resolve_database=case_databases(gold), limits=eval_settings.limits(), suite=suite,
-                     progress=logged_progress(context, STAGE_JUDGE, model))
+    verdicts = judge(
+        cases,
+        oracle_rows_from_frame(oracle_results),
+        attempts,
+        eval_settings.compare_config(),
+        resolve_database=case_databases(gold),
+        limits=eval_settings.limits(),
+        suite=suite,
+        progress=logged_progress(context, STAGE_JUDGE, model),
+    )
     model_hash = next((a.generation.model_config_hash for a in attempts if a.generation is not None), None)
     frame = verdicts_to_frame(verdicts, gold_set=gold, model=model, model_config_hash=model_hash)
     counts: dict[str, int] = {}
     for verdict in verdicts:
         counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
-    return dg.Output(frame, metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()},
-                                      **verdicts_table(frame)})
+    return dg.Output(
+        frame,
+        metadata={"verdicts": len(verdicts), **{f"outcome_{k}": v for k, v in counts.items()}, **verdicts_table(frame)},
+    )
 
 
 def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: EvalSettings):
     """The run's variant suite (None with test_suite_variants 0); a Failure when the stored variants do not fit."""
     from nl2sql_pipeline.stages.variant_suite import StoredVariantsError, stored_suite
 
-    fix = (f"re-materialize database_variants of {gold} with test_suite_variants={settings.test_suite_variants} "
-           "(nl2sql-eval run does it)")
+    fix = (
+        f"re-materialize database_variants of {gold} with test_suite_variants={settings.test_suite_variants} "
+        "(nl2sql-eval run does it)"
+    )
     if settings.test_suite_variants > 0 and len(frame) and set(frame["gold_fingerprint"]) != {fingerprint}:
         raise dg.Failure(description=f"database_variants of {gold} are stale (gold set changed since); {fix}")
     try:
-        return stored_suite(variant_rows_from_frame(frame), settings.test_suite_variants, settings.limits(),
-                            settings.isolated)
+        return stored_suite(
+            variant_rows_from_frame(frame), settings.test_suite_variants, settings.limits(), settings.isolated
+        )
     except StoredVariantsError as exc:
         raise dg.Failure(description=f"database_variants of {gold}: {exc}; {fix}") from exc

@@ -74,8 +74,9 @@ def run_side(side: Side) -> float:
     }
     env.pop("NL2SQL_HOME", None)
     try:
-        proc = subprocess.Popen(side.command, cwd=side.tree, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(
+            side.command, cwd=side.tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
         figure = None
         lines = []
         assert proc.stdout is not None
@@ -113,7 +114,9 @@ def remove(path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--base", default=DEFAULT_BASE, help=f"the revision measured as 'before' (default {DEFAULT_BASE})")
+    parser.add_argument(
+        "--base", default=DEFAULT_BASE, help=f"the revision measured as 'before' (default {DEFAULT_BASE})"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="runs per side, alternating (default 3)")
     args = parser.parse_args(argv)
     python = sys.executable
@@ -122,8 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         base_bench = str(base_tree / "benchmarks" / "bench_pipeline.py")
         bench = str(TREE / "benchmarks" / "bench_pipeline.py")
         sides = [
-            Side(f"before ({args.base}, pure-Python sqlglot)", base_tree,
-                 [python, str(HERE / "pure_sqlglot.py"), base_bench], parse_json=False),
+            Side(
+                f"before ({args.base}, pure-Python sqlglot)",
+                base_tree,
+                [python, str(HERE / "pure_sqlglot.py"), base_bench],
+                parse_json=False,
+            ),
             Side(f"before ({args.base}) + sqlglotc", base_tree, [python, base_bench], parse_json=False),
             Side("after (this tree)", TREE, [python, bench, "--json"], parse_json=True),
             Side("after (this tree), cold model runs", TREE, [python, bench, "--json", "--cold"], parse_json=True),
@@ -140,11 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     for side in sides:
         print(f"  {side.label:<44} {side.best:6.2f}  ({statistics.median(side.figures):.2f})")
     print(f"\n  after / before:             {after.best / before.best:.2f} ({before.best / after.best:.1f}x faster)")
-    print(f"  after, cold / before:       {after_cold.best / before.best:.2f} ({before.best / after_cold.best:.1f}x faster)")
+    print(
+        f"  after, cold / before:       {after_cold.best / before.best:.2f} ({before.best / after_cold.best:.1f}x faster)"
+    )
     print(f"  after / before + sqlglotc:  {after.best / before_c.best:.2f}")
-    print(f"  target: <= {TARGET_MS_PER_CASE} ms per case: after {after.best:.2f} ms, "
-          f"{'met' if after.best <= TARGET_MS_PER_CASE else 'NOT met'}; "
-          f"after, cold {after_cold.best:.2f} ms, {'met' if after_cold.best <= TARGET_MS_PER_CASE else 'NOT met'}")
+    print(
+        f"  target: <= {TARGET_MS_PER_CASE} ms per case: after {after.best:.2f} ms, "
+        f"{'met' if after.best <= TARGET_MS_PER_CASE else 'NOT met'}; "
+        f"after, cold {after_cold.best:.2f} ms, {'met' if after_cold.best <= TARGET_MS_PER_CASE else 'NOT met'}"
+    )
     return 0 if after.best <= TARGET_MS_PER_CASE else 1
 
 

@@ -33,7 +33,13 @@ def make_rows(n: int, seed: int) -> list[tuple]:
     rng = random.Random(seed)
     start = date(2020, 1, 1)
     return [
-        (i, rng.choice(GENRES), rng.random() * 10, start + timedelta(days=rng.randrange(1500)), Decimal(rng.randrange(100_000)) / 100)
+        (
+            i,
+            rng.choice(GENRES),
+            rng.random() * 10,
+            start + timedelta(days=rng.randrange(1500)),
+            Decimal(rng.randrange(100_000)) / 100,
+        )
         for i in range(n)
     ]
 
@@ -99,14 +105,14 @@ def main() -> int:
     print(header)
     slow = []
     for name, cand_cols, cand_rows, should_match in scenarios(expected):
-        ours_s, verdict = best_of(lambda: compare_results(COLUMNS, expected, cand_cols, cand_rows))
-        pandas_s, pandas_verdict = best_of(lambda: pandas_equal(COLUMNS, expected, cand_cols, cand_rows))
+        ours_s, verdict = best_of(lambda c=cand_cols, r=cand_rows: compare_results(COLUMNS, expected, c, r))
+        pandas_s, pandas_verdict = best_of(lambda c=cand_cols, r=cand_rows: pandas_equal(COLUMNS, expected, c, r))
         line = (
             f"{name:<18} {ours_s:>8.3f} {pandas_s:>9.3f} {pandas_s / ours_s:>5.1f}x"
             f"  {str(verdict.match == should_match):<7}  {str(pandas_verdict == should_match):<9}"
         )
         if have_datacompy:
-            datacompy_s, _ = best_of(lambda: datacompy_equal(COLUMNS, expected, cand_cols, cand_rows), 1)
+            datacompy_s, _ = best_of(lambda c=cand_cols, r=cand_rows: datacompy_equal(COLUMNS, expected, c, r), 1)
             line += f"  {datacompy_s:>11.3f}"
         print(f"{line}  [{verdict.rule}]")
         if ours_s > TARGET_S:

@@ -73,12 +73,18 @@ def best_of(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
 def python_counter_equal(path: Path) -> bool:
     con = duckdb.connect(str(path), read_only=True)
     try:
+
         def normalised(table: str) -> Counter:
             rows = con.execute(f"SELECT * FROM {table}").fetchall()
             return Counter(
                 tuple(
-                    float(f"{v:.9g}") if isinstance(v, float) else float(v) if isinstance(v, Decimal)
-                    else v.isoformat() if hasattr(v, "isoformat") else v
+                    float(f"{v:.9g}")
+                    if isinstance(v, float)
+                    else float(v)
+                    if isinstance(v, Decimal)
+                    else v.isoformat()
+                    if hasattr(v, "isoformat")
+                    else v
                     for v in row
                 )
                 for row in rows
@@ -121,18 +127,24 @@ def main() -> int:
     ours_s, duck_s = median(w for w, _ in ours), median(w for w, _ in duck)
     print(f"{rounds} interleaved rounds, threads={LIMITS.threads} for both; median (best) wall s, median CPU s")
     print(f"{'method':<44} {'wall':>8} {'(best)':>8} {'cpu':>7}  verdict")
-    print(f"{'ours: compare_whole (in engine, tolerance)':<44} {ours_s:>8.3f} {min(w for w, _ in ours):>8.3f} "
-          f"{median(c for _, c in ours):>7.3f}  match={verdict.match} [{verdict.rule}]")
+    print(
+        f"{'ours: compare_whole (in engine, tolerance)':<44} {ours_s:>8.3f} {min(w for w, _ in ours):>8.3f} "
+        f"{median(c for _, c in ours):>7.3f}  match={verdict.match} [{verdict.rule}]"
+    )
     duck_rows = "more than 10000" if baseline.truncated else str(len(baseline.rows))
-    print(f"{'DuckDB UNION ALL +-1 GROUP BY HAVING':<44} {duck_s:>8.3f} {min(w for w, _ in duck):>8.3f} "
-          f"{median(c for _, c in duck):>7.3f}  {duck_rows} differing groups (no tolerance)")
+    print(
+        f"{'DuckDB UNION ALL +-1 GROUP BY HAVING':<44} {duck_s:>8.3f} {min(w for w, _ in duck):>8.3f} "
+        f"{median(c for _, c in duck):>7.3f}  {duck_rows} differing groups (no tolerance)"
+    )
     print(f"{'Python normalise + Counter (fetch included)':<44} {python_s:>8.3f} {'':>8} {'':>7}  equal={python_equal}")
     ratio = median(o[0] / d[0] for o, d in zip(ours, duck))
     cpu_ratio = median(c for _, c in ours) / median(c for _, c in duck)
     speedup = python_s / ours_s
-    print(f"ours / DuckDB = {ratio:.2f}x (median of the per-round ratios; target <= {MAX_RATIO_TO_DUCKDB}x; "
-          f"medians {ours_s / duck_s:.2f}x, CPU {cpu_ratio:.2f}x); Python / ours = {speedup:.1f}x "
-          f"(target >= {MIN_SPEEDUP_OVER_PYTHON:.0f}x)")
+    print(
+        f"ours / DuckDB = {ratio:.2f}x (median of the per-round ratios; target <= {MAX_RATIO_TO_DUCKDB}x; "
+        f"medians {ours_s / duck_s:.2f}x, CPU {cpu_ratio:.2f}x); Python / ours = {speedup:.1f}x "
+        f"(target >= {MIN_SPEEDUP_OVER_PYTHON:.0f}x)"
+    )
     ok = verdict.match and ratio <= MAX_RATIO_TO_DUCKDB and speedup >= MIN_SPEEDUP_OVER_PYTHON
     if not ok:
         print("TARGET MISSED")

@@ -98,8 +98,9 @@ def throughput(n_cases: int, concurrency: int, reply_s: float) -> tuple[float, f
     """(elapsed, ideal) seconds of one run of ``n_cases`` against a server process."""
     namespace: dict = {}
     exec(SETUP, namespace)
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(reply_s)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(reply_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert server.stdin is not None and server.stdout is not None
         api_base = server.stdout.readline().strip()
@@ -124,8 +125,21 @@ def pacing(per_process: int, limit: int, window: float) -> tuple[int, int, float
         env = {**os.environ, "NL2SQL_HOME": state, "PYTHONPATH": str(ROOT)}
         started = time.perf_counter()
         workers = [
-            subprocess.Popen([sys.executable, "-c", PACING_WORKER, server.api_base, state, str(per_process), str(limit),
-                              str(window), prefix], cwd=ROOT, env=env)
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    PACING_WORKER,
+                    server.api_base,
+                    state,
+                    str(per_process),
+                    str(limit),
+                    str(window),
+                    prefix,
+                ],
+                cwd=ROOT,
+                env=env,
+            )
             for prefix in ("a", "b")
         ]
         if any(worker.wait(timeout=600) != 0 for worker in workers):
@@ -152,15 +166,29 @@ def main(argv: list[str] | None = None) -> int:
     passes = [throughput(args.cases, args.concurrency, args.reply_ms / 1000.0) for _ in range(max(1, args.repeat))]
     elapsed, ideal = min(passes)
     ratio = elapsed / ideal
-    print(f"throughput: {args.cases} cases, concurrency {args.concurrency}, replies of {args.reply_ms:.0f} ms: "
-          f"{elapsed:.2f} s (ideal {ideal:.2f} s, ratio {ratio:.2f}, target <= 1.20; "
-          f"passes {', '.join(f'{p[0]:.2f}' for p in passes)} s)")
+    print(
+        f"throughput: {args.cases} cases, concurrency {args.concurrency}, replies of {args.reply_ms:.0f} ms: "
+        f"{elapsed:.2f} s (ideal {ideal:.2f} s, ratio {ratio:.2f}, target <= 1.20; "
+        f"passes {', '.join(f'{p[0]:.2f}' for p in passes)} s)"
+    )
     largest, requests, seconds = pacing(args.per_process, args.limit, args.window)
-    print(f"pacing: 2 processes x {args.per_process} requests under one limit of {args.limit} per {args.window:g} s "
-          f"(60/min scaled 1:{60 / args.window:g}): largest window held {largest} (limit {args.limit}), "
-          f"{requests} requests in {seconds:.1f} s")
-    print(json.dumps({"throughput_s": round(elapsed, 3), "ideal_s": ideal, "ratio": round(ratio, 3),
-                      "largest_window": largest, "limit": args.limit, "window_s": args.window}))
+    print(
+        f"pacing: 2 processes x {args.per_process} requests under one limit of {args.limit} per {args.window:g} s "
+        f"(60/min scaled 1:{60 / args.window:g}): largest window held {largest} (limit {args.limit}), "
+        f"{requests} requests in {seconds:.1f} s"
+    )
+    print(
+        json.dumps(
+            {
+                "throughput_s": round(elapsed, 3),
+                "ideal_s": ideal,
+                "ratio": round(ratio, 3),
+                "largest_window": largest,
+                "limit": args.limit,
+                "window_s": args.window,
+            }
+        )
+    )
     ok = ratio <= 1.2 and largest <= args.limit and requests == 2 * args.per_process
     if not ok:
         print("FAILED: a figure missed its target")

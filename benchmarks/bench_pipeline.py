@@ -31,11 +31,11 @@ TARGET_MS_PER_CASE = 1.3
 def clear_process_memos() -> None:
     """Forget what earlier stages parsed, decided or read (parse caches, policy decisions, the model
     registry, prompt texts, also those stored on disk): a cold model run."""
-    from nl2sql_pipeline.sql import parse as sql_ast
     from nl2sql_pipeline.compare.structure import parse_clauses
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
     from nl2sql_pipeline.generation.registry import clear_registry_memo
     from nl2sql_pipeline.policy.gate import clear_shared_engines
+    from nl2sql_pipeline.sql import parse as sql_ast
 
     sql_ast.clear_caches()
     clear_registry_memo()
@@ -75,12 +75,12 @@ def measure_core(cold: bool = False) -> dict:
 
     # ---- the stage calls (the core functions the assets call) -------------------------------------
     from nl2sql_pipeline.generation.candidates import generate_for_gold_set
+    from nl2sql_pipeline.gold.preflight import run_preflight
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.gold.preflight import run_preflight
-    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.scoring.run_scores import score_run
     from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
 
     t = time.perf_counter()
     cases = load_gold_set("multidomain-v1")
@@ -111,12 +111,18 @@ def measure_core(cold: bool = False) -> dict:
         model_seconds[0] = 0.0
         t = time.perf_counter()
         candidates, _ = generate_for_gold_set(cases, model, samples=1, use_cache=False)
-        stage(f"{model}: generate (litellm, offline)", (time.perf_counter() - t) * 1000,
-              model_ms=model_seconds[0] * 1000, cases=len(candidates))
+        stage(
+            f"{model}: generate (litellm, offline)",
+            (time.perf_counter() - t) * 1000,
+            model_ms=model_seconds[0] * 1000,
+            cases=len(candidates),
+        )
         t = time.perf_counter()
         results = execute_attempts(cases, attempts_from_candidates(candidates), PolicyGate(paths.database_path))
         executed = sum(a.result.elapsed_ms for a in results if a.result is not None)
-        stage(f"{model}: policy + sandbox", (time.perf_counter() - t) * 1000, query_ms=float(executed), cases=len(results))
+        stage(
+            f"{model}: policy + sandbox", (time.perf_counter() - t) * 1000, query_ms=float(executed), cases=len(results)
+        )
         t = time.perf_counter()
         verdicts = judge(cases, oracle, results)
         score_run(verdicts)
@@ -129,8 +135,14 @@ def measure_core(cold: bool = False) -> dict:
     frame["overhead_ms_per_case"] = frame["overhead_ms"] / frame["cases"].clip(lower=1)
     per_model = frame[frame["stage"].str.contains(":")]["overhead_ms"].sum() / 2 / len(cases)
     per_gold = frame[~frame["stage"].str.contains(":")]["overhead_ms"].sum() / len(cases)
-    return {"build_s": build_s, "stages": frame, "per_model_ms": float(per_model), "per_gold_ms": float(per_gold),
-            "cases": len(cases), "cold": cold}
+    return {
+        "build_s": build_s,
+        "stages": frame,
+        "per_model_ms": float(per_model),
+        "per_gold_ms": float(per_gold),
+        "cases": len(cases),
+        "cold": cold,
+    }
 
 
 def _sqlglot_build() -> str:
@@ -143,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--core-only", action="store_true", help="skip the run through Dagster")
     parser.add_argument("--json", action="store_true", help="print the core figures as JSON (implies --core-only)")
-    parser.add_argument("--cold", action="store_true", help="clear the process's parse and prompt memos before each model run")
+    parser.add_argument(
+        "--cold", action="store_true", help="clear the process's parse and prompt memos before each model run"
+    )
     args = parser.parse_args(argv)
     home = tempfile.mkdtemp(prefix="nl2sql-bench-")
     os.environ["NL2SQL_HOME"] = home
@@ -151,17 +165,30 @@ def main(argv: list[str] | None = None) -> int:
     measured = measure_core(cold=args.cold)
     frame, per_model, per_gold = measured["stages"], measured["per_model_ms"], measured["per_gold_ms"]
     if args.json:
-        print(json.dumps({"per_model_ms": per_model, "per_gold_ms": per_gold, "cold": args.cold,
-                          "sqlglot": _sqlglot_build(), "stages": frame.round(3).to_dict("records")}))
+        print(
+            json.dumps(
+                {
+                    "per_model_ms": per_model,
+                    "per_gold_ms": per_gold,
+                    "cold": args.cold,
+                    "sqlglot": _sqlglot_build(),
+                    "stages": frame.round(3).to_dict("records"),
+                }
+            )
+        )
         return 0 if per_model <= TARGET_MS_PER_CASE else 1
     pd.set_option("display.width", 160)
-    print(f"sample database build (default scale): {measured['build_s']:.2f} s; sqlglot: {_sqlglot_build()}"
-          f"{'; cold model runs' if args.cold else ''}")
+    print(
+        f"sample database build (default scale): {measured['build_s']:.2f} s; sqlglot: {_sqlglot_build()}"
+        f"{'; cold model runs' if args.cold else ''}"
+    )
     print(frame.round(2).to_string(index=False))
-    print(f"\nharness overhead per case beyond query execution and model time:\n"
-          f"  per model run (generate + policy + sandbox + compare + score): {per_model:.2f} ms "
-          f"(target <= {TARGET_MS_PER_CASE} ms; ratio {per_model / TARGET_MS_PER_CASE:.2f} of budget)\n"
-          f"  once per gold version, shared by all models (load, preflight, oracle): {per_gold:.2f} ms")
+    print(
+        f"\nharness overhead per case beyond query execution and model time:\n"
+        f"  per model run (generate + policy + sandbox + compare + score): {per_model:.2f} ms "
+        f"(target <= {TARGET_MS_PER_CASE} ms; ratio {per_model / TARGET_MS_PER_CASE:.2f} of budget)\n"
+        f"  once per gold version, shared by all models (load, preflight, oracle): {per_gold:.2f} ms"
+    )
     per_case = per_model
     if args.core_only:
         return 0 if per_case <= TARGET_MS_PER_CASE else 1

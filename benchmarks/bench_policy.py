@@ -80,10 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"policy engine: {len(workload)} checks of {len(typical)} distinct typical queries")
     print(f"  setup (policy + schema read): {setup * 1000:.1f} ms")
     print(f"  passes (cpu / wall): {', '.join(f'{run[0]:.3f} / {run[1]:.3f} s' for run in passes)}")
-    print(f"  fastest pass: cpu {total:.3f} s, wall {wall:.3f} s; per query: {per_query_ms:.3f} ms cpu "
-          f"(wall median {statistics.median(timings) * 1000:.3f} ms, max {max(timings) * 1000:.3f} ms)")
-    print(f"  ratio to the {args.budget:g} s budget: {total / args.budget:.2f}  "
-          f"({'within' if total <= args.budget else 'OVER'} budget)")
+    print(
+        f"  fastest pass: cpu {total:.3f} s, wall {wall:.3f} s; per query: {per_query_ms:.3f} ms cpu "
+        f"(wall median {statistics.median(timings) * 1000:.3f} ms, max {max(timings) * 1000:.3f} ms)"
+    )
+    print(
+        f"  ratio to the {args.budget:g} s budget: {total / args.budget:.2f}  "
+        f"({'within' if total <= args.budget else 'OVER'} budget)"
+    )
     print(f"  allowed: {allowed}/{len(workload)}")
     return 0 if total <= args.budget else 1
 

@@ -15,8 +15,18 @@ import tempfile
 import time
 
 TARGET_S = 2.0
-CMD = [sys.executable, "-m", "nl2sql_cli.main", "run", "--gold-set", "multidomain-v1",
-       "--model", "gold-echo", "--model", "sql-mutant"]
+CMD = [
+    sys.executable,
+    "-m",
+    "nl2sql_cli.main",
+    "run",
+    "--gold-set",
+    "multidomain-v1",
+    "--model",
+    "gold-echo",
+    "--model",
+    "sql-mutant",
+]
 
 
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -30,8 +40,12 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 def main() -> int:
     home = tempfile.mkdtemp(prefix="bench-rerun-")
-    env = {**os.environ, "NL2SQL_HOME": home, "DAGSTER_HOME": os.path.join(home, "dagster_home"),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        **os.environ,
+        "NL2SQL_HOME": home,
+        "DAGSTER_HOME": os.path.join(home, "dagster_home"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     first, _ = timed(CMD, env)
     noop = []
     for _ in range(3):
@@ -43,8 +57,10 @@ def main() -> int:
     best = min(noop)
     print(f"two models x 120 cases (multidomain-v1), nl2sql-eval run as a subprocess, storage root {home}")
     print(f"  first run (sample db, gold preparation, both models)   {first:6.2f} s")
-    print(f"  no-op re-run, nothing changed (best of 3)              {best:6.2f} s  (runs: "
-          f"{', '.join(f'{s:.2f}' for s in noop)}; target <= {TARGET_S:.1f} s)")
+    print(
+        f"  no-op re-run, nothing changed (best of 3)              {best:6.2f} s  (runs: "
+        f"{', '.join(f'{s:.2f}' for s in noop)}; target <= {TARGET_S:.1f} s)"
+    )
     print(f"  --force re-run (both models again, warm generation cache) {forced:6.2f} s")
     print(f"  a changed run config (--repeat 2) on the prepared gold  {third:6.2f} s  (gold stage skipped)")
     return 0 if best <= TARGET_S else 1

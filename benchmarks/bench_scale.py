@@ -64,8 +64,11 @@ def child(gold: str, model: str) -> None:
 
     def timed_materialize(assets, instance, partition_key=None, **kwargs):
         # CPU seconds of this process (all its threads) per materialization: steadier than wall on a loaded machine
-        name = "model" if hasattr(partition_key, "keys_by_dimension") else (
-            "gold" if partition_key is not None else "sample_database")
+        name = (
+            "model"
+            if hasattr(partition_key, "keys_by_dimension")
+            else ("gold" if partition_key is not None else "sample_database")
+        )
         before = time.process_time()
         try:
             return materialize(assets, instance, partition_key=partition_key, **kwargs)
@@ -78,13 +81,22 @@ def child(gold: str, model: str) -> None:
     wall = time.perf_counter() - started
     if outcome.failures or model not in outcome.scores:
         raise SystemExit(f"{gold} {model} failed: {outcome.failures or outcome.skipped_models}")
-    print(json.dumps({"stages": outcome.stage_seconds, "cpu": cpu, "wall": wall,
-                      "correct": outcome.scores[model]["semantic_correctness_rate"]}))
+    print(
+        json.dumps(
+            {
+                "stages": outcome.stage_seconds,
+                "cpu": cpu,
+                "wall": wall,
+                "correct": outcome.scores[model]["semantic_correctness_rate"],
+            }
+        )
+    )
 
 
 def run_child(env: dict[str, str], gold: str, model: str) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", gold, model], env=env, capture_output=True, text=True,
-                          cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", gold, model], env=env, capture_output=True, text=True, cwd=ROOT
+    )
     if done.returncode != 0:
         raise SystemExit(f"{gold} {model} exited {done.returncode}:\n{done.stderr[-3000:]}{done.stdout[-1000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -101,8 +113,13 @@ def main() -> int:
     sizes = tuple(int(s) for s in args.sizes.split(","))
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     build_data(work / "data", tuple(sorted({120, *sizes})))
-    env = {**os.environ, "NL2SQL_DATA": str(work / "data"), "NL2SQL_HOME": str(work / "home"),
-           "DAGSTER_HOME": str(work / "home" / "dagster_home"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        **os.environ,
+        "NL2SQL_DATA": str(work / "data"),
+        "NL2SQL_HOME": str(work / "home"),
+        "DAGSTER_HOME": str(work / "home" / "dagster_home"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     env.pop("NL2SQL_ASSETS_URL", None)
     started = time.perf_counter()
     run_child(env, BASE_GOLD, "gold-echo")  # warm-up: builds the sample database, not measured
@@ -110,32 +127,52 @@ def main() -> int:
     for size in sizes:
         first = run_child(env, f"scale-{size}", "gold-echo")
         second = run_child(env, f"scale-{size}", "sql-mutant")
-        rows.append((size, first["stages"]["gold_and_oracle"], first["stages"]["model:gold-echo"],
-                     second["stages"]["model:sql-mutant"], first["correct"]))
+        rows.append(
+            (
+                size,
+                first["stages"]["gold_and_oracle"],
+                first["stages"]["model:gold-echo"],
+                second["stages"]["model:sql-mutant"],
+                first["correct"],
+            )
+        )
         cpu_rows.append((size, first["cpu"]["gold"], first["cpu"]["model"], second["cpu"]["model"]))
-        print(f"  measured {size} cases (wall / CPU s): gold {rows[-1][1]:.1f} / {cpu_rows[-1][1]:.1f}, "
-              f"gold-echo {rows[-1][2]:.1f} / {cpu_rows[-1][2]:.1f}, sql-mutant {rows[-1][3]:.1f} / "
-              f"{cpu_rows[-1][3]:.1f} ({time.perf_counter() - started:.0f} s so far)", flush=True)
+        print(
+            f"  measured {size} cases (wall / CPU s): gold {rows[-1][1]:.1f} / {cpu_rows[-1][1]:.1f}, "
+            f"gold-echo {rows[-1][2]:.1f} / {cpu_rows[-1][2]:.1f}, sql-mutant {rows[-1][3]:.1f} / "
+            f"{cpu_rows[-1][3]:.1f} ({time.perf_counter() - started:.0f} s so far)",
+            flush=True,
+        )
     total = time.perf_counter() - started
     print(f"\nper-case cost, one storage root ({work}), each evaluation in its own process; {total:.0f} s in all")
-    print(f"{'cases':>7} | {'prepare gold (s)':>16} {'ms/case':>8} | {'gold-echo run (s)':>17} {'ms/case':>8} | "
-          f"{'sql-mutant run (s)':>18} {'ms/case':>8}")
+    print(
+        f"{'cases':>7} | {'prepare gold (s)':>16} {'ms/case':>8} | {'gold-echo run (s)':>17} {'ms/case':>8} | "
+        f"{'sql-mutant run (s)':>18} {'ms/case':>8}"
+    )
     for size, gold, echo, mutant, correct in rows:
         assert correct == 1.0, f"gold-echo scored {correct} on scale-{size}"
-        print(f"{size:>7} | {gold:>16.1f} {1000 * gold / size:>8.2f} | {echo:>17.1f} {1000 * echo / size:>8.2f} | "
-              f"{mutant:>18.1f} {1000 * mutant / size:>8.2f}")
+        print(
+            f"{size:>7} | {gold:>16.1f} {1000 * gold / size:>8.2f} | {echo:>17.1f} {1000 * echo / size:>8.2f} | "
+            f"{mutant:>18.1f} {1000 * mutant / size:>8.2f}"
+        )
     for (n0, g0, e0, m0, _), (n1, g1, e1, m1, _) in zip(rows, rows[1:]):
         span = n1 - n0
-        print(f"  marginal wall {n0}->{n1}: prepare gold {1000 * (g1 - g0) / span:.2f} ms/case, "
-              f"gold-echo run {1000 * (e1 - e0) / span:.2f} ms/case, sql-mutant run {1000 * (m1 - m0) / span:.2f} ms/case")
+        print(
+            f"  marginal wall {n0}->{n1}: prepare gold {1000 * (g1 - g0) / span:.2f} ms/case, "
+            f"gold-echo run {1000 * (e1 - e0) / span:.2f} ms/case, sql-mutant run {1000 * (m1 - m0) / span:.2f} ms/case"
+        )
     print("CPU seconds of the evaluating process (all threads), same runs:")
     for size, gold, echo, mutant in cpu_rows:
-        print(f"{size:>7} | {gold:>16.1f} {1000 * gold / size:>8.2f} | {echo:>17.1f} {1000 * echo / size:>8.2f} | "
-              f"{mutant:>18.1f} {1000 * mutant / size:>8.2f}")
+        print(
+            f"{size:>7} | {gold:>16.1f} {1000 * gold / size:>8.2f} | {echo:>17.1f} {1000 * echo / size:>8.2f} | "
+            f"{mutant:>18.1f} {1000 * mutant / size:>8.2f}"
+        )
     for (n0, g0, e0, m0), (n1, g1, e1, m1) in zip(cpu_rows, cpu_rows[1:]):
         span = n1 - n0
-        print(f"  marginal CPU {n0}->{n1}: prepare gold {1000 * (g1 - g0) / span:.2f} ms/case, "
-              f"gold-echo run {1000 * (e1 - e0) / span:.2f} ms/case, sql-mutant run {1000 * (m1 - m0) / span:.2f} ms/case")
+        print(
+            f"  marginal CPU {n0}->{n1}: prepare gold {1000 * (g1 - g0) / span:.2f} ms/case, "
+            f"gold-echo run {1000 * (e1 - e0) / span:.2f} ms/case, sql-mutant run {1000 * (m1 - m0) / span:.2f} ms/case"
+        )
     return 0
 
 

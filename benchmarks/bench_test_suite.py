@@ -24,14 +24,14 @@ from collections import Counter
 
 os.environ.setdefault("NL2SQL_HOME", tempfile.mkdtemp(prefix="nl2sql-bench-tsa-"))
 
-from nl2sql_pipeline.compare import CompareConfig  # noqa: E402
-from nl2sql_pipeline.execution import SandboxLimits, run_query  # noqa: E402
-from nl2sql_pipeline.generation.offline_provider import OfflineRequest, answer  # noqa: E402
-from nl2sql_pipeline.gold.registry import case_databases, load_gold_set  # noqa: E402
-from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt  # noqa: E402
-from nl2sql_pipeline.sample_db import ensure_database  # noqa: E402
-from nl2sql_pipeline.stages import judge, run_oracle  # noqa: E402
-from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, run_variant_oracle  # noqa: E402
+from nl2sql_pipeline.compare import CompareConfig
+from nl2sql_pipeline.execution import SandboxLimits, run_query
+from nl2sql_pipeline.generation.offline_provider import OfflineRequest, answer
+from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
+from nl2sql_pipeline.sample_db import ensure_database
+from nl2sql_pipeline.stages import judge, run_oracle
+from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt
+from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, run_variant_oracle
 
 LIMITS = SandboxLimits(timeout_s=30)
 MUTANT_PARAMS = {"mutation_rate": 1.0, "seed": 7}
@@ -45,10 +45,20 @@ def attempts(cases, answer_of, resolve) -> tuple[list[Attempt], dict[str, str | 
             continue
         sql, mutation = answer_of(case)
         mutations[case.id] = mutation
-        made.append(Attempt(case.id, case.fingerprint, SOURCE_MODEL, 0, 0, sql, policy_allowed=True, executed=True,
-                            result=run_query(resolve(case.database), sql, LIMITS)))
+        made.append(
+            Attempt(
+                case.id,
+                case.fingerprint,
+                SOURCE_MODEL,
+                0,
+                0,
+                sql,
+                policy_allowed=True,
+                executed=True,
+                result=run_query(resolve(case.database), sql, LIMITS),
+            )
+        )
     return made, mutations
-
 
 
 def main() -> int:
@@ -100,25 +110,36 @@ def main() -> int:
     echo_ea = sum(v.correct for v in echoes)
     echo_tsa = sum(bool(v.test_suite_correct) for v in echoes)
 
-    print(f"gold set {args.gold_set}: {query_cases} query cases, {n} mutated by sql-mutant "
-          f"(mutation_rate 1.0, seed 7), {args.variants} variants per database (seed 0)")
-    print(f"variants: built cold in {build_s:.2f} s, found cached in {cached_s:.2f} s; "
-          f"gold on every variant {variant_oracle_s:.2f} s ({len(variant_rows)} queries)")
+    print(
+        f"gold set {args.gold_set}: {query_cases} query cases, {n} mutated by sql-mutant "
+        f"(mutation_rate 1.0, seed 7), {args.variants} variants per database (seed 0)"
+    )
+    print(
+        f"variants: built cold in {build_s:.2f} s, found cached in {cached_s:.2f} s; "
+        f"gold on every variant {variant_oracle_s:.2f} s ({len(variant_rows)} queries)"
+    )
     print(f"mutants caught by execution accuracy : {len(ea_caught)}/{n} ({len(ea_caught) / n:.1%})")
     print(f"mutants caught by test-suite accuracy: {len(tsa_caught)}/{n} ({len(tsa_caught) / n:.1%})")
-    print(f"caught only by test-suite accuracy   : {len(only_tsa)} "
-          f"({', '.join(sorted(Counter(mutations[v.case_id] for v in only_tsa).elements())) or 'none'})")
+    print(
+        f"caught only by test-suite accuracy   : {len(only_tsa)} "
+        f"({', '.join(sorted(Counter(mutations[v.case_id] for v in only_tsa).elements())) or 'none'})"
+    )
     for v in only_tsa:
         print(f"  {v.case_id} [{mutations[v.case_id]}]: {v.test_suite_reason}")
     missed = [v for v in mutants if v.test_suite_correct]
     print(f"missed by both ({len(missed)}): " + ", ".join(f"{v.case_id} [{mutations[v.case_id]}]" for v in missed))
     print(f"gold-echo: execution accuracy {echo_ea}/{len(echoes)}, test-suite accuracy {echo_tsa}/{len(echoes)}")
-    print(f"judge of {n} mutants: {plain_s:.2f} s without the suite, {suite_s:.2f} s with it "
-          f"(+{(suite_s - plain_s) * 1000 / max(1, n - len(ea_caught)):.1f} ms per EA-correct case)")
+    print(
+        f"judge of {n} mutants: {plain_s:.2f} s without the suite, {suite_s:.2f} s with it "
+        f"(+{(suite_s - plain_s) * 1000 / max(1, n - len(ea_caught)):.1f} ms per EA-correct case)"
+    )
 
     ok = bool(only_tsa) and echo_tsa == len(echoes) == echo_ea
-    print("TARGET MET: test-suite accuracy catches mutants execution accuracy misses and never rejects gold-echo"
-          if ok else "TARGET NOT MET")
+    print(
+        "TARGET MET: test-suite accuracy catches mutants execution accuracy misses and never rejects gold-echo"
+        if ok
+        else "TARGET NOT MET"
+    )
     return 0 if ok else 1
 
 

@@ -29,17 +29,17 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["NL2SQL_HOME"] = tempfile.mkdtemp(prefix="nl2sql-cpu-")
 
     from nl2sql_pipeline import paths
-    from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.execution import sandbox
     from nl2sql_pipeline.generation import dispatch
+    from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
+    from nl2sql_pipeline.gold.preflight import run_preflight
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.gold.preflight import run_preflight
-    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
     from nl2sql_pipeline.scoring.run_scores import score_run
     from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
 
     ensure_database(DATABASE_NAME)
     cases = load_gold_set("multidomain-v1")
@@ -88,9 +88,15 @@ def main(argv: list[str] | None = None) -> int:
         queries = query_cpu[0]
         score_run(judge(cases, oracle, results))
         t3 = time.thread_time()
-        figures = [(t1 - t0) * 1000 / len(cases), (t2 - t1 - queries) * 1000 / len(cases), (t3 - t2) * 1000 / len(cases)]
+        figures = [
+            (t1 - t0) * 1000 / len(cases),
+            (t2 - t1 - queries) * 1000 / len(cases),
+            (t3 - t2) * 1000 / len(cases),
+        ]
         total += sum(figures)
-        print(f"{model}: generate {figures[0]:.2f}, policy + sandbox {figures[1]:.2f}, compare + score {figures[2]:.2f} ms CPU per case")
+        print(
+            f"{model}: generate {figures[0]:.2f}, policy + sandbox {figures[1]:.2f}, compare + score {figures[2]:.2f} ms CPU per case"
+        )
     print(f"per model run: {total / 2:.2f} ms CPU per case{' (cold)' if args.cold else ''}")
     return 0
 

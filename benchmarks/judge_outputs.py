@@ -35,9 +35,9 @@ def capture(path: Path) -> None:
     from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
     from nl2sql_pipeline.stages import execute_attempts, run_oracle
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
 
     ensure_database(DATABASE_NAME)
     cases = load_gold_set("multidomain-v1")
@@ -67,8 +67,9 @@ def dump(inputs: Path, out: Path) -> None:
 
 def export(revision: str, into: Path) -> Path:
     """The package and data of ``revision``, exported (no worktree) into ``into``."""
-    archive = subprocess.run(["git", "-C", str(TREE), "archive", revision, "nl2sql_pipeline", "data"],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(TREE), "archive", revision, "nl2sql_pipeline", "data"], check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into

@@ -26,7 +26,7 @@ class PurePythonSqlglotFinder:
     )
 
     @classmethod
-    def find_spec(cls, fullname: str, path=None, target=None):  # noqa: ANN001, ANN206 - importlib protocol
+    def find_spec(cls, fullname: str, path=None, target=None):
         """The source-file spec of a sqlglot module; None for every other module."""
         if fullname != "sqlglot" and not fullname.startswith("sqlglot."):
             return None

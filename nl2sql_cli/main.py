@@ -13,14 +13,21 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from nl2sql_cli.commands import compare, db, gold, models, policy, run, sql
-from nl2sql_cli.commands import compare_runs, export, report
+from nl2sql_cli.commands import compare, compare_runs, db, export, gold, models, policy, report, run, sql
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
 from nl2sql_pipeline.errors import Nl2SqlError
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_GATE_FAILED", "EXIT_BAD_INPUT", "EXIT_ENVIRONMENT", "EXIT_RUN_FAILED"]
+__all__ = [
+    "main",
+    "build_parser",
+    "EXIT_OK",
+    "EXIT_GATE_FAILED",
+    "EXIT_BAD_INPUT",
+    "EXIT_ENVIRONMENT",
+    "EXIT_RUN_FAILED",
+]
 
 COMMANDS = (db, gold, sql, compare, policy, models, run, report, compare_runs, export)
 

@@ -26,8 +26,14 @@ class EvaluationOutcome:
     gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
 
 
-def stored_outcome(gold_set: str, models: list[str], *, repeat: int = 1, policy: str | None = None,
-                   test_suite_variants: int | None = None) -> EvaluationOutcome | None:
+def stored_outcome(
+    gold_set: str,
+    models: list[str],
+    *,
+    repeat: int = 1,
+    policy: str | None = None,
+    test_suite_variants: int | None = None,
+) -> EvaluationOutcome | None:
     """The outcome of a run that would change nothing, from the stored scores alone (no Dagster), else None.
 
     It holds when the gold version is prepared at its current fingerprint and every model's latest fully
@@ -48,15 +54,23 @@ def stored_outcome(gold_set: str, models: list[str], *, repeat: int = 1, policy:
         base = gold_versions(gold_set, policy)
         if not is_prepared(gold_set, base.gold_fingerprint):
             return None
-        outcome = EvaluationOutcome(gold_prepared=True, preflight_triage=prepared_triage(gold_set, base.gold_fingerprint))
+        outcome = EvaluationOutcome(
+            gold_prepared=True, preflight_triage=prepared_triage(gold_set, base.gold_fingerprint)
+        )
         db_path = paths.baselines_db_path()
         for slug, spec in specs.items():
-            stored = reusable_run(db_path, gold_set, slug, model_versions(base, spec.config_hash), repeat,
-                                  test_suite_variants=test_suite_variants)
+            stored = reusable_run(
+                db_path,
+                gold_set,
+                slug,
+                model_versions(base, spec.config_hash),
+                repeat,
+                test_suite_variants=test_suite_variants,
+            )
             if stored is None:
                 return None
             outcome.scores[slug] = stored
             outcome.reused[slug] = str(stored["run_id"])
         return outcome
-    except Exception:  # noqa: BLE001 - the full run gives the real error, with its exit code
+    except Exception:
         return None

@@ -42,7 +42,9 @@ def plain_interval() -> float:
 def live_line(snapshot: ProgressSnapshot, width: int) -> str:
     """``generate gpt-4o [████░░] 45/120  37% | in flight 4, 3.2 calls/s, ...`` cut to ``width`` columns."""
     head = f"{snapshot.stage} {snapshot.model}".strip()
-    line = f"{head} [{bar(snapshot.fraction, LIVE_BAR_WIDTH)}] {snapshot.done}/{snapshot.total} {snapshot.fraction:4.0%}"
+    line = (
+        f"{head} [{bar(snapshot.fraction, LIVE_BAR_WIDTH)}] {snapshot.done}/{snapshot.total} {snapshot.fraction:4.0%}"
+    )
     tail = snapshot.summary()
     if tail:
         line += f" | {tail}"
@@ -52,8 +54,14 @@ def live_line(snapshot: ProgressSnapshot, width: int) -> str:
 class ProgressView:
     """A progress sink writing to ``stream`` (stderr): a live bar on a terminal, plain lines elsewhere."""
 
-    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None, interval_s: float | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        live: bool | None = None,
+        interval_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream if stream is not None else sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self._lock = threading.Lock()

@@ -19,28 +19,27 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
-from resources.build import build_resources
-from resources.pools import sync_pool_limits
 from assets.checks import PREFLIGHT_CHECK
+from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
-from nl2sql_pipeline.results.frames import run_scores_from_frame
-from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.runs.gates import GateThresholds
+from nl2sql_cli.outcome import EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.results.frames import run_scores_from_frame
+from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
 from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared, prepared_triage
 from nl2sql_pipeline.runs.reuse import reusable_run
+from resources.build import build_resources
 from resources.instance import ensure_instance_home
 from resources.io_manager import ParquetIOManager, read_parquet
+from resources.pools import sync_pool_limits
 from resources.stale_runs import fail_dead_runs, process_tags
 
 DEFAULT_LOCK_WAIT_S = 3600.0  # how long a run waits for another run of the same gold x model partition
-
-from nl2sql_cli.outcome import EvaluationOutcome  # noqa: F401 - re-exported: what evaluate returns
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +50,6 @@ def get_instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-
-
 def _console_loggers() -> dict:
     """Dagster's console logger: errors with their tracebacks under ``-v`` only; otherwise silent, since a
     failed step is reported by the CLI as one ``FAILED: <step>: <message>`` line."""
@@ -60,7 +57,9 @@ def _console_loggers() -> dict:
     return {"loggers": {"console": {"config": {"log_level": "ERROR" if verbose else "CRITICAL"}}}}
 
 
-def _materialize(assets, instance, partition_key=None, run_config=None, settings=None, tags=None) -> dg.ExecuteInProcessResult:
+def _materialize(
+    assets, instance, partition_key=None, run_config=None, settings=None, tags=None
+) -> dg.ExecuteInProcessResult:
     run_config = {**_console_loggers(), **(run_config or {})}
     return dg.materialize(
         [*ALL_ASSETS, *ASSET_CHECKS],
@@ -116,7 +115,9 @@ def evaluate(
     from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
 
     if gold_set not in list_gold_sets():
-        raise ConfigError(f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)")
+        raise ConfigError(
+            f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)"
+        )
     specs = {slug: get_model(slug) for slug in models}  # raises ConfigError for unknown slugs
     if policy is not None:
         from nl2sql_pipeline.policy import load_policy
@@ -167,19 +168,32 @@ def evaluate(
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
         run_config = {"ops": {"candidate_sql": {"config": {"samples": repeat}}}}
-        settings = {"policy": policy, "isolated": isolated, "test_suite_variants": test_suite_variants,
-                    **{k: v for k, v in vars(limits).items() if v is not None}}
+        settings = {
+            "policy": policy,
+            "isolated": isolated,
+            "test_suite_variants": test_suite_variants,
+            **{k: v for k, v in vars(limits).items() if v is not None},
+        }
 
         def told(holder: str, slug: str = slug) -> None:
             if on_wait is not None:
                 on_wait(f"waiting for another evaluation of {gold_set}|{slug} ({holder}) to finish")
 
         try:
-            with partition_lock(gold_set, slug, timeout_s=lock_wait_s, on_wait=told,
-                                owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}"):
+            with partition_lock(
+                gold_set,
+                slug,
+                timeout_s=lock_wait_s,
+                on_wait=told,
+                owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}",
+            ):
                 result = _materialize(
-                    [a.key for a in MODEL_ASSETS], instance, partition_key=key, run_config=run_config,
-                    settings=settings, tags=run_tags_for_partition(key),
+                    [a.key for a in MODEL_ASSETS],
+                    instance,
+                    partition_key=key,
+                    run_config=run_config,
+                    settings=settings,
+                    tags=run_tags_for_partition(key),
                 )
         except LockTimeoutError as exc:
             outcome.failures.append(f"{slug}: {exc}")
@@ -223,15 +237,19 @@ def _variants_ready(io: ParquetIOManager, gold_set: str, fingerprint: str, count
         return False
     if not len(frame):
         return False
-    return (set(frame["gold_fingerprint"]) == {fingerprint} and int(frame["variant_index"].max()) + 1 >= count
-            and all(Path(p).is_file() for p in set(frame["variant_path"])))
+    return (
+        set(frame["gold_fingerprint"]) == {fingerprint}
+        and int(frame["variant_index"].max()) + 1 >= count
+        and all(Path(p).is_file() for p in set(frame["variant_path"]))
+    )
 
 
 def _prepare_variants(instance: dg.DagsterInstance, gold_set: str, outcome: EvaluationOutcome, count: int) -> bool:
     """Materialize ``database_variants`` of the gold version with ``count`` variants per database."""
     started = time.perf_counter()
-    result = _materialize([dg.AssetKey("database_variants")], instance, partition_key=gold_set,
-                          settings={"test_suite_variants": count})
+    result = _materialize(
+        [dg.AssetKey("database_variants")], instance, partition_key=gold_set, settings={"test_suite_variants": count}
+    )
     outcome.stage_seconds["database_variants"] = time.perf_counter() - started
     if not result.success:
         outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
@@ -239,8 +257,13 @@ def _prepare_variants(instance: dg.DagsterInstance, gold_set: str, outcome: Eval
     return True
 
 
-def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str, outcome: EvaluationOutcome,
-                  test_suite_variants: int = 3) -> bool:
+def _prepare_gold(
+    instance: dg.DagsterInstance,
+    gold_set: str,
+    fingerprint: str,
+    outcome: EvaluationOutcome,
+    test_suite_variants: int = 3,
+) -> bool:
     """Materialize the sample database, then the gold set (blocking preflight) and its oracle; mark it prepared."""
     started = time.perf_counter()
     result = _materialize(["sample_database"], instance)
@@ -250,8 +273,12 @@ def _prepare_gold(instance: dg.DagsterInstance, gold_set: str, fingerprint: str,
         return False
 
     started = time.perf_counter()
-    result = _materialize([a.key for a in GOLD_ASSETS], instance, partition_key=gold_set,
-                          settings={"test_suite_variants": test_suite_variants})
+    result = _materialize(
+        [a.key for a in GOLD_ASSETS],
+        instance,
+        partition_key=gold_set,
+        settings={"test_suite_variants": test_suite_variants},
+    )
     outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
     for evaluation in result.get_asset_check_evaluations():
         if evaluation.check_name != PREFLIGHT_CHECK:

@@ -168,5 +168,5 @@ def gold_fingerprint(cases: list[Case]) -> str:
     """Fingerprint of a whole gold set: hash of its case ids and fingerprints in order."""
     digest = hashlib.sha256()
     for case in cases:
-        digest.update(f"{case.id}:{case.fingerprint}\n".encode("utf-8"))
+        digest.update(f"{case.id}:{case.fingerprint}\n".encode())
     return digest.hexdigest()[:16]

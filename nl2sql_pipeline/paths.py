@@ -47,7 +47,7 @@ def database_path(name: str) -> Path:
     return databases_dir() / f"{name}.duckdb"
 
 
-def assets_dir() -> "Path | UPath":
+def assets_dir() -> Path | UPath:
     """Folder of the Parquet files, one per asset partition: ``<storage root>/assets``, or the fsspec URL
     of ``NL2SQL_ASSETS_URL`` (``file:///shared/nl2sql/assets``, ``s3://bucket/nl2sql/assets``, ...) as a
     ``UPath``, which offers the ``pathlib`` operations the readers use (``/``, ``glob``, ``exists``, ``open``)."""

@@ -100,7 +100,9 @@ class ProgressSnapshot:
     @property
     def stage_unit(self) -> str:
         """What one unit of this stage is called in a rate."""
-        return {STAGE_GENERATE: "candidates", STAGE_EXECUTE: "queries", STAGE_JUDGE: "verdicts"}.get(self.stage, "units")
+        return {STAGE_GENERATE: "candidates", STAGE_EXECUTE: "queries", STAGE_JUDGE: "verdicts"}.get(
+            self.stage, "units"
+        )
 
     def line(self) -> str:
         """One plain line: ``progress generate gpt-4o-mini: 45/120 (37%), in flight 4, ...``."""
@@ -165,8 +167,15 @@ class ProgressTracker:
     at most once per ``emit_interval_s`` (0: every change), and always of ``begin`` and ``finish``.
     """
 
-    def __init__(self, stage: str, model: str, *, sinks: tuple[ProgressSink, ...] = (),
-                 clock: Callable[[], float] = time.monotonic, emit_interval_s: float = DEFAULT_EMIT_INTERVAL_S):
+    def __init__(
+        self,
+        stage: str,
+        model: str,
+        *,
+        sinks: tuple[ProgressSink, ...] = (),
+        clock: Callable[[], float] = time.monotonic,
+        emit_interval_s: float = DEFAULT_EMIT_INTERVAL_S,
+    ):
         self.stage, self.model = stage, model
         self._sinks = list(dict.fromkeys((*subscribers(), *sinks)))
         self._clock = clock
@@ -244,10 +253,21 @@ class ProgressTracker:
         elapsed = 0.0 if self._started is None else max(0.0, self._clock() - self._started)
         failures = tuple(sorted(c.failures.items(), key=lambda item: (-item[1], item[0])))
         return ProgressSnapshot(
-            stage=self.stage, model=self.model, done=c.done, total=max(self._total, c.done), in_flight=c.in_flight,
-            calls=c.calls, cached=c.cached, retries=c.retries, input_tokens=c.input_tokens,
-            output_tokens=c.output_tokens, cost_usd=c.cost_usd, cost_unknown=c.cost_unknown, failures=failures,
-            elapsed_s=elapsed, finished=self._finished,
+            stage=self.stage,
+            model=self.model,
+            done=c.done,
+            total=max(self._total, c.done),
+            in_flight=c.in_flight,
+            calls=c.calls,
+            cached=c.cached,
+            retries=c.retries,
+            input_tokens=c.input_tokens,
+            output_tokens=c.output_tokens,
+            cost_usd=c.cost_usd,
+            cost_unknown=c.cost_unknown,
+            failures=failures,
+            elapsed_s=elapsed,
+            finished=self._finished,
         )
 
     def _emit(self, force: bool = False) -> None:
@@ -262,7 +282,7 @@ class ProgressTracker:
         for sink in list(self._sinks):
             try:
                 sink(snapshot)
-            except Exception:  # noqa: BLE001 - a broken display never stops the work it watches
+            except Exception:
                 logger.exception("progress sink %r failed; it is dropped", sink)
                 self._sinks.remove(sink)
 

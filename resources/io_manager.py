@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Union
 
 import dagster as dg
 import pandas as pd
@@ -28,7 +27,7 @@ from upath import UPath
 
 from nl2sql_pipeline import paths
 
-AnyPath = Union[Path, UPath]
+AnyPath = Path | UPath
 
 
 class PartitionNotMaterializedError(dg.Failure):
@@ -38,7 +37,9 @@ class PartitionNotMaterializedError(dg.Failure):
 class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores pandas DataFrames as Parquet, one file per partition."""
 
-    root: str | None = None  # a folder or an fsspec URL; default: paths.assets_dir() (NL2SQL_ASSETS_URL or <storage root>/assets)
+    root: str | None = (
+        None  # a folder or an fsspec URL; default: paths.assets_dir() (NL2SQL_ASSETS_URL or <storage root>/assets)
+    )
 
     def _root(self) -> AnyPath:
         if not self.root:

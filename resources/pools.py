@@ -120,8 +120,11 @@ def hold_pool_slot(context: dg.AssetExecutionContext, pool: str, limits: Mapping
             if status.is_claimed:
                 break
             if not told:
-                context.log.info("waiting for a slot of pool %s (limit %d): other runs of this provider hold them",
-                                 pool, limits[pool])
+                context.log.info(
+                    "waiting for a slot of pool %s (limit %d): other runs of this provider hold them",
+                    pool,
+                    limits[pool],
+                )
                 told = True
             time.sleep(min(MAX_WAIT_POLL_S, max(0.1, status.sleep_interval or 0.5)))
         if told:

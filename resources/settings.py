@@ -35,7 +35,9 @@ class EvalSettings(dg.ConfigurableResource):
         given = GateThresholds(
             max_skipped_share=self.max_skipped_share,
             min_execution_success=self.min_execution_success,
-            min_semantic_correct=self.min_semantic_correct if self.min_semantic_correct is not None else self.min_correctness,
+            min_semantic_correct=self.min_semantic_correct
+            if self.min_semantic_correct is not None
+            else self.min_correctness,
             min_policy_recall=self.min_policy_recall,
             max_regression=self.max_regression,
         )

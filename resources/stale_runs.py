@@ -50,11 +50,15 @@ def is_dead_run(run: dg.DagsterRun) -> bool:
 def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Report every in-progress run of a dead process on this host as failed; returns their run ids."""
     failed = []
-    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=IN_PROGRESS, tags={HOST_TAG: socket.gethostname()})):
+    for record in instance.get_run_records(
+        filters=dg.RunsFilter(statuses=IN_PROGRESS, tags={HOST_TAG: socket.gethostname()})
+    ):
         run = record.dagster_run
         if is_dead_run(run):
-            message = (f"run {run.run_id} was left {run.status.value} by process {run.tags[PID_TAG]}, which no longer "
-                       "exists (killed?); marked failed")
+            message = (
+                f"run {run.run_id} was left {run.status.value} by process {run.tags[PID_TAG]}, which no longer "
+                "exists (killed?); marked failed"
+            )
             instance.report_run_failed(run, message)
             if instance.event_log_storage.supports_global_concurrency_limits:  # its pool slots go back
                 instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)

@@ -86,8 +86,12 @@ class Reply:
     # ------------------------------------------------------------------ the provider failures tests need
     @classmethod
     def unauthorized(cls) -> Reply:
-        return cls.error(401, "Incorrect API key provided: sk-***. You can find your API key at the dashboard.",
-                         error_type="invalid_request_error", code="invalid_api_key")
+        return cls.error(
+            401,
+            "Incorrect API key provided: sk-***. You can find your API key at the dashboard.",
+            error_type="invalid_request_error",
+            code="invalid_api_key",
+        )
 
     @classmethod
     def payment_required(cls) -> Reply:
@@ -95,20 +99,33 @@ class Reply:
 
     @classmethod
     def low_credit_400(cls) -> Reply:
-        return cls.error(400, "Your credit balance is too low to access the API. Please go to Plans & Billing.",
-                         error_type="invalid_request_error")
+        return cls.error(
+            400,
+            "Your credit balance is too low to access the API. Please go to Plans & Billing.",
+            error_type="invalid_request_error",
+        )
 
     @classmethod
     def rate_limited(cls, retry_after: str | None = "1") -> Reply:
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
-        return cls.error(429, "Rate limit reached for requests per min (RPM): Limit 3, Used 3, Requested 1.",
-                         error_type="requests", code="rate_limit_exceeded", headers=headers)
+        return cls.error(
+            429,
+            "Rate limit reached for requests per min (RPM): Limit 3, Used 3, Requested 1.",
+            error_type="requests",
+            code="rate_limit_exceeded",
+            headers=headers,
+        )
 
     @classmethod
     def daily_quota(cls) -> Reply:
-        return cls.error(429, "Rate limit reached for requests per day (RPD): Limit 200, Used 200, Requested 1. "
-                         "Please try again in 7m12s.", error_type="requests", code="rate_limit_exceeded",
-                         headers={"Retry-After": "432"})
+        return cls.error(
+            429,
+            "Rate limit reached for requests per day (RPD): Limit 200, Used 200, Requested 1. "
+            "Please try again in 7m12s.",
+            error_type="requests",
+            code="rate_limit_exceeded",
+            headers={"Retry-After": "432"},
+        )
 
     @classmethod
     def server_error(cls, status: int = 500) -> Reply:
@@ -116,19 +133,31 @@ class Reply:
 
     @classmethod
     def unknown_model(cls) -> Reply:
-        return cls.error(404, "The model `no-such-model` does not exist or you do not have access to it.",
-                         error_type="invalid_request_error", code="model_not_found")
+        return cls.error(
+            404,
+            "The model `no-such-model` does not exist or you do not have access to it.",
+            error_type="invalid_request_error",
+            code="model_not_found",
+        )
 
     @classmethod
     def context_window(cls) -> Reply:
-        return cls.error(400, "This model's maximum context length is 8192 tokens. However, your messages resulted "
-                         "in 9000 tokens. Please reduce the length of the messages.",
-                         error_type="invalid_request_error", code="context_length_exceeded")
+        return cls.error(
+            400,
+            "This model's maximum context length is 8192 tokens. However, your messages resulted "
+            "in 9000 tokens. Please reduce the length of the messages.",
+            error_type="invalid_request_error",
+            code="context_length_exceeded",
+        )
 
     @classmethod
     def content_filtered(cls) -> Reply:
-        return cls.error(400, "The response was filtered due to the prompt triggering the content management policy.",
-                         error_type="invalid_request_error", code="content_filter")
+        return cls.error(
+            400,
+            "The response was filtered due to the prompt triggering the content management policy.",
+            error_type="invalid_request_error",
+            code="content_filter",
+        )
 
 
 def last_user_message(body: dict[str, Any]) -> str:
@@ -282,13 +311,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server API
+    def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]}, {})
         else:
             self._send(404, {"error": {"message": f"no route {self.path}"}}, {})
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
         if not self.path.rstrip("/").endswith("/chat/completions"):

@@ -41,8 +41,13 @@ class SystemReply:
 class FakeSystem:
     """The scripted system (a context manager: starts on enter, stops on exit)."""
 
-    def __init__(self, script: tuple[SystemReply, ...] = (), *, default: SystemReply | None = None,
-                 responder: Callable[[int, dict[str, Any]], SystemReply | None] | None = None):
+    def __init__(
+        self,
+        script: tuple[SystemReply, ...] = (),
+        *,
+        default: SystemReply | None = None,
+        responder: Callable[[int, dict[str, Any]], SystemReply | None] | None = None,
+    ):
         self.default = default or SystemReply.sql("SELECT 1 AS one")
         self.responder = responder
         self._queue: deque[SystemReply] = deque(script)
@@ -106,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         reply = self.fake._next(body, {k.lower(): v for k, v in self.headers.items()})

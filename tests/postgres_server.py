@@ -29,8 +29,10 @@ def find_bin_dir() -> Path:
     found = shutil.which("initdb")
     if found and shutil.which("pg_ctl"):
         return Path(os.path.realpath(found)).parent
-    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name)
-                        if p.parent.parent.name.isdigit() else 0)
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
     if not candidates:
         raise PostgresUnavailable(
             "no PostgreSQL server binaries (initdb) on PATH or in /usr/lib/postgresql/*/bin; "
@@ -70,8 +72,13 @@ class PostgresServer:
     @property
     def env(self) -> dict[str, str]:
         """The credentials as deploy/dagster.yaml reads them (DAGSTER_PG_*), for database ``nl2sql``."""
-        return {"DAGSTER_PG_HOST": self.host, "DAGSTER_PG_PORT": str(self.port), "DAGSTER_PG_DB": "nl2sql",
-                "DAGSTER_PG_USERNAME": self.user, "DAGSTER_PG_PASSWORD": self.password}
+        return {
+            "DAGSTER_PG_HOST": self.host,
+            "DAGSTER_PG_PORT": str(self.port),
+            "DAGSTER_PG_DB": "nl2sql",
+            "DAGSTER_PG_USERNAME": self.user,
+            "DAGSTER_PG_PASSWORD": self.password,
+        }
 
     def _cmd(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         owner = _run_as()
@@ -79,10 +86,12 @@ class PostgresServer:
         env = {**os.environ, "LC_ALL": "C", "LANG": "C", "HOME": str(self.base)}
         done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=self.base, **kwargs)
         if check and done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+            raise RuntimeError(
+                f"{' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            )
         return done
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         bin_dir = find_bin_dir()
         owner = _run_as()
         data, pwfile = self.base / "data", self.base / "pwfile"
@@ -91,19 +100,40 @@ class PostgresServer:
             for path in (self.base, pwfile):
                 os.chown(path, owner.pw_uid, owner.pw_gid)
         self.base.chmod(0o700)
-        self._cmd(str(bin_dir / "initdb"), "-D", str(data), "-U", self.user, f"--pwfile={pwfile}",
-                  "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C")
+        self._cmd(
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            self.user,
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
+            "--encoding=UTF8",
+            "--locale=C",
+        )
         options = f"-c listen_addresses={self.host} -p {self.port} -c unix_socket_directories={self.base} -c fsync=off"
-        self._cmd(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(self.base / "server.log"), "-o", options,
-                  "-w", "-t", "60", "start")
+        self._cmd(
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(self.base / "server.log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self._create_database()
         return self
 
     def _create_database(self) -> None:
         import psycopg2  # installed with dagster-postgres
 
-        connection = psycopg2.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                                      dbname="postgres")
+        connection = psycopg2.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password, dbname="postgres"
+        )
         connection.autocommit = True
         with connection.cursor() as cursor:
             cursor.execute("CREATE DATABASE nl2sql")
@@ -113,8 +143,9 @@ class PostgresServer:
         """Rows of ``sql`` on the ``nl2sql`` database."""
         import psycopg2
 
-        connection = psycopg2.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                                      dbname="nl2sql")
+        connection = psycopg2.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password, dbname="nl2sql"
+        )
         try:
             with connection.cursor() as cursor:
                 cursor.execute(sql)
@@ -129,7 +160,15 @@ class PostgresServer:
     def stop(self) -> None:
         try:
             if (self.base / "data" / "postmaster.pid").exists():
-                self._cmd(str(find_bin_dir() / "pg_ctl"), "-D", str(self.base / "data"), "-m", "fast", "-w",
-                          "stop", check=False)
+                self._cmd(
+                    str(find_bin_dir() / "pg_ctl"),
+                    "-D",
+                    str(self.base / "data"),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "stop",
+                    check=False,
+                )
         finally:
             shutil.rmtree(self.base, ignore_errors=True)

@@ -111,8 +111,6 @@ def test_the_import_walker_sees_a_circle(tmp_path):
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
-
-
 def test_no_import_circle_anywhere():
     cycles = _cycles(_graph())
     assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)

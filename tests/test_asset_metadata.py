@@ -9,14 +9,21 @@ from assets.metadata import verdicts_table
 
 
 def _frame(n: int) -> pd.DataFrame:
-    return pd.DataFrame({
-        "gold_set": ["g"] * n, "model": ["m"] * n,
-        "case_id": [f"c-{i:02d}" for i in range(n)], "sample_index": [0] * n,
-        "outcome": ["correct" if i % 3 else "wrong_result" for i in range(n)],
-        "correct": [bool(i % 3) for i in range(n)], "comparison_rule": ["exact"] * n, "reason": [None] * n,
-        "latency_ms": [float(i) for i in range(n)], "cost_usd": [None] * n,
-        "generated_sql": ["SELECT " + "x, " * 300 + "1"] * n,
-    })
+    return pd.DataFrame(
+        {
+            "gold_set": ["g"] * n,
+            "model": ["m"] * n,
+            "case_id": [f"c-{i:02d}" for i in range(n)],
+            "sample_index": [0] * n,
+            "outcome": ["correct" if i % 3 else "wrong_result" for i in range(n)],
+            "correct": [bool(i % 3) for i in range(n)],
+            "comparison_rule": ["exact"] * n,
+            "reason": [None] * n,
+            "latency_ms": [float(i) for i in range(n)],
+            "cost_usd": [None] * n,
+            "generated_sql": ["SELECT " + "x, " * 300 + "1"] * n,
+        }
+    )
 
 
 def test_the_table_has_a_schema_and_shows_the_not_correct_cases_first():

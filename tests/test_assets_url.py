@@ -23,16 +23,18 @@ def test_the_io_manager_writes_and_reads_partitions_through_a_file_url(tmp_path)
     assert pd.read_parquet(latest)["a"].tolist() == [1, 2]
     assert pd.read_parquet(own)["a"].tolist() == [1, 2]
     # a second run replaces the latest file whole; the first run's own file stays
-    second = dg.build_output_context(asset_key=dg.AssetKey("run_scores"), partition_key=key,
-                                     run_id="0f0e0d0c-aaaa-bbbb-cccc-000000000002")
+    second = dg.build_output_context(
+        asset_key=dg.AssetKey("run_scores"), partition_key=key, run_id="0f0e0d0c-aaaa-bbbb-cccc-000000000002"
+    )
     manager.handle_output(second, pd.DataFrame({"a": [3]}))
     assert pd.read_parquet(latest)["a"].tolist() == [3]
     assert pd.read_parquet(own)["a"].tolist() == [1, 2]
     assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
 
     upstream = dg.build_output_context(asset_key=dg.AssetKey("run_scores"), partition_key=key)
-    loaded = manager.load_input(dg.build_input_context(upstream_output=upstream, asset_key=dg.AssetKey("run_scores"),
-                                                       partition_key=key))
+    loaded = manager.load_input(
+        dg.build_input_context(upstream_output=upstream, asset_key=dg.AssetKey("run_scores"), partition_key=key)
+    )
     assert loaded["a"].tolist() == [3]
     path = manager.partition_path(dg.AssetKey("run_scores"), key)
     assert isinstance(path, UPath) and str(path).startswith("file://")

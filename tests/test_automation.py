@@ -17,9 +17,16 @@ import pytest
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
 MODEL_ASSETS = ("candidate_sql", "candidate_results", "case_verdicts", "run_scores", "baselines")
-CASE = {"id": "c-1", "domain": "d", "category": "single_table", "question": "How many titles?",
-        "database": "anime_platform", "expected_sql": "SELECT COUNT(*) AS n FROM anime", "tags": ["aggregate"],
-        "difficulty": "easy"}
+CASE = {
+    "id": "c-1",
+    "domain": "d",
+    "category": "single_table",
+    "question": "How many titles?",
+    "database": "anime_platform",
+    "expected_sql": "SELECT COUNT(*) AS n FROM anime",
+    "tags": ["aggregate"],
+    "difficulty": "easy",
+}
 
 
 def _add_gold(data, key: str) -> None:
@@ -30,9 +37,13 @@ def _add_gold(data, key: str) -> None:
 
 def _add_model(data, slug: str, rerun: str = "on_config_change") -> None:
     models = data / "models.yml"
-    models.write_text(models.read_text().rstrip("\n") + (
-        f"\n  {slug}:\n    kind: offline\n    model: nl2sql-offline/gold-echo\n    params: {{temperature: 0}}\n"
-        f"    version: \"{slug}\"\n    rerun: {rerun}\n"))
+    models.write_text(
+        models.read_text().rstrip("\n")
+        + (
+            f"\n  {slug}:\n    kind: offline\n    model: nl2sql-offline/gold-echo\n    params: {{temperature: 0}}\n"
+            f'    version: "{slug}"\n    rerun: {rerun}\n'
+        )
+    )
 
 
 @pytest.fixture
@@ -60,8 +71,10 @@ def _tick(instance, cursor=None):
 
 def _requested(result, asset: str) -> set[tuple[str, str] | str]:
     keys = result.get_requested_partitions(dg.AssetKey(asset))
-    return {(k.keys_by_dimension["gold"], k.keys_by_dimension["model"]) if isinstance(k, dg.MultiPartitionKey)
-            else k for k in keys}
+    return {
+        (k.keys_by_dimension["gold"], k.keys_by_dimension["model"]) if isinstance(k, dg.MultiPartitionKey) else k
+        for k in keys
+    }
 
 
 def _execute_requests(instance, result) -> None:
@@ -73,8 +86,13 @@ def _execute_requests(instance, result) -> None:
         partitions = set().union(*(result.get_requested_partitions(dg.AssetKey(n)) for n in names))
         for key in sorted(partitions, key=str):
             selection = [n for n in names if key in result.get_requested_partitions(dg.AssetKey(n))]
-            outcome = dg.materialize([*ALL_ASSETS, *ASSET_CHECKS], selection=selection, instance=instance,
-                                     resources=build_resources(), partition_key=key)
+            outcome = dg.materialize(
+                [*ALL_ASSETS, *ASSET_CHECKS],
+                selection=selection,
+                instance=instance,
+                resources=build_resources(),
+                partition_key=key,
+            )
             assert outcome.success, (selection, key)
 
 
@@ -91,14 +109,24 @@ def test_a_new_model_is_evaluated_on_every_prepared_gold_version_without_a_manua
         assert _requested(second, asset) == {("tiny-v1", "echo-two")}, asset
     _execute_requests(instance, second)
     scores = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"),
-                              asset_partitions=[dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-two"})]),
-        limit=1).records
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("run_scores"),
+            asset_partitions=[dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-two"})],
+        ),
+        limit=1,
+    ).records
     assert scores and scores[0].asset_materialization.metadata["semantic_correctness_rate"].value == 1.0
-    verdicts = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("case_verdicts"),
-                              asset_partitions=[dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-two"})]),
-        limit=1).records[0].asset_materialization.metadata
+    verdicts = (
+        instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey("case_verdicts"),
+                asset_partitions=[dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-two"})],
+            ),
+            limit=1,
+        )
+        .records[0]
+        .asset_materialization.metadata
+    )
     assert [r.data["outcome"] for r in verdicts["verdicts_table"].value.records] == ["correct"]
     assert verdicts["dagster/row_count"].value == 1
     third = _tick(instance, second.cursor)
@@ -129,8 +157,13 @@ def test_a_changed_gold_set_alone_re_runs_no_model(evaluated):
 
     _, instance = evaluated
     first = _tick(instance)
-    assert dg.materialize([*ALL_ASSETS, *ASSET_CHECKS], selection=["gold_set"], instance=instance,
-                          resources=build_resources(), partition_key="tiny-v1").success
+    assert dg.materialize(
+        [*ALL_ASSETS, *ASSET_CHECKS],
+        selection=["gold_set"],
+        instance=instance,
+        resources=build_resources(),
+        partition_key="tiny-v1",
+    ).success
     second = _tick(instance, first.cursor)
     assert _requested(second, "oracle_results") == {"tiny-v1"}
     assert not any(_requested(second, a) for a in MODEL_ASSETS)
@@ -147,8 +180,12 @@ def test_the_nightly_schedule_asks_for_the_nightly_models_on_every_prepared_gold
     night = dt.datetime(2026, 12, 2, 2, 0, tzinfo=dt.timezone.utc)
     requests = nightly_evaluation(dg.build_schedule_context(instance=instance, scheduled_execution_time=night))
     assert [(r.partition_key, r.run_key, r.tags["nl2sql/rerun_reason"]) for r in requests] == [
-        (dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-nightly"}), "nightly|2026-12-02|tiny-v1|echo-nightly",
-         NIGHTLY_REASON)]
+        (
+            dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-nightly"}),
+            "nightly|2026-12-02|tiny-v1|echo-nightly",
+            NIGHTLY_REASON,
+        )
+    ]
     from assets.definitions import defs
 
     schedule = defs.resolve_schedule_def("nightly_evaluation")
@@ -170,12 +207,16 @@ def test_assets_carry_code_versions_and_automation_conditions():
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         assert graph.get(key).code_version, key
-    labels = {k.to_user_string(): graph.get(k).automation_condition.get_label()
-              for k in graph.get_all_asset_keys() if graph.get(k).automation_condition is not None}
+    labels = {
+        k.to_user_string(): graph.get(k).automation_condition.get_label()
+        for k in graph.get_all_asset_keys()
+        if graph.get(k).automation_condition is not None
+    }
     assert labels["candidate_sql"] == "new_evaluation" and labels["gold_set"] == "eager"
     assert {labels[a] for a in MODEL_ASSETS[1:]} == {"follow_model"}
     assert graph.get(dg.AssetKey("case_verdicts")).code_version.endswith(
-        __import__("nl2sql_pipeline.compare.model", fromlist=["COMPARATOR_VERSION"]).COMPARATOR_VERSION)
+        __import__("nl2sql_pipeline.compare.model", fromlist=["COMPARATOR_VERSION"]).COMPARATOR_VERSION
+    )
 
 
 def test_the_automation_sensor_runs_by_default_over_every_asset():

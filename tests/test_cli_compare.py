@@ -71,7 +71,12 @@ RULE_PAIRS = [
     ),
     ("numeric_value_equality", "SELECT 3 AS v", "SELECT 3.0::DOUBLE AS v", "SELECT 3.5::DOUBLE AS v"),
     ("numeric_value_equality", "SELECT 3 AS v", "SELECT 3.00::DECIMAL(5, 2) AS v", "SELECT 3.01::DECIMAL(5, 2) AS v"),
-    ("float_tolerance", "SELECT 0.3::DOUBLE AS v", "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS v", "SELECT 0.3001::DOUBLE AS v"),
+    (
+        "float_tolerance",
+        "SELECT 0.3::DOUBLE AS v",
+        "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS v",
+        "SELECT 0.3001::DOUBLE AS v",
+    ),
     (
         "numeric_string_coercion",
         "SELECT 42 AS a, 3.5::DOUBLE AS b",
@@ -199,11 +204,21 @@ def test_prints_grade_order_credit_clauses_and_diagnosis(home, capsys):
 
 
 def test_results_over_the_row_cap_are_compared_whole(home, capsys):
-    code, out, _ = run(capsys, "SELECT id, title FROM anime", "SELECT id, title FROM anime ORDER BY id DESC", "--row-cap", "2")
-    assert code == EXIT_OK and "compared whole in the engine (4 rows vs 4)" in out and "rows: 4 expected, 4 candidate" in out
     code, out, _ = run(
-        capsys, "SELECT id, title FROM anime ORDER BY id",
-        "SELECT id, CASE WHEN id = 4 THEN 'x' ELSE title END AS title FROM anime ORDER BY id", "--row-cap", "2", "--json",
+        capsys, "SELECT id, title FROM anime", "SELECT id, title FROM anime ORDER BY id DESC", "--row-cap", "2"
+    )
+    assert (
+        code == EXIT_OK
+        and "compared whole in the engine (4 rows vs 4)" in out
+        and "rows: 4 expected, 4 candidate" in out
+    )
+    code, out, _ = run(
+        capsys,
+        "SELECT id, title FROM anime ORDER BY id",
+        "SELECT id, CASE WHEN id = 4 THEN 'x' ELSE title END AS title FROM anime ORDER BY id",
+        "--row-cap",
+        "2",
+        "--json",
     )
     payload = json.loads(out)
     assert code == EXIT_GATE_FAILED and (payload["expected_rows"], payload["candidate_rows"]) == (4, 4)

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from nl2sql_pipeline import paths
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
 from nl2sql_cli.main import main
+from nl2sql_pipeline import paths
 
 DDL = """
 CREATE TABLE anime (anime_id INTEGER PRIMARY KEY, title VARCHAR NOT NULL, season_year INTEGER);

@@ -45,7 +45,9 @@ def test_compare_runs_by_model_is_significant_and_lists_flips(evaluated, capsys)
     assert result["significant"] and result["label"].startswith("significant (p=")
     assert result["newly_wrong"] and not result["newly_right"]
     assert result["correctness_a"] == 1.0
-    assert len(result["newly_wrong"]) == round((result["correctness_a"] - result["correctness_b"]) * result["paired_cases"])
+    assert len(result["newly_wrong"]) == round(
+        (result["correctness_a"] - result["correctness_b"]) * result["paired_cases"]
+    )
     assert all(flip["before"] == "correct" and flip["after"] != "correct" for flip in result["newly_wrong"])
 
 
@@ -102,8 +104,13 @@ def test_run_scores_metadata_links_the_html_report_and_carries_the_markdown_summ
     from nl2sql_cli.runner import get_instance
 
     key = dg.MultiPartitionKey({"gold": "multidomain-v1", "model": "sql-mutant"})
-    record = get_instance().fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1).records[0]
+    record = (
+        get_instance()
+        .fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1
+        )
+        .records[0]
+    )
     metadata = record.asset_materialization.metadata
     path = Path(metadata["report_html"].value)
     assert path.is_file() and path.name == f"{record.run_id}.html" and path.parent.name == "sql-mutant"
@@ -127,8 +134,13 @@ def test_leaderboard_asset_ranks_runs_with_significance_labels(evaluated):
     frame = result.output_for_node("leaderboard")
     rows = {row["model"]: row for row in frame.to_dict("records")}
     assert (rows["gold-echo"]["rank"], rows["gold-echo"]["vs_best"]) == (1, "best")
-    assert rows["sql-mutant"]["vs_best"].startswith("significant (p=") and rows["sql-mutant"]["vs_best"].endswith("vs gold-echo")
-    assert rows["gold-echo"]["ci_high"] == 1.0 and rows["sql-mutant"]["ci_low"] < rows["sql-mutant"]["semantic_correctness_rate"]
+    assert rows["sql-mutant"]["vs_best"].startswith("significant (p=") and rows["sql-mutant"]["vs_best"].endswith(
+        "vs gold-echo"
+    )
+    assert (
+        rows["gold-echo"]["ci_high"] == 1.0
+        and rows["sql-mutant"]["ci_low"] < rows["sql-mutant"]["semantic_correctness_rate"]
+    )
     assert "leaderboard" in result.asset_materializations_for_node("leaderboard")[0].metadata
 
 
@@ -136,7 +148,10 @@ def test_export_files_and_duckdb_views(evaluated, tmp_path, capsys):
     import duckdb
     import pandas as pd
 
-    assert cli.main(["export", "--out", str(tmp_path / "out"), "--format", "csv", "--duckdb", str(tmp_path / "v.duckdb")]) == 0
+    assert (
+        cli.main(["export", "--out", str(tmp_path / "out"), "--format", "csv", "--duckdb", str(tmp_path / "v.duckdb")])
+        == 0
+    )
     verdicts = pd.read_csv(tmp_path / "out" / "verdicts.csv")
     assert set(verdicts["model"]) == {"gold-echo", "sql-mutant"} and verdicts["run_id"].notna().all()
     assert len(pd.read_csv(tmp_path / "out" / "run_scores.csv")) == 2

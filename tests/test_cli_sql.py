@@ -242,7 +242,15 @@ def test_json_output_has_every_field_and_codec_values(capsys, db):
     code, result = run_json(capsys, db, "SELECT name, balance, DATE '2024-01-31' AS d FROM users WHERE id = 1")
     assert code == 0
     assert set(result) == {
-        "ok", "columns", "column_types", "rows", "row_count", "truncated", "error_class", "error_message", "elapsed_ms",
+        "ok",
+        "columns",
+        "column_types",
+        "rows",
+        "row_count",
+        "truncated",
+        "error_class",
+        "error_message",
+        "elapsed_ms",
     }
     assert result["columns"] == ["name", "balance", "d"]
     assert result["column_types"] == ["VARCHAR", "DECIMAL(10,2)", "DATE"]
@@ -301,7 +309,9 @@ def test_not_a_duckdb_file_is_an_environment_error(capsys, tmp_path, home):
     assert "cannot open" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag, value", [("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"), ("--row-cap", "-5")])
+@pytest.mark.parametrize(
+    "flag, value", [("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"), ("--row-cap", "-5")]
+)
 def test_bad_limits_exit_2(capsys, db, flag, value):
     code = main(["sql", "--database", str(db), "--sql", "SELECT 1", flag, value])
     assert code == 2

@@ -11,14 +11,13 @@ from decimal import Decimal
 import pandas as pd
 import pytest
 
-from nl2sql_pipeline.results import frames as codec
-
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation import CandidateRecord
-from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt, OracleRow, Verdict
+from nl2sql_pipeline.results import frames as codec
 from nl2sql_pipeline.scoring.run_scores import score_run
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt, OracleRow, Verdict
 
 
 def _parquet(frame: pd.DataFrame, tmp_path, name: str = "frame") -> pd.DataFrame:
@@ -32,7 +31,15 @@ RICH = QueryResult(
     columns=["n", "price", "day", "at", "meta", "missing", "ratio"],
     column_types=["BIGINT", "DECIMAL(10,2)", "DATE", "TIMESTAMP", "STRUCT", "VARCHAR", "DOUBLE"],
     rows=[
-        (2**70, Decimal("1.50"), dt.date(2024, 1, 31), dt.datetime(2024, 1, 31, 12, 30), {"a": [1, {"b": None}]}, None, 0.5),
+        (
+            2**70,
+            Decimal("1.50"),
+            dt.date(2024, 1, 31),
+            dt.datetime(2024, 1, 31, 12, 30),
+            {"a": [1, {"b": None}]},
+            None,
+            0.5,
+        ),
         (-1, Decimal("-0.000"), dt.date(1970, 1, 1), dt.datetime(2000, 2, 29), {"$odd": 1}, "x", math.nan),
     ],
     elapsed_ms=1.25,
@@ -40,17 +47,42 @@ RICH = QueryResult(
 
 
 def _candidate(case_id: str = "c1", **overrides) -> CandidateRecord:
-    values = dict(case_id=case_id, case_fingerprint="fp", sample_index=0, candidate_index=0, generated_sql="SELECT 1",
-                  raw_reply="```sql\nSELECT 1\n```", error_class=None, error_message=None, latency_ms=12.5,
-                  input_tokens=111, output_tokens=22, token_source="measured", cost_usd=None, cached=False,
-                  mutation=None, model_config_hash="hash", prompt_hash="p", turns=2, calls=1, attempts=1,
-                  cold_start=True)
+    values = dict(
+        case_id=case_id,
+        case_fingerprint="fp",
+        sample_index=0,
+        candidate_index=0,
+        generated_sql="SELECT 1",
+        raw_reply="```sql\nSELECT 1\n```",
+        error_class=None,
+        error_message=None,
+        latency_ms=12.5,
+        input_tokens=111,
+        output_tokens=22,
+        token_source="measured",
+        cost_usd=None,
+        cached=False,
+        mutation=None,
+        model_config_hash="hash",
+        prompt_hash="p",
+        turns=2,
+        calls=1,
+        attempts=1,
+        cold_start=True,
+    )
     return CandidateRecord(**{**values, **overrides})
 
 
 def _same_result(a: QueryResult, b: QueryResult) -> None:
-    assert (a.ok, a.columns, a.column_types, a.truncated, a.error_class, a.error_message, a.elapsed_ms) == \
-        (b.ok, b.columns, b.column_types, b.truncated, b.error_class, b.error_message, b.elapsed_ms)
+    assert (a.ok, a.columns, a.column_types, a.truncated, a.error_class, a.error_message, a.elapsed_ms) == (
+        b.ok,
+        b.columns,
+        b.column_types,
+        b.truncated,
+        b.error_class,
+        b.error_message,
+        b.elapsed_ms,
+    )
     assert len(a.rows) == len(b.rows)
     for row_a, row_b in zip(a.rows, b.rows):
         for x, y in zip(row_a, row_b, strict=True):
@@ -62,10 +94,29 @@ def _same_result(a: QueryResult, b: QueryResult) -> None:
 
 def test_cases_round_trip_and_keep_case_json(tmp_path):
     cases = [
-        case_from_dict({"id": "q", "domain": "d", "category": "time", "question": "how many?", "database": "db",
-                        "expected_sql": ["SELECT 1", "SELECT 1 AS x"], "tags": ["a", "b"], "difficulty": "hard"}),
-        case_from_dict({"id": "p", "domain": "d", "category": "policy_rejection", "question": "drop", "database": "db",
-                        "expected_outcome": "policy_rejection", "policy_probe_sql": "DROP TABLE t"}),
+        case_from_dict(
+            {
+                "id": "q",
+                "domain": "d",
+                "category": "time",
+                "question": "how many?",
+                "database": "db",
+                "expected_sql": ["SELECT 1", "SELECT 1 AS x"],
+                "tags": ["a", "b"],
+                "difficulty": "hard",
+            }
+        ),
+        case_from_dict(
+            {
+                "id": "p",
+                "domain": "d",
+                "category": "policy_rejection",
+                "question": "drop",
+                "database": "db",
+                "expected_outcome": "policy_rejection",
+                "policy_probe_sql": "DROP TABLE t",
+            }
+        ),
     ]
     frame = _parquet(codec.cases_to_frame(cases), tmp_path)
     assert list(frame.columns) == list(codec.GOLD_COLUMNS) and "case_json" in frame.columns
@@ -73,10 +124,25 @@ def test_cases_round_trip_and_keep_case_json(tmp_path):
 
 
 def test_candidates_round_trip_with_missing_values(tmp_path):
-    records = [_candidate(), _candidate("c2", generated_sql=None, raw_reply=None, error_class="no_sql",
-                                        error_message="the reply holds no SQL", latency_ms=None, input_tokens=None,
-                                        output_tokens=None, token_source=None, cost_usd=0.25, mutation="drop_limit",
-                                        prompt_hash=None, cached=True, cold_start=False)]
+    records = [
+        _candidate(),
+        _candidate(
+            "c2",
+            generated_sql=None,
+            raw_reply=None,
+            error_class="no_sql",
+            error_message="the reply holds no SQL",
+            latency_ms=None,
+            input_tokens=None,
+            output_tokens=None,
+            token_source=None,
+            cost_usd=0.25,
+            mutation="drop_limit",
+            prompt_hash=None,
+            cached=True,
+            cold_start=False,
+        ),
+    ]
     frame = _parquet(codec.candidates_to_frame(records), tmp_path)
     assert list(frame.columns) == list(codec.CANDIDATE_COLUMNS)
     assert frame["latency_ms"].isna().tolist() == [False, True]  # stored as NaN by pandas ...
@@ -97,18 +163,58 @@ def test_oracle_rows_round_trip_exact_values(tmp_path):
 
 def test_attempts_round_trip_model_rejected_and_probe(tmp_path):
     ran = Attempt.from_candidate(_candidate())
-    ran = Attempt(**{**{f: getattr(ran, f) for f in ran.__slots__}, "policy_allowed": True, "policy_name": "default",
-                     "executed": True, "result": RICH})
-    rejected = Attempt(case_id="c2", case_fingerprint="fp", source="model", sample_index=1, candidate_index=2,
-                       sql="SELECT email FROM users", generation=_candidate("c2", sample_index=1, candidate_index=2,
-                                                                           generated_sql="SELECT email FROM users"),
-                       policy_allowed=False, policy_rule="column_scope", policy_name="default", policy_reason="email")
-    probe = Attempt(case_id="p", case_fingerprint="fp", source=SOURCE_PROBE, sample_index=0, candidate_index=0,
-                    sql="DROP TABLE t", policy_name="default", policy_reason="policy engine error: boom")
+    ran = Attempt(
+        **{
+            **{f: getattr(ran, f) for f in ran.__slots__},
+            "policy_allowed": True,
+            "policy_name": "default",
+            "executed": True,
+            "result": RICH,
+        }
+    )
+    rejected = Attempt(
+        case_id="c2",
+        case_fingerprint="fp",
+        source="model",
+        sample_index=1,
+        candidate_index=2,
+        sql="SELECT email FROM users",
+        generation=_candidate("c2", sample_index=1, candidate_index=2, generated_sql="SELECT email FROM users"),
+        policy_allowed=False,
+        policy_rule="column_scope",
+        policy_name="default",
+        policy_reason="email",
+    )
+    probe = Attempt(
+        case_id="p",
+        case_fingerprint="fp",
+        source=SOURCE_PROBE,
+        sample_index=0,
+        candidate_index=0,
+        sql="DROP TABLE t",
+        policy_name="default",
+        policy_reason="policy engine error: boom",
+    )
     frame = _parquet(codec.attempts_to_frame([ran, rejected, probe]), tmp_path)
-    legacy = ["case_id", "case_fingerprint", "source", "sample_index", "candidate_index", "sql",
-              "generation_error_class", "policy_allowed", "policy_rule", "policy_name", "policy_reason", "executed",
-              "policy_ms", "result_ok", "result_rows", "result_row_count", "result_elapsed_ms"]
+    legacy = [
+        "case_id",
+        "case_fingerprint",
+        "source",
+        "sample_index",
+        "candidate_index",
+        "sql",
+        "generation_error_class",
+        "policy_allowed",
+        "policy_rule",
+        "policy_name",
+        "policy_reason",
+        "executed",
+        "policy_ms",
+        "result_ok",
+        "result_rows",
+        "result_row_count",
+        "result_elapsed_ms",
+    ]
     assert set(legacy) <= set(frame.columns)
     assert frame["policy_allowed"].tolist() == [True, False, None]
     back = codec.attempts_from_frame(frame)
@@ -118,21 +224,64 @@ def test_attempts_round_trip_model_rejected_and_probe(tmp_path):
 
 
 def _verdict(**overrides) -> Verdict:
-    values = dict(case_id="c1", case_fingerprint="fp", domain="d", category="time", difficulty=None,
-                  tags=("filter", "prompt_injection"), is_probe=False, sample_index=0, generated_sql=None,
-                  outcome=outcomes.GENERATION_ERROR, correct=False, comparison_rule=None, reason="no_sql",
-                  score_exact=0.0, score_partial=0.0, policy_rule=None, policy_name="default", candidate_count=1,
-                  selected_candidate_index=0, first_candidate_correct=False, latency_ms=None, oracle_latency_ms=2.5,
-                  execution_ms=None, input_tokens=None, output_tokens=None, token_source=None, cost_usd=None,
-                  cached=None, cold_start=False, mutation=None, skip_reason=None)
+    values = dict(
+        case_id="c1",
+        case_fingerprint="fp",
+        domain="d",
+        category="time",
+        difficulty=None,
+        tags=("filter", "prompt_injection"),
+        is_probe=False,
+        sample_index=0,
+        generated_sql=None,
+        outcome=outcomes.GENERATION_ERROR,
+        correct=False,
+        comparison_rule=None,
+        reason="no_sql",
+        score_exact=0.0,
+        score_partial=0.0,
+        policy_rule=None,
+        policy_name="default",
+        candidate_count=1,
+        selected_candidate_index=0,
+        first_candidate_correct=False,
+        latency_ms=None,
+        oracle_latency_ms=2.5,
+        execution_ms=None,
+        input_tokens=None,
+        output_tokens=None,
+        token_source=None,
+        cost_usd=None,
+        cached=None,
+        cold_start=False,
+        mutation=None,
+        skip_reason=None,
+    )
     return Verdict(**{**values, **overrides})
 
 
 def test_verdicts_round_trip_with_partition_columns(tmp_path):
-    verdicts = [_verdict(), _verdict(case_id="c2", tags=(), outcome=outcomes.CORRECT, correct=True, score_exact=1.0,
-                                     score_partial=1.0, comparison_rule="multiset_exact", latency_ms=10.0,
-                                     input_tokens=30.0, output_tokens=5.0, token_source="measured", cost_usd=0.0,
-                                     cached=True, cold_start=True, mutation="swap", first_candidate_correct=True)]
+    verdicts = [
+        _verdict(),
+        _verdict(
+            case_id="c2",
+            tags=(),
+            outcome=outcomes.CORRECT,
+            correct=True,
+            score_exact=1.0,
+            score_partial=1.0,
+            comparison_rule="multiset_exact",
+            latency_ms=10.0,
+            input_tokens=30.0,
+            output_tokens=5.0,
+            token_source="measured",
+            cost_usd=0.0,
+            cached=True,
+            cold_start=True,
+            mutation="swap",
+            first_candidate_correct=True,
+        ),
+    ]
     frame = _parquet(codec.verdicts_to_frame(verdicts, gold_set="g", model="m", model_config_hash="h"), tmp_path)
     assert list(frame.columns) == ["gold_set", "model", *codec.VERDICT_COLUMNS, "model_config_hash"]
     assert frame["tags"].tolist() == ["filter,prompt_injection", ""]
@@ -163,8 +312,16 @@ def test_oracle_rows_carry_the_canonical_clause_items_and_ignore_other_versions(
     from nl2sql_pipeline.compare import structure
 
     items = structure.parse_clauses("select a, count(*) from t where b > 1 group by a order by a limit 3")
-    result = QueryResult(ok=True, columns=["a"], column_types=["INTEGER"], rows=[(1,)], truncated=False,
-                         error_class=None, error_message=None, elapsed_ms=1.0)
+    result = QueryResult(
+        ok=True,
+        columns=["a"],
+        column_types=["INTEGER"],
+        rows=[(1,)],
+        truncated=False,
+        error_class=None,
+        error_message=None,
+        elapsed_ms=1.0,
+    )
     rows = [OracleRow("c1", "f1", 0, result, items), OracleRow("c1", "f1", 1, result)]
     frame = codec.oracle_rows_to_frame(rows)
     back = codec.oracle_rows_from_frame(frame)

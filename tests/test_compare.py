@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import random
 import time
-from datetime import date, datetime, time as dtime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
+from datetime import time as dtime
 from decimal import Decimal
 
 import pytest
@@ -104,7 +105,9 @@ def test_empty_results():
 
 
 def test_columns_reordered_by_case_insensitive_name():
-    result = compare_results(["id", "Genre"], [(1, "Mecha"), (2, "Isekai")], ["GENRE", "ID"], [("Isekai", 2), ("Mecha", 1)])
+    result = compare_results(
+        ["id", "Genre"], [(1, "Mecha"), (2, "Isekai")], ["GENRE", "ID"], [("Isekai", 2), ("Mecha", 1)]
+    )
     assert (result.match, result.rule) == (True, "column_reorder_by_name")
     assert "matched by name" in result.reason
 
@@ -382,7 +385,9 @@ def test_column_fast_path_agrees_with_the_rules():
 
 
 def result(rows, columns=("v",), truncated=False) -> QueryResult:
-    return QueryResult(ok=True, columns=list(columns), column_types=["INTEGER"] * len(columns), rows=rows, truncated=truncated)
+    return QueryResult(
+        ok=True, columns=list(columns), column_types=["INTEGER"] * len(columns), rows=rows, truncated=truncated
+    )
 
 
 def test_query_results_compare_their_rows():
@@ -390,7 +395,9 @@ def test_query_results_compare_their_rows():
 
 
 def test_failed_candidate_is_a_mismatch_naming_the_error():
-    failed = QueryResult.failure("catalog", 'Catalog Error: Table "x" does not exist!\n\nLINE 1: SELECT * FROM x\n      ^')
+    failed = QueryResult.failure(
+        "catalog", 'Catalog Error: Table "x" does not exist!\n\nLINE 1: SELECT * FROM x\n      ^'
+    )
     verdict = compare_query_results(result([(1,)]), failed)
     assert (verdict.match, verdict.rule, verdict.score) == (False, "candidate_failed", 0.0)
     assert verdict.reason == 'candidate query failed (catalog: Catalog Error: Table "x" does not exist!)'
@@ -451,7 +458,13 @@ def test_big_results_compare_fast():
     n = 50_000
     day = date(2024, 1, 1)
     expected = [
-        (i, rng.choice(["Mecha", "Isekai", "Drama"]), rng.random() * 10, day + timedelta(days=i % 400), Decimal(i % 997) / 100)
+        (
+            i,
+            rng.choice(["Mecha", "Isekai", "Drama"]),
+            rng.random() * 10,
+            day + timedelta(days=i % 400),
+            Decimal(i % 997) / 100,
+        )
         for i in range(n)
     ]
     candidate = expected[:]
@@ -467,9 +480,34 @@ def test_big_results_compare_fast():
 def test_random_results_match_themselves_shuffled_and_compare_symmetrically():
     rng = random.Random(0)
     pool = [
-        None, 0, 1, 3, 3.0, Decimal("3.00"), 0.1, 0.1 + 0.2, 0.3, float("nan"), math.inf, -math.inf, True, False,
-        "3", "3.0", "x", "", "2024-01-01", date(2024, 1, 1), datetime(2024, 1, 1), datetime(2024, 1, 1, 12, 30),
-        "12:30:00", dtime(12, 30), [1, 2], {"a": 1}, b"x", Decimal("0.1"),
+        None,
+        0,
+        1,
+        3,
+        3.0,
+        Decimal("3.00"),
+        0.1,
+        0.1 + 0.2,
+        0.3,
+        float("nan"),
+        math.inf,
+        -math.inf,
+        True,
+        False,
+        "3",
+        "3.0",
+        "x",
+        "",
+        "2024-01-01",
+        date(2024, 1, 1),
+        datetime(2024, 1, 1),
+        datetime(2024, 1, 1, 12, 30),
+        "12:30:00",
+        dtime(12, 30),
+        [1, 2],
+        {"a": 1},
+        b"x",
+        Decimal("0.1"),
     ]
     for _ in range(400):
         width = rng.randint(1, 3)

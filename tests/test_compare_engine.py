@@ -12,8 +12,8 @@ import pytest
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results, compare_results
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes, run_query
-from nl2sql_pipeline.stages.records import Attempt, OracleRow
 from nl2sql_pipeline.stages import judge
+from nl2sql_pipeline.stages.records import Attempt, OracleRow
 
 LIMITS = SandboxLimits(row_cap=10_000)
 
@@ -28,7 +28,9 @@ def big_db(tmp_path_factory):
         "CASE WHEN i % 7 = 0 THEN NULL ELSE i END AS ni, (i / 3)::DECIMAL(12, 3) AS dec FROM range(50000) t(i)"
     )
     con.execute("CREATE TABLE shuffled AS SELECT * FROM a ORDER BY random()")
-    con.execute("CREATE TABLE late_diff AS SELECT i, f, CASE WHEN i = 40000 THEN 'changed' ELSE s END AS s, d, ni, dec FROM a")
+    con.execute(
+        "CREATE TABLE late_diff AS SELECT i, f, CASE WHEN i = 40000 THEN 'changed' ELSE s END AS s, d, ni, dec FROM a"
+    )
     con.execute("CREATE TABLE late_missing AS SELECT * FROM a WHERE i <> 49999")
     con.execute("CREATE TABLE noisy AS SELECT i, f * (1 + 1e-12) AS f, s, d, ni, dec FROM a")
     con.close()
@@ -38,7 +40,11 @@ def big_db(tmp_path_factory):
 
 def whole(db, expected_sql: str, candidate_sql: str, config: CompareConfig = CompareConfig()):
     expected, candidate = run_query(db, expected_sql, LIMITS), run_query(db, candidate_sql, LIMITS)
-    return expected, candidate, compare_query_results(expected, candidate, config, EngineSource(db, expected_sql, candidate_sql, LIMITS))
+    return (
+        expected,
+        candidate,
+        compare_query_results(expected, candidate, config, EngineSource(db, expected_sql, candidate_sql, LIMITS)),
+    )
 
 
 def test_difference_beyond_the_row_cap_is_a_mismatch(big_db):
@@ -72,7 +78,9 @@ def test_float_tolerance_applies_in_the_engine(big_db):
 
 
 def test_value_rules_across_types_in_the_engine(big_db):
-    _, _, verdict = whole(big_db, "SELECT i, d, dec FROM a", "SELECT i, strftime(d, '%Y-%m-%d') AS d, dec::DOUBLE AS dec FROM a")
+    _, _, verdict = whole(
+        big_db, "SELECT i, d, dec FROM a", "SELECT i, strftime(d, '%Y-%m-%d') AS d, dec::DOUBLE AS dec FROM a"
+    )
     assert verdict.match
     assert {"numeric_value_equality", "temporal_equivalence", "float_tolerance"} >= set(verdict.rule.split("+")) - {
         "float_tolerance"
@@ -92,7 +100,9 @@ def test_refused_candidate_never_runs_in_the_engine(big_db):
     expected = run_query(big_db, "SELECT * FROM a", LIMITS)
     candidate = run_query(big_db, "SELECT * FROM a", LIMITS)
     hostile = "SELECT * FROM a; DROP TABLE a"
-    verdict = compare_query_results(expected, candidate, CompareConfig(), EngineSource(big_db, "SELECT * FROM a", hostile, LIMITS))
+    verdict = compare_query_results(
+        expected, candidate, CompareConfig(), EngineSource(big_db, "SELECT * FROM a", hostile, LIMITS)
+    )
     assert "not compared whole in the engine" in verdict.reason and "exactly one SELECT" in verdict.reason
     assert run_query(big_db, "SELECT count(*) FROM a", LIMITS).rows == [(50_000,)]
 
@@ -103,11 +113,21 @@ def test_trailing_comment_and_semicolon_are_embedded_safely(big_db):
 
 
 def test_judge_compares_capped_results_whole(big_db):
-    case = Case(id="big", domain="d", category="c", question="q", database=str(big_db), expected_sql=("SELECT * FROM a",))
+    case = Case(
+        id="big", domain="d", category="c", question="q", database=str(big_db), expected_sql=("SELECT * FROM a",)
+    )
     oracle = [OracleRow("big", case.fingerprint, 0, run_query(big_db, "SELECT * FROM a", LIMITS))]
     attempts = [
-        Attempt(case_id="big", case_fingerprint=case.fingerprint, source="model", sample_index=sample, candidate_index=0,
-                sql=sql, policy_allowed=True, result=run_query(big_db, sql, LIMITS))
+        Attempt(
+            case_id="big",
+            case_fingerprint=case.fingerprint,
+            source="model",
+            sample_index=sample,
+            candidate_index=0,
+            sql=sql,
+            policy_allowed=True,
+            result=run_query(big_db, sql, LIMITS),
+        )
         for sample, sql in enumerate(["SELECT * FROM late_diff", "SELECT * FROM shuffled"])
     ]
     verdicts = judge([case], oracle, attempts)
@@ -169,10 +189,14 @@ def test_engine_and_python_agree_on_random_results(tmp_path, seed):
         if rows:
             con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in kinds)})", rows)
     con.close()
-    cand_sql = "SELECT " + ", ".join(
-        f"v{i}::{_TYPES[k][0]} AS v{i}" if k == e or k != "str" else f"CAST(v{i} AS VARCHAR) AS v{i}"
-        for i, (k, e) in enumerate(zip(cand_kinds, exp_kinds))
-    ) + " FROM c"
+    cand_sql = (
+        "SELECT "
+        + ", ".join(
+            f"v{i}::{_TYPES[k][0]} AS v{i}" if k == e or k != "str" else f"CAST(v{i} AS VARCHAR) AS v{i}"
+            for i, (k, e) in enumerate(zip(cand_kinds, exp_kinds))
+        )
+        + " FROM c"
+    )
     try:
         expected = run_query(path, "SELECT * FROM e", SandboxLimits(row_cap=1000))
         candidate = run_query(path, cand_sql, SandboxLimits(row_cap=1000))
@@ -185,7 +209,10 @@ def test_engine_and_python_agree_on_random_results(tmp_path, seed):
     finally:
         release_sandboxes(path)
     assert (engine.match, engine.rule, round(engine.score, 6)) == (python.match, python.rule, round(python.score, 6)), (
-        exp_kinds, cand_kinds, python.reason, engine.reason
+        exp_kinds,
+        cand_kinds,
+        python.reason,
+        engine.reason,
     )
 
 
@@ -196,8 +223,10 @@ def test_floats_at_the_edge_of_the_tolerance_agree_with_python(tmp_path, factor,
     config = CompareConfig(rel_tol=1e-9, abs_tol=0.0)
     path = tmp_path / "edge.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE e AS SELECT i, (1.37 ** (i % 97 - 48)) * (1 + i / 3001.0) * (CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END) AS f "
-                "FROM range(3000) t(i)")
+    con.execute(
+        "CREATE TABLE e AS SELECT i, (1.37 ** (i % 97 - 48)) * (1 + i / 3001.0) * (CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END) AS f "
+        "FROM range(3000) t(i)"
+    )
     con.execute(f"CREATE TABLE c AS SELECT i, f * (1 + {factor * 1e-9!r} * 0.999999) AS f FROM e ORDER BY hash(i)")
     con.close()
     try:
@@ -205,11 +234,17 @@ def test_floats_at_the_edge_of_the_tolerance_agree_with_python(tmp_path, factor,
         expected, candidate = run_query(path, "SELECT * FROM e", limits), run_query(path, "SELECT * FROM c", limits)
         from nl2sql_pipeline.compare import compare_whole
 
-        engine = compare_whole(expected, candidate, EngineSource(path, "SELECT * FROM e", "SELECT * FROM c", limits), config)
+        engine = compare_whole(
+            expected, candidate, EngineSource(path, "SELECT * FROM e", "SELECT * FROM c", limits), config
+        )
         whole_e, whole_c = (run_query(path, f"SELECT * FROM {t}", SandboxLimits(row_cap=10_000)) for t in "ec")
         python = compare_results(whole_e.columns, whole_e.rows, whole_c.columns, whole_c.rows, config)
     finally:
         release_sandboxes(path)
     assert expected.truncated
-    assert (engine.match, engine.rule) == (python.match, python.rule) == (match, "float_tolerance" if match else "multiset_mismatch")
+    assert (
+        (engine.match, engine.rule)
+        == (python.match, python.rule)
+        == (match, "float_tolerance" if match else "multiset_mismatch")
+    )
     assert round(engine.score, 6) == round(python.score, 6) == (1.0 if match else 0.0), (engine.reason, python.reason)

@@ -30,8 +30,13 @@ NAN = float("nan")
 
 
 def _result(columns, rows, types=None, **extra) -> QueryResult:
-    return QueryResult(ok=True, columns=list(columns), column_types=list(types or ["X"] * len(columns)),
-                       rows=[tuple(r) for r in rows], **extra)
+    return QueryResult(
+        ok=True,
+        columns=list(columns),
+        column_types=list(types or ["X"] * len(columns)),
+        rows=[tuple(r) for r in rows],
+        **extra,
+    )
 
 
 def _both_ways(monkeypatch, expected, candidate, config, sql):
@@ -199,12 +204,27 @@ def _offline_candidates(cases, model: str):
         if case.is_probe:
             continue
         sql, mutation = answer(model, OfflineRequest(case.id, case.canonical_sql, 0, 0), {})
-        records.append(CandidateRecord(
-            case_id=case.id, case_fingerprint=case.fingerprint, sample_index=0, candidate_index=0, generated_sql=sql,
-            raw_reply=sql, error_class=None, error_message=None, latency_ms=1.0, input_tokens=1, output_tokens=1,
-            token_source="estimated", cost_usd=0.0, cached=False, mutation=mutation, model_config_hash=model,
-            prompt_hash=None,
-        ))
+        records.append(
+            CandidateRecord(
+                case_id=case.id,
+                case_fingerprint=case.fingerprint,
+                sample_index=0,
+                candidate_index=0,
+                generated_sql=sql,
+                raw_reply=sql,
+                error_class=None,
+                error_message=None,
+                latency_ms=1.0,
+                input_tokens=1,
+                output_tokens=1,
+                token_source="estimated",
+                cost_usd=0.0,
+                cached=False,
+                mutation=mutation,
+                model_config_hash=model,
+                prompt_hash=None,
+            )
+        )
     return records
 
 
@@ -214,9 +234,9 @@ def gold_runs(tmp_path_factory):
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
-    from nl2sql_pipeline.stages.records import attempts_from_candidates
     from nl2sql_pipeline.sample_db import DATABASE_NAME, build_database
     from nl2sql_pipeline.stages import execute_attempts, run_oracle
+    from nl2sql_pipeline.stages.records import attempts_from_candidates
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NL2SQL_HOME", str(tmp_path_factory.mktemp("identical-home")))
@@ -224,8 +244,9 @@ def gold_runs(tmp_path_factory):
         cases = load_gold_set("multidomain-v1")
         oracle = run_oracle(cases, paths.database_path)
         runs = {
-            model: execute_attempts(cases, attempts_from_candidates(_offline_candidates(cases, model)),
-                                    PolicyGate(paths.database_path))
+            model: execute_attempts(
+                cases, attempts_from_candidates(_offline_candidates(cases, model)), PolicyGate(paths.database_path)
+            )
             for model in ("gold-echo", "sql-mutant")
         }
         yield cases, oracle, runs
@@ -253,11 +274,24 @@ def test_evolve_is_dataclasses_replace():
     from nl2sql_pipeline.compare import Comparison
 
     base = Comparison(True, "multiset_exact", "all 2 rows match", 1.0, 2, 2, None, 1.0, 1.0, 1.0, (1, 0))
-    changes = {"match": False, "rule": "r", "reason": "why", "score": 0.5, "expected_rows": None, "candidate_rows": 3,
-               "order": None, "row_precision": 0.25, "row_recall": None, "cell_f1": 0.0, "alignment": (0, 1)}
+    changes = {
+        "match": False,
+        "rule": "r",
+        "reason": "why",
+        "score": 0.5,
+        "expected_rows": None,
+        "candidate_rows": 3,
+        "order": None,
+        "row_precision": 0.25,
+        "row_recall": None,
+        "cell_f1": 0.0,
+        "alignment": (0, 1),
+    }
     for name, value in changes.items():
         evolved, replaced = base.evolve(**{name: value}), replace(base, **{name: value})
-        assert [getattr(evolved, f.name) for f in fields(Comparison)] == [getattr(replaced, f.name) for f in fields(Comparison)]
+        assert [getattr(evolved, f.name) for f in fields(Comparison)] == [
+            getattr(replaced, f.name) for f in fields(Comparison)
+        ]
     assert base.evolve(**changes).to_dict() == replace(base, **changes).to_dict()
     assert base.alignment == (1, 0)  # the original is left as it was
     with pytest.raises(TypeError, match="no field nope"):

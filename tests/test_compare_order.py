@@ -28,12 +28,16 @@ def db(tmp_path_factory):
 def verdict(db, expected_sql: str, candidate_sql: str):
     expected, candidate = run_query(db, expected_sql, LIMITS), run_query(db, candidate_sql, LIMITS)
     assert expected.ok and candidate.ok, (expected.error_message, candidate.error_message)
-    return compare_query_results(expected, candidate, CompareConfig(), EngineSource(db, expected_sql, candidate_sql, LIMITS))
+    return compare_query_results(
+        expected, candidate, CompareConfig(), EngineSource(db, expected_sql, candidate_sql, LIMITS)
+    )
 
 
 def test_top_ten_highest_first_answered_lowest_first_is_wrong(db):
     gold = "SELECT title, views FROM titles ORDER BY views DESC LIMIT 10"
-    wrong = verdict(db, gold, "SELECT * FROM (SELECT title, views FROM titles ORDER BY views DESC LIMIT 10) ORDER BY views ASC")
+    wrong = verdict(
+        db, gold, "SELECT * FROM (SELECT title, views FROM titles ORDER BY views DESC LIMIT 10) ORDER BY views ASC"
+    )
     assert (wrong.match, wrong.rule, wrong.order.status) == (False, "row_order_mismatch", "wrong")
     right = verdict(db, gold, "SELECT title, views FROM titles ORDER BY 2 DESC LIMIT 10")
     assert (right.match, right.order.status) == (True, ORDER_OK)
@@ -67,8 +71,12 @@ def test_ties_at_the_limit_boundary_accept_any_valid_choice(db):
     assert (result.match, result.rule) == (True, "limit_ties")
     wrong = verdict(db, gold, "SELECT title, views FROM titles WHERE views <= 720 ORDER BY views ASC LIMIT 4")
     assert not wrong.match
-    invented = verdict(db, gold, "SELECT CASE WHEN id = 33 THEN 'zzz' ELSE title END AS title, views FROM titles "
-                       "WHERE views <= 720 ORDER BY views DESC, title DESC LIMIT 4")
+    invented = verdict(
+        db,
+        gold,
+        "SELECT CASE WHEN id = 33 THEN 'zzz' ELSE title END AS title, views FROM titles "
+        "WHERE views <= 720 ORDER BY views DESC, title DESC LIMIT 4",
+    )
     assert not invented.match  # a row with the boundary key that is not one of the tied rows
 
 
@@ -86,7 +94,9 @@ def test_sort_key_by_expression_and_alias_resolve_to_columns():
 
 
 def test_key_not_among_the_result_columns_is_checked_as_far_as_visible(db):
-    hidden_first = verdict(db, "SELECT title FROM titles ORDER BY views DESC", "SELECT title FROM titles ORDER BY views")
+    hidden_first = verdict(
+        db, "SELECT title FROM titles ORDER BY views DESC", "SELECT title FROM titles ORDER BY views"
+    )
     assert (hidden_first.match, hidden_first.order.status) == (True, ORDER_UNCHECKED)
     assert "cannot be checked" in hidden_first.reason
     gold = "SELECT genre, title FROM titles ORDER BY genre, views DESC"
@@ -97,20 +107,31 @@ def test_key_not_among_the_result_columns_is_checked_as_far_as_visible(db):
 
 
 def test_judge_stores_grade_order_credit_clauses_and_diagnosis(db):
-    import json
 
     from nl2sql_pipeline.cases import Case
     from nl2sql_pipeline.results.frames import verdicts_from_frame, verdicts_to_frame
-    from nl2sql_pipeline.stages.records import Attempt, OracleRow
     from nl2sql_pipeline.stages import judge
+    from nl2sql_pipeline.stages.records import Attempt, OracleRow
 
     gold = "SELECT title, views FROM titles ORDER BY views DESC LIMIT 10"
     case = Case(id="top10", domain="d", category="c", question="q", database=str(db), expected_sql=(gold,))
     oracle = [OracleRow("top10", case.fingerprint, 0, run_query(db, gold, LIMITS))]
-    candidates = [gold, "SELECT title, views FROM (" + gold + ") ORDER BY views", gold.replace("DESC LIMIT 10", "DESC LIMIT 12")]
+    candidates = [
+        gold,
+        "SELECT title, views FROM (" + gold + ") ORDER BY views",
+        gold.replace("DESC LIMIT 10", "DESC LIMIT 12"),
+    ]
     attempts = [
-        Attempt(case_id="top10", case_fingerprint=case.fingerprint, source="model", sample_index=i, candidate_index=0,
-                sql=sql, policy_allowed=True, result=run_query(db, sql, LIMITS))
+        Attempt(
+            case_id="top10",
+            case_fingerprint=case.fingerprint,
+            source="model",
+            sample_index=i,
+            candidate_index=0,
+            sql=sql,
+            policy_allowed=True,
+            result=run_query(db, sql, LIMITS),
+        )
         for i, sql in enumerate(candidates)
     ]
     right, reversed_, longer = verdicts_from_frame(verdicts_to_frame(judge([case], oracle, attempts)))

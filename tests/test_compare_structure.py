@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.compare import structure
+from nl2sql_pipeline.sql import parse as sql_ast
 
 SQL = [
     "select u.country, count(*) as n from users as u join orders as o on o.user_id = u.user_id "
@@ -18,7 +18,7 @@ SQL = [
     "select distinct a.x from a left join b using (id) cross join c",
     "select sum(amount) filter (where status = 'paid') from payments union all select 1 order by 1",
     "select \"user_id\", 'MiXeD' as label from \"users\" where created_at >= date '2024-01-01'",
-    "SELECT U.Country, \"Name\" FROM Users AS U WHERE U.Age > 3 ORDER BY 1",
+    'SELECT U.Country, "Name" FROM Users AS U WHERE U.Age > 3 ORDER BY 1',
     "select 1; select 2",
 ]
 
@@ -48,7 +48,8 @@ def test_case_and_quoting_do_not_change_the_items() -> None:
     upper = structure.parse_clauses('SELECT U.COUNTRY FROM "Users" AS U WHERE U.Age > 3')
     assert lower is not None and upper is not None
     assert {k: v for k, v in lower.items.items() if k != "from_join"} == {
-        k: v for k, v in upper.items.items() if k != "from_join"}
+        k: v for k, v in upper.items.items() if k != "from_join"
+    }
     assert upper.items["from_join"] == frozenset({'"users" AS u'})
 
 

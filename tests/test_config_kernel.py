@@ -8,8 +8,8 @@ naming the line of the culprit.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -62,7 +62,9 @@ def _few_shot(tmp: Path, text: str) -> Path:
     return path
 
 
-_VALID_TEMPLATE = "  - id: {domain}-1\n    category: single_table\n    difficulty: easy\n    question: Q\n    sql: SELECT 1\n"
+_VALID_TEMPLATE = (
+    "  - id: {domain}-1\n    category: single_table\n    difficulty: easy\n    question: Q\n    sql: SELECT 1\n"
+)
 
 
 def _templates(tmp: Path, text: str) -> Path:
@@ -177,12 +179,15 @@ def test_a_wrong_type_is_reported_at_its_line_with_its_key(kind: str, tmp_path: 
 def test_the_checker_collects_every_problem_and_names_allowed_keys() -> None:
     document = load_strict("name: 3\nsize: -1\ncolour: red\nitems: [a, 2]\n")
     check = Checker("f.yml")
-    values = check.mapping(document, {
-        "name": Field(str, required=True),
-        "size": Field(int, minimum=0),
-        "items": Field(list, items=Field(str)),
-        "mode": Field(str, required=True, choices=("fast", "slow")),
-    })
+    values = check.mapping(
+        document,
+        {
+            "name": Field(str, required=True),
+            "size": Field(int, minimum=0),
+            "items": Field(list, items=Field(str)),
+            "mode": Field(str, required=True, choices=("fast", "slow")),
+        },
+    )
     assert values == {"name": None, "size": None, "items": None, "mode": None}
     assert check.problems == [
         "f.yml:3: key 'colour': unknown key (remove it; allowed keys: name, size, items, mode)",

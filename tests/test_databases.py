@@ -7,8 +7,8 @@ Each case is checked on the resolver itself and on every command that takes a da
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import pytest
@@ -92,7 +92,14 @@ def test_an_existing_file_wins_over_a_name(home: Path) -> None:
 
 @pytest.mark.parametrize(
     "reference, is_path",
-    [("anime_platform", False), ("anime.v2", False), ("x.duckdb", True), ("x.db", True), ("dir/x", True), ("./x", True)],
+    [
+        ("anime_platform", False),
+        ("anime.v2", False),
+        ("x.duckdb", True),
+        ("x.db", True),
+        ("dir/x", True),
+        ("./x", True),
+    ],
 )
 def test_what_looks_like_a_path(reference: str, is_path: bool) -> None:
     assert looks_like_path(reference) is is_path
@@ -139,7 +146,13 @@ def _gold_file() -> Path:
 COMMANDS: dict[str, Callable[[str], list[str]]] = {
     "sql": lambda db: ["sql", "--database", db, "--sql", "SELECT count(*) FROM anime"],
     "compare": lambda db: [
-        "compare", "--database", db, "--expected-sql", "SELECT 1", "--candidate-sql", "SELECT 1",
+        "compare",
+        "--database",
+        db,
+        "--expected-sql",
+        "SELECT 1",
+        "--candidate-sql",
+        "SELECT 1",
     ],
     "policy": lambda db: ["policy", "check", "--database", db, "--sql", "SELECT title FROM anime"],
     "gold": lambda db: ["gold", "validate", str(_gold_file()), "--database", db],

@@ -60,7 +60,9 @@ def test_gold_preflight_is_a_blocking_check_on_gold_set():
 
 def test_lineage_follows_the_architecture():
     graph = defs.resolve_asset_graph()
-    parents = {k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys} for k in graph.get_all_asset_keys()}
+    parents = {
+        k.to_user_string(): {p.to_user_string() for p in graph.get(k).parent_keys} for k in graph.get_all_asset_keys()
+    }
     assert parents["gold_set"] == {"sample_database"}
     assert parents["oracle_results"] == {"gold_set"}
     assert parents["candidate_sql"] == {"gold_set"}

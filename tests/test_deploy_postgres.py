@@ -20,10 +20,10 @@ import duckdb
 import pandas as pd
 import pytest
 import yaml
+from postgres_server import PostgresServer, PostgresUnavailable
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
 from nl2sql_pipeline.runs import list_runs
-from postgres_server import PostgresServer, PostgresUnavailable
 
 pytestmark = pytest.mark.integration
 
@@ -33,8 +33,16 @@ DEPLOY_YAML = PROJECT_ROOT / "deploy" / "dagster.yaml"
 
 
 def _case(case_id: str, sql: str) -> dict:
-    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
-            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+    return {
+        "id": case_id,
+        "domain": "d",
+        "category": "single_table",
+        "question": f"q {case_id}",
+        "database": "anime_platform",
+        "expected_sql": sql,
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +67,10 @@ def test_the_deploy_config_keeps_the_local_run_limits():
     assert db.pop("scheme") == "postgresql+psycopg2"
     assert set(db) == {"hostname", "port", "db_name", "username", "password"}
     assert all(set(v) == {"env"} for v in db.values()), "connection and credentials from the environment"
-    assert deploy["concurrency"]["runs"]["tag_concurrency_limits"] == local["concurrency"]["runs"]["tag_concurrency_limits"]
+    assert (
+        deploy["concurrency"]["runs"]["tag_concurrency_limits"]
+        == local["concurrency"]["runs"]["tag_concurrency_limits"]
+    )
     assert deploy["concurrency"]["pools"] == local["concurrency"]["pools"]
     assert deploy["run_monitoring"] == local["run_monitoring"], "dead runs fail and give back their pool slots"
 
@@ -67,8 +78,10 @@ def test_the_deploy_config_keeps_the_local_run_limits():
 def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_path):
     data, home = tmp_path / "data", tmp_path / "nl2sql"
     shutil.copytree(PROJECT_ROOT / "data", data)
-    cases = [_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-             _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title")]
+    cases = [
+        _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+        _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+    ]
     (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: deploy\n")
@@ -76,14 +89,27 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
     dagster_home.mkdir(parents=True)
     shutil.copy(DEPLOY_YAML, dagster_home / "dagster.yaml")
     shared_assets = tmp_path / "shared" / "assets"
-    env = {**os.environ, **postgres.env, "NL2SQL_DATA": str(data), "NL2SQL_HOME": str(home),
-           "DAGSTER_HOME": str(dagster_home), "NL2SQL_ASSETS_URL": shared_assets.as_uri(),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        **os.environ,
+        **postgres.env,
+        "NL2SQL_DATA": str(data),
+        "NL2SQL_HOME": str(home),
+        "DAGSTER_HOME": str(dagster_home),
+        "NL2SQL_ASSETS_URL": shared_assets.as_uri(),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
 
-    procs = {slug: subprocess.Popen([sys.executable, "-m", "nl2sql_cli.main", "run", "--gold-set", GOLD,
-                                     "--model", slug, "--json"], env=env, cwd=PROJECT_ROOT,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for slug in MODELS}
+    procs = {
+        slug: subprocess.Popen(
+            [sys.executable, "-m", "nl2sql_cli.main", "run", "--gold-set", GOLD, "--model", slug, "--json"],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for slug in MODELS
+    }
     reported = {}
     for slug, proc in procs.items():
         out, err = proc.communicate(timeout=900)
@@ -112,7 +138,13 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
         assert len(gold_runs) == 1, "the gold version was prepared once for both models"
         instance.dispose()
     finally:
-        for key in ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_DB", "DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD"):
+        for key in (
+            "DAGSTER_PG_HOST",
+            "DAGSTER_PG_PORT",
+            "DAGSTER_PG_DB",
+            "DAGSTER_PG_USERNAME",
+            "DAGSTER_PG_PASSWORD",
+        ):
             os.environ.pop(key, None)
 
     # baselines: one comparable row per model with its own run id; the Parquet outputs on the shared URL
@@ -127,9 +159,25 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
 
     # the readers of stored runs go through the same URL: exports and the DuckDB views over it
     out, views = tmp_path / "export", tmp_path / "views.duckdb"
-    done = subprocess.run([sys.executable, "-m", "nl2sql_cli.main", "export", "--out", str(out), "--format", "csv",
-                           "--duckdb", str(views)], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nl2sql_cli.main",
+            "export",
+            "--out",
+            str(out),
+            "--format",
+            "csv",
+            "--duckdb",
+            str(views),
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     exported = pd.read_csv(out / "leaderboard.csv")
     assert sorted(exported["model"]) == sorted(MODELS) and set(exported["run_id"]) == set(reported.values())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import duckdb
 import pandas as pd
 import pytest
@@ -73,8 +72,10 @@ def test_verdicts_name_the_rule_and_versions_reach_the_baselines(run_home):
     assert correct["comparison_rule"].notna().all()
     assert set(verdicts["gold_set"]) == {"multidomain-v1"} and set(verdicts["model"]) == {"gold-echo"}
     con = duckdb.connect(str(home / "baselines.duckdb"), read_only=True)
-    runs = con.execute("SELECT model, model_config_hash, gold_fingerprint, semantic_model_hash, policy_hash, "
-                       "comparator_version, harness_version FROM baseline_runs").fetchall()
+    runs = con.execute(
+        "SELECT model, model_config_hash, gold_fingerprint, semantic_model_hash, policy_hash, "
+        "comparator_version, harness_version FROM baseline_runs"
+    ).fetchall()
     assert {r[0] for r in runs} == {"gold-echo", "sql-mutant"}
     assert all(all(v for v in r) for r in runs)
     assert len(runs) == 4  # two runs of two models
@@ -86,8 +87,10 @@ def test_second_run_generates_nothing_again(run_home):
     for model in ("gold-echo", "sql-mutant"):
         candidates = _frame(home, "candidate_sql", model)
         assert candidates["cached"].all(), model
-    assert run_home["second"].scores["sql-mutant"]["semantic_correctness_rate"] == \
-        run_home["first"].scores["sql-mutant"]["semantic_correctness_rate"]
+    assert (
+        run_home["second"].scores["sql-mutant"]["semantic_correctness_rate"]
+        == run_home["first"].scores["sql-mutant"]["semantic_correctness_rate"]
+    )
 
 
 def test_a_run_with_nothing_changed_reuses_the_stored_scores(run_home):

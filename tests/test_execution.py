@@ -188,11 +188,23 @@ def test_classification_of_duckdb_exceptions():
         (duckdb.InterruptException("INTERRUPT Error: Interrupted!"), "", "timeout"),
         (duckdb.ParserException("Parser Error: syntax error"), "", "syntax"),
         (duckdb.BinderException("Binder Error: column"), "", "binder"),
-        (duckdb.CatalogException("Catalog Error: Table with name nope does not exist!"), "SELECT * FROM nope", "catalog"),
-        (duckdb.CatalogException("Catalog Error: Table with name /x does not exist!"), "SELECT * FROM '/x'", "forbidden"),
+        (
+            duckdb.CatalogException("Catalog Error: Table with name nope does not exist!"),
+            "SELECT * FROM nope",
+            "catalog",
+        ),
+        (
+            duckdb.CatalogException("Catalog Error: Table with name /x does not exist!"),
+            "SELECT * FROM '/x'",
+            "forbidden",
+        ),
         (duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate"), "", "resource"),
         (duckdb.PermissionException("Permission Error: Cannot access file"), "", "forbidden"),
-        (duckdb.InvalidInputException("Cannot execute statement of type \"SELECT\" ... read-only mode!"), "", "forbidden"),
+        (
+            duckdb.InvalidInputException('Cannot execute statement of type "SELECT" ... read-only mode!'),
+            "",
+            "forbidden",
+        ),
         (duckdb.ConversionException("Conversion Error: Could not convert"), "", "runtime"),
         (duckdb.IOException("IO Error: No space left on device"), "", "resource"),
     ]
@@ -242,7 +254,9 @@ def test_other_read_only_connections_coexist_with_the_pool(db):
     assert run_query(db, "SELECT count(*) FROM t").rows == [(3,)]
     reader = duckdb.connect(str(db), read_only=True)  # e.g. a schema reader elsewhere in the process
     try:
-        assert reader.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 't'").fetchone() == (3,)
+        assert reader.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 't'").fetchone() == (
+            3,
+        )
     finally:
         reader.close()
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from nl2sql_pipeline.runs import RunVersions, record_run
-from nl2sql_pipeline.runs import check_gates
+from nl2sql_pipeline.runs import RunVersions, check_gates, record_run
 
 VERSIONS = RunVersions("cfg-1", "gold-fp", "sem", "pol", "cmp", "h1")
 
 
 def _run(run_id: str, rate, **changes) -> dict:
-    return {"run_id": run_id, "gold_set": "g", "model": "m", "semantic_correctness_rate": rate,
-            **{**VERSIONS.__dict__, "model_config_hash": "cfg-2"}, **changes}
+    return {
+        "run_id": run_id,
+        "gold_set": "g",
+        "model": "m",
+        "semantic_correctness_rate": rate,
+        **{**VERSIONS.__dict__, "model_config_hash": "cfg-2"},
+        **changes,
+    }
 
 
 def test_regression_is_measured_against_the_latest_comparable_run(tmp_path):

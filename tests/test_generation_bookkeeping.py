@@ -22,7 +22,7 @@ from nl2sql_pipeline.generation.registry import ModelSpec
 
 SPEC = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
 OPENING = [
-    {"role": "system", "content": "Schema:\nCREATE TABLE users (user_id INTEGER); -- ünïcode \"quoted\" \\ back\n"},
+    {"role": "system", "content": 'Schema:\nCREATE TABLE users (user_id INTEGER); -- ünïcode "quoted" \\ back\n'},
     {"role": "user", "content": "Q: few-shot question"},
     {"role": "assistant", "content": "```sql\nSELECT 1\n```"},
 ]
@@ -47,7 +47,11 @@ def make_case(case_id: str, database: str = "anime_platform", **extra):
     [
         [],
         [{"role": "user", "content": "Q: how many?"}],
-        [{"role": "user", "content": "Q: first"}, assistant_message("SELECT 2"), {"role": "user", "content": "Q: 東京"}],
+        [
+            {"role": "user", "content": "Q: first"},
+            assistant_message("SELECT 2"),
+            {"role": "user", "content": "Q: 東京"},
+        ],
     ],
 )
 def test_prompt_hasher_gives_prompt_hash(tail):
@@ -58,9 +62,12 @@ def test_prompt_hasher_gives_prompt_hash(tail):
 
 
 def test_prompt_hasher_writes_the_json_that_json_dumps_writes():
-    odd = "tab\t nul\x00 \x1f del\x7f line\u2028sep é € 😀 \"q\" \\ /"
-    for tail in ([{"role": "user", "content": odd}], [{"role": odd, "content": "x"}],
-                 [{"role": "user", "content": "Q"}, {"role": "assistant", "content": None}]):  # json.dumps fallback
+    odd = 'tab\t nul\x00 \x1f del\x7f line\u2028sep é € 😀 "q" \\ /'
+    for tail in (
+        [{"role": "user", "content": odd}],
+        [{"role": odd, "content": "x"}],
+        [{"role": "user", "content": "Q"}, {"role": "assistant", "content": None}],
+    ):  # json.dumps fallback
         messages = list(OPENING) + tail
         assert PromptHasher(OPENING).hash(messages) == prompt_hash(messages)
 

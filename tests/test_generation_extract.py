@@ -30,7 +30,11 @@ CASES = [
     ("json with other keys only", '{"answer": 42}', None),
     # labels and tags
     ("SQLQuery style", "SQLQuery: SELECT 11 FROM t\nSQLResult: 42\nAnswer: 42", "SELECT 11 FROM t"),
-    ("SQLQuery after question", "Question: how many?\nSQLQuery: SELECT count(*) FROM users", "SELECT count(*) FROM users"),
+    (
+        "SQLQuery after question",
+        "Question: how many?\nSQLQuery: SELECT count(*) FROM users",
+        "SELECT count(*) FROM users",
+    ),
     ("SQL: label", "SQL: SELECT 12;", "SELECT 12"),
     ("sql tags", "<sql>SELECT 13</sql>", "SELECT 13"),
     # plain text

@@ -5,13 +5,12 @@ from __future__ import annotations
 import email.utils
 import time
 
+import litellm
 import pytest
 from fake_llm_server import FakeLLMServer, Reply
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.generation import failures as f
-
-import litellm  # noqa: E402  isort: skip  (after nl2sql_pipeline: the local price map is set first)
+from nl2sql_pipeline.stages import outcomes
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -20,8 +19,14 @@ def raised_by(api_base: str, **kwargs) -> BaseException:
     """The exception litellm's real OpenAI-compatible HTTP path raises against ``api_base``."""
     litellm.suppress_debug_info = True
     with pytest.raises(Exception) as info:
-        litellm.completion(model="openai/fake", api_base=api_base, api_key="k", max_retries=0,
-                           messages=[{"role": "user", "content": "q"}], **kwargs)
+        litellm.completion(
+            model="openai/fake",
+            api_base=api_base,
+            api_key="k",
+            max_retries=0,
+            messages=[{"role": "user", "content": "q"}],
+            **kwargs,
+        )
     return info.value
 
 
@@ -40,13 +45,36 @@ def test_environment_classes_match_the_outcomes_module():
         (Reply.daily_quota(), f.DAILY_QUOTA_EXHAUSTED, False, True),
         (Reply.rate_limited("2"), f.RATE_LIMITED, True, False),
         # OpenAI's per-minute message mentions billing: still a rate limit, not a payment problem
-        (Reply.error(429, "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3. You can increase "
-                          "your rate limit by adding a payment method to your account at .../account/billing."),
-         f.RATE_LIMITED, True, False),
-        (Reply.error(429, "You exceeded your current quota, please check your plan and billing details.",
-                     code="insufficient_quota"), f.PAYMENT_REQUIRED, False, True),
-        (Reply.error(429, "Quota exceeded for metric: generate_content_free_tier_requests, limit: 50, "
-                          "quotaId: GenerateRequestsPerDayPerProjectPerModel-FreeTier"), f.DAILY_QUOTA_EXHAUSTED, False, True),
+        (
+            Reply.error(
+                429,
+                "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3. You can increase "
+                "your rate limit by adding a payment method to your account at .../account/billing.",
+            ),
+            f.RATE_LIMITED,
+            True,
+            False,
+        ),
+        (
+            Reply.error(
+                429,
+                "You exceeded your current quota, please check your plan and billing details.",
+                code="insufficient_quota",
+            ),
+            f.PAYMENT_REQUIRED,
+            False,
+            True,
+        ),
+        (
+            Reply.error(
+                429,
+                "Quota exceeded for metric: generate_content_free_tier_requests, limit: 50, "
+                "quotaId: GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+            ),
+            f.DAILY_QUOTA_EXHAUSTED,
+            False,
+            True,
+        ),
         (Reply.server_error(500), f.PROVIDER_ERROR, True, False),
         (Reply.server_error(503), f.PROVIDER_ERROR, True, False),
         (Reply.unknown_model(), f.UNKNOWN_MODEL, False, True),

@@ -11,7 +11,6 @@ import pytest
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question, last_user_message
 
 from nl2sql_pipeline.cases import case_from_dict
-from nl2sql_pipeline.results.frames import candidates_to_frame
 from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation import generate as gen
 from nl2sql_pipeline.generation.cache import GenerationCache
@@ -19,11 +18,14 @@ from nl2sql_pipeline.generation.limiter import SharedRateLimiter
 from nl2sql_pipeline.generation.offline_provider import OfflineProvider
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
 from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy, load_registry
+from nl2sql_pipeline.results.frames import candidates_to_frame
 
 # litellm builds pydantic schemas lazily on its first call; pydantic warns about its TypedDicts.
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
-CONTEXT = PromptContext({"anime_platform": DatabasePromptText("CREATE TABLE users (user_id INTEGER);", "sem", "2026-06-30")})
+CONTEXT = PromptContext(
+    {"anime_platform": DatabasePromptText("CREATE TABLE users (user_id INTEGER);", "sem", "2026-06-30")}
+)
 REGISTRY = load_registry()
 GOLD_ECHO = REGISTRY["gold-echo"]
 MUTANT = REGISTRY["sql-mutant"]
@@ -112,9 +114,15 @@ def test_second_run_is_served_from_the_cache_without_calls(tmp_path, provider_ca
     assert len(provider_calls) == 4  # no new call
     assert all(r.cached and r.calls == 0 for r in second)
     for a, b in zip(first, second):
-        assert (a.generated_sql, a.mutation, a.latency_ms, a.input_tokens, a.output_tokens, a.cost_usd, a.token_source) == (
-            b.generated_sql, b.mutation, b.latency_ms, b.input_tokens, b.output_tokens, b.cost_usd, b.token_source
-        )
+        assert (
+            a.generated_sql,
+            a.mutation,
+            a.latency_ms,
+            a.input_tokens,
+            a.output_tokens,
+            a.cost_usd,
+            a.token_source,
+        ) == (b.generated_sql, b.mutation, b.latency_ms, b.input_tokens, b.output_tokens, b.cost_usd, b.token_source)
 
 
 def test_changed_config_prompt_or_case_misses_the_cache(tmp_path, provider_calls):
@@ -130,7 +138,9 @@ def test_changed_config_prompt_or_case_misses_the_cache(tmp_path, provider_calls
     gen.generate_candidates([case], changed_params, cache=cache, context=CONTEXT)
     assert len(provider_calls) == 2
 
-    other_schema = PromptContext({"anime_platform": DatabasePromptText("CREATE TABLE users (id INT);", "sem", "2026-06-30")})
+    other_schema = PromptContext(
+        {"anime_platform": DatabasePromptText("CREATE TABLE users (id INT);", "sem", "2026-06-30")}
+    )
     gen.generate_candidates([case], GOLD_ECHO, cache=cache, context=other_schema)
     assert len(provider_calls) == 3
 
@@ -160,7 +170,9 @@ def test_samples_and_candidate_selection_multiply_candidates(tmp_path, provider_
 
 def test_mutant_records_name_their_mutation(tmp_path):
     always = replace(MUTANT, params=MappingProxyType({"temperature": 0, "mutation_rate": 1.0, "seed": 7}))
-    records = gen.generate_candidates([query_case(i) for i in range(6)], always, cache=GenerationCache(tmp_path), context=CONTEXT)
+    records = gen.generate_candidates(
+        [query_case(i) for i in range(6)], always, cache=GenerationCache(tmp_path), context=CONTEXT
+    )
     assert all(r.mutation is not None for r in records)
     assert all(r.generated_sql != query_case(i).canonical_sql for i, r in enumerate(records))
 
@@ -206,8 +218,9 @@ def local_spec(api_base: str, **overrides) -> ModelSpec:
 
 
 def test_measured_tokens_and_registry_prices(tmp_path, server):
-    records = gen.generate_candidates([query_case(1), PROBE], local_spec(server.api_base), cache=GenerationCache(tmp_path),
-                                      context=CONTEXT)
+    records = gen.generate_candidates(
+        [query_case(1), PROBE], local_spec(server.api_base), cache=GenerationCache(tmp_path), context=CONTEXT
+    )
     assert len(records) == 1 and server.hits == 1
     record = records[0]
     assert record.generated_sql == "SELECT 1 AS one"
@@ -222,8 +235,9 @@ def test_measured_tokens_and_registry_prices(tmp_path, server):
 
 def test_missing_usage_is_estimated_and_unpriced_cost_is_unknown_or_from_litellms_map(server):
     server.default = Reply.sql("SELECT 7", usage=False)
-    record = gen.generate_candidates([query_case(1)], local_spec(server.api_base, prices=None), cache=None,
-                                     context=CONTEXT)[0]
+    record = gen.generate_candidates(
+        [query_case(1)], local_spec(server.api_base, prices=None), cache=None, context=CONTEXT
+    )[0]
     assert record.token_source == "estimated"
     assert record.output_tokens == -(-len("```sql\nSELECT 7\n```") // 4) and record.input_tokens > 0
     assert record.cost_usd is None  # an unmapped model: never a silent zero
@@ -289,8 +303,9 @@ def test_retry_after_beyond_the_policy_is_not_waited_for(server):
 
 def test_slow_reply_is_a_timeout_and_not_retried(server):
     server.default = Reply.sql("SELECT 1", delay_s=1.5)
-    record = gen.generate_candidates([query_case(1)], local_spec(server.api_base, timeout_s=0.3), cache=None,
-                                     context=CONTEXT)[0]
+    record = gen.generate_candidates(
+        [query_case(1)], local_spec(server.api_base, timeout_s=0.3), cache=None, context=CONTEXT
+    )[0]
     assert record.error_class == "timeout" and server.hits == 1, record.error_message
 
 
@@ -300,8 +315,9 @@ def test_server_dying_mid_run_leaves_the_rest_connection_refused(server):
         return Reply.sql("SELECT 1")
 
     server.responder = respond
-    records = gen.generate_candidates([query_case(i) for i in range(3)], local_spec(server.api_base), cache=None,
-                                      context=CONTEXT)
+    records = gen.generate_candidates(
+        [query_case(i) for i in range(3)], local_spec(server.api_base), cache=None, context=CONTEXT
+    )
     assert [r.error_class for r in records] == [None, "connection_refused", "connection_refused"]
     assert "Connection refused" in records[1].error_message and records[1].attempts == 1  # not retried
     assert server.hits == 1
@@ -311,7 +327,11 @@ def test_server_dying_mid_run_leaves_the_rest_connection_refused(server):
     ("reply", "sql", "error_class"),
     [
         (Reply.text("Here it is:\n```sql\nSELECT name FROM studios;\n```"), "SELECT name FROM studios", None),
-        (Reply.text('{"sql": "SELECT COUNT(*) FROM anime", "explanation": "counts"}'), "SELECT COUNT(*) FROM anime", None),
+        (
+            Reply.text('{"sql": "SELECT COUNT(*) FROM anime", "explanation": "counts"}'),
+            "SELECT COUNT(*) FROM anime",
+            None,
+        ),
         (Reply.text("Select the users who signed up in 2025."), None, "no_sql"),
         (Reply.text("I cannot answer that with this schema."), None, "no_sql"),
         (Reply(content="", finish_reason="content_filter"), None, "content_filtered"),
@@ -347,7 +367,9 @@ def test_daily_quota_stops_the_run_and_keeps_what_was_generated(tmp_path, server
 
 
 def test_payment_error_stops_concurrent_workers_too(server):
-    server.responder = lambda index, body: Reply.payment_required() if index == 3 else Reply.sql("SELECT 1", delay_s=0.05)
+    server.responder = lambda index, body: (
+        Reply.payment_required() if index == 3 else Reply.sql("SELECT 1", delay_s=0.05)
+    )
     spec = local_spec(server.api_base, limits=Limits(max_concurrency=4))
     records = gen.generate_candidates([query_case(i) for i in range(40)], spec, cache=None, context=CONTEXT)
     assert [r.case_id for r in records] == [f"case-{i}" for i in range(40)]  # plan order
@@ -376,12 +398,17 @@ def test_concurrency_runs_calls_in_parallel_and_keeps_plan_order(server):
 
 def test_follow_up_replays_the_models_own_answers_and_times_the_last_turn(tmp_path, server):
     case = follow_up_case()
-    turn_sql = {"How many users are there?": "SELECT 101", "Only the 18-24 band?": "SELECT 102",
-                "And only those in Japan?": "SELECT 103"}
+    turn_sql = {
+        "How many users are there?": "SELECT 101",
+        "Only the 18-24 band?": "SELECT 102",
+        "And only those in Japan?": "SELECT 103",
+    }
     server.responder = answer_by_question(turn_sql)
-    server.enqueue(Reply.sql("SELECT 101", usage={"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}),
-                   Reply.sql("SELECT 102", usage={"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22}),
-                   Reply.sql("SELECT 103", delay_s=0.2, usage={"prompt_tokens": 30, "completion_tokens": 3, "total_tokens": 33}))
+    server.enqueue(
+        Reply.sql("SELECT 101", usage={"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}),
+        Reply.sql("SELECT 102", usage={"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22}),
+        Reply.sql("SELECT 103", delay_s=0.2, usage={"prompt_tokens": 30, "completion_tokens": 3, "total_tokens": 33}),
+    )
     cache = GenerationCache(tmp_path)
     record = gen.generate_candidates([case], local_spec(server.api_base), cache=cache, context=CONTEXT)[0]
     assert server.hits == 3 and record.generated_sql == "SELECT 103"
@@ -428,11 +455,13 @@ def test_model_not_ready_sends_nothing(monkeypatch, server):
 
 
 def test_rate_limiter_paces_the_calls(tmp_path, server):
-    limiter = SharedRateLimiter("openai@test", requests_per_window=3, tokens_per_window=None, window_s=0.5,
-                                margin_s=0.1, state_dir=tmp_path)
+    limiter = SharedRateLimiter(
+        "openai@test", requests_per_window=3, tokens_per_window=None, window_s=0.5, margin_s=0.1, state_dir=tmp_path
+    )
     spec = local_spec(server.api_base, limits=Limits(max_concurrency=4))
-    records = gen.generate_candidates([query_case(i) for i in range(7)], spec, cache=None, context=CONTEXT,
-                                      limiter=limiter)
+    records = gen.generate_candidates(
+        [query_case(i) for i in range(7)], spec, cache=None, context=CONTEXT, limiter=limiter
+    )
     assert all(r.error_class is None for r in records)
     arrivals = sorted(server.arrival_times())
     assert arrivals[-1] - arrivals[0] >= 1.0  # 7 requests at 3 per 0.5 s need two waits
@@ -454,5 +483,7 @@ def test_frame_and_summary(tmp_path, server):
     assert summary["cached"] == 1 and summary["calls"] == 1 and summary["errors"] == 0
     assert summary["input_tokens"] == 222 and summary["estimated_tokens"] is False
     assert summary["cost_usd"] == pytest.approx(2 * (111 + 44) / 1e6)
-    unpriced = gen.generate_candidates([query_case(3)], local_spec(server.api_base, prices=None), cache=None, context=CONTEXT)
+    unpriced = gen.generate_candidates(
+        [query_case(3)], local_spec(server.api_base, prices=None), cache=None, context=CONTEXT
+    )
     assert gen.generation_summary(records + unpriced)["cost_usd"] is None

@@ -110,8 +110,13 @@ def test_corrupt_state_starts_a_new_window(tmp_path, caplog):
 
 def test_limiter_for_uses_the_registry_limits_and_provider_key(tmp_path, monkeypatch):
     monkeypatch.setenv("NL2SQL_HOME", str(tmp_path))
-    spec = ModelSpec(slug="m", kind="litellm", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1",
-                     limits=Limits(requests_per_minute=60, tokens_per_minute=1000, max_concurrency=2))
+    spec = ModelSpec(
+        slug="m",
+        kind="litellm",
+        model="openai/gpt-4o-mini",
+        api_base="http://127.0.0.1:9/v1",
+        limits=Limits(requests_per_minute=60, tokens_per_minute=1000, max_concurrency=2),
+    )
     shared = limiter_for(spec)
     assert isinstance(shared, SharedRateLimiter)
     assert shared.key == provider_key("openai/gpt-4o-mini", "http://127.0.0.1:9/v1") == "openai@http://127.0.0.1:9/v1"
@@ -135,8 +140,9 @@ WORKER = textwrap.dedent(
 
 def test_parallel_processes_share_one_budget(tmp_path):
     workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path), "5"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
-                         text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(tmp_path), "5"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     admitted = []

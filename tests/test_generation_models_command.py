@@ -16,7 +16,9 @@ def test_models_list_json_reports_readiness(capsys, monkeypatch):
     assert rows["gold-echo"]["model"] == "nl2sql-offline/gold-echo"
     assert rows["gpt-4o-mini"]["ready"] is False and "OPENAI_API_KEY" in rows["gpt-4o-mini"]["reason"]
     assert all(len(row["config_hash"]) == 16 for row in rows.values())
-    assert rows["gold-echo"]["rerun"] == "on_config_change" and rows["gpt-4o-mini-fewshot"]["few_shot"] == "anime-basics"
+    assert (
+        rows["gold-echo"]["rerun"] == "on_config_change" and rows["gpt-4o-mini-fewshot"]["few_shot"] == "anime-basics"
+    )
 
 
 def test_models_list_reports_a_local_server_and_a_predictions_file(tmp_path, capsys):
@@ -66,7 +68,11 @@ def test_models_list_shows_api_base_prices_and_limits(tmp_path, capsys):
     rows = {row["slug"]: row for row in json.loads(capsys.readouterr().out)}
     priced = rows["priced"]
     assert priced["api_base"] == "http://127.0.0.1:9/v1"
-    assert (priced["input_usd_per_mtok"], priced["output_usd_per_mtok"], priced["prices_from"]) == (1.25, 10.0, "models.yml")
+    assert (priced["input_usd_per_mtok"], priced["output_usd_per_mtok"], priced["prices_from"]) == (
+        1.25,
+        10.0,
+        "models.yml",
+    )
     assert (priced["requests_per_minute"], priced["tokens_per_minute"], priced["max_concurrency"]) == (60, 30000, 3)
     assert priced["ready"] is False and "127.0.0.1:9" in priced["reason"]
     # no prices in the registry: litellm's bundled price map (gpt-4o-mini: $0.15 / $0.60 per 1M tokens)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import random
 
+import litellm
 import pytest
 import sqlglot
 
 from nl2sql_pipeline.cases import case_from_dict  # first: sets LITELLM_LOCAL_MODEL_COST_MAP before litellm loads
-
-import litellm  # noqa: E402  isort: skip
 from nl2sql_pipeline.generation.extract import extract_sql
 from nl2sql_pipeline.generation.mutations import MUTATION_NAMES
 from nl2sql_pipeline.generation.offline_provider import (
@@ -33,8 +32,14 @@ EXPECTED = (
 
 def make_case(case_id: str = "c1", sql: str = EXPECTED):
     return case_from_dict(
-        {"id": case_id, "domain": "d", "category": "single_table", "question": "q?", "database": "anime_platform",
-         "expected_sql": sql}
+        {
+            "id": case_id,
+            "domain": "d",
+            "category": "single_table",
+            "question": "q?",
+            "database": "anime_platform",
+            "expected_sql": sql,
+        }
     )
 
 
@@ -70,8 +75,14 @@ def test_gold_echo_returns_exactly_the_expected_sql_through_litellm():
 
 def test_gold_echo_answers_with_the_first_alternative():
     case = case_from_dict(
-        {"id": "c", "domain": "d", "category": "single_table", "question": "q", "database": "db",
-         "expected_sql": ["SELECT 1 AS a", "SELECT 1 AS b"]}
+        {
+            "id": "c",
+            "domain": "d",
+            "category": "single_table",
+            "question": "q",
+            "database": "db",
+            "expected_sql": ["SELECT 1 AS a", "SELECT 1 AS b"],
+        }
     )
     assert extract_sql(complete("gold-echo", case).choices[0].message.content) == "SELECT 1 AS a"
 
@@ -88,8 +99,12 @@ def test_unknown_offline_model_is_refused():
     assert "unknown offline model 'oracle'" in str(info.value)
 
 
-def mutant(case_id: str, sample_index: int = 0, candidate_index: int = 0, rate: float = 0.5, seed: int = 7, sql: str = EXPECTED):
-    return answer("sql-mutant", OfflineRequest(case_id, sql, sample_index, candidate_index), {"mutation_rate": rate, "seed": seed})
+def mutant(
+    case_id: str, sample_index: int = 0, candidate_index: int = 0, rate: float = 0.5, seed: int = 7, sql: str = EXPECTED
+):
+    return answer(
+        "sql-mutant", OfflineRequest(case_id, sql, sample_index, candidate_index), {"mutation_rate": rate, "seed": seed}
+    )
 
 
 def test_sql_mutant_through_litellm_reports_its_mutation():
@@ -114,15 +129,19 @@ def test_sql_mutant_is_deterministic_whatever_the_call_order():
     # pinned: the same (seed, case, sample, candidate) gives the same answer in every process and release
     assert mutant("case-0", rate=1.0) == mutant("case-0", rate=1.0)
     assert [mutant(f"case-{i}", rate=1.0)[1] for i in range(4)] == [
-        "shift_date_bound", "drop_where_predicate", "alter_limit", "shift_date_bound",
+        "shift_date_bound",
+        "drop_where_predicate",
+        "alter_limit",
+        "shift_date_bound",
     ]
 
 
 def test_sql_mutant_answers_depend_on_seed_case_and_sample():
     answers = {mutant("case-1", sample_index=s, rate=1.0, seed=seed) for s in range(4) for seed in range(4)}
     assert len(answers) > 3
-    assert mutant("case-1", rate=1.0, seed=1) != mutant("case-1", rate=1.0, seed=2) or \
-        mutant("case-2", rate=1.0, seed=1) != mutant("case-2", rate=1.0, seed=2)
+    assert mutant("case-1", rate=1.0, seed=1) != mutant("case-1", rate=1.0, seed=2) or mutant(
+        "case-2", rate=1.0, seed=1
+    ) != mutant("case-2", rate=1.0, seed=2)
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.25, 0.5, 1.0])
@@ -147,8 +166,15 @@ def test_case_without_expected_sql_cannot_be_sent_offline():
     from nl2sql_pipeline.errors import GenerationError
 
     probe = case_from_dict(
-        {"id": "p", "domain": "d", "category": "policy_rejection", "question": "q", "database": "db",
-         "expected_outcome": "policy_rejection", "policy_probe_sql": "DROP TABLE users"}
+        {
+            "id": "p",
+            "domain": "d",
+            "category": "policy_rejection",
+            "question": "q",
+            "database": "db",
+            "expected_outcome": "policy_rejection",
+            "policy_probe_sql": "DROP TABLE users",
+        }
     )
     with pytest.raises(GenerationError, match="no expected SQL"):
         offline_request_metadata(probe, 0, 0)
@@ -161,8 +187,16 @@ def test_only_the_first_call_to_a_provider_is_flagged_cold_start(monkeypatch):
 
     monkeypatch.setattr(client, "_called", set())
     spec = get_model("gold-echo")
-    case = case_from_dict({"id": "c1", "domain": "d", "category": "single_table", "question": "q",
-                           "database": "anime_platform", "expected_sql": "SELECT 1 AS one"})
+    case = case_from_dict(
+        {
+            "id": "c1",
+            "domain": "d",
+            "category": "single_table",
+            "question": "q",
+            "database": "anime_platform",
+            "expected_sql": "SELECT 1 AS one",
+        }
+    )
     messages = [{"role": "user", "content": "q"}]
     flags = [
         client.call_model(spec, messages, metadata=offline_request_metadata(case, sample, 0)).cold_start

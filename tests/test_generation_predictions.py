@@ -13,15 +13,29 @@ from nl2sql_pipeline.generation.registry import load_registry
 
 
 def case(case_id: str, database: str = "anime_platform", **extra):
-    data = {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}?", "database": database,
-            "expected_sql": f"SELECT '{case_id}'"}
+    data = {
+        "id": case_id,
+        "domain": "d",
+        "category": "single_table",
+        "question": f"q {case_id}?",
+        "database": database,
+        "expected_sql": f"SELECT '{case_id}'",
+    }
     data.update(extra)
     return case_from_dict(data)
 
 
-PROBE = case_from_dict({"id": "p1", "domain": "d", "category": "policy_rejection", "question": "drop?",
-                        "database": "anime_platform", "expected_outcome": "policy_rejection",
-                        "policy_probe_sql": "DROP TABLE users"})
+PROBE = case_from_dict(
+    {
+        "id": "p1",
+        "domain": "d",
+        "category": "policy_rejection",
+        "question": "drop?",
+        "database": "anime_platform",
+        "expected_outcome": "policy_rejection",
+        "policy_probe_sql": "DROP TABLE users",
+    }
+)
 CASES = [case("a"), PROBE, case("b"), case("c", database="shop")]
 
 
@@ -38,8 +52,15 @@ def jsonl(*rows: dict) -> str:
 
 
 def test_jsonl_predictions_become_candidates_in_gold_order(tmp_path):
-    spec, _ = replay(tmp_path, jsonl({"case_id": "c", "sql": "SELECT 3;"}, {"case_id": "a", "sql": " SELECT 1 "},
-                                     {"case_id": "b", "sql": None, "note": "no answer"}) + "\n")
+    spec, _ = replay(
+        tmp_path,
+        jsonl(
+            {"case_id": "c", "sql": "SELECT 3;"},
+            {"case_id": "a", "sql": " SELECT 1 "},
+            {"case_id": "b", "sql": None, "note": "no answer"},
+        )
+        + "\n",
+    )
     records = generate_candidates(CASES, spec, cache=None, context=None, samples=2)
     assert [(r.case_id, r.sample_index) for r in records] == [(c, s) for c in "abc" for s in range(2)]
     by_case = {r.case_id: r for r in records}
@@ -60,8 +81,10 @@ def test_jsonl_predictions_become_candidates_in_gold_order(tmp_path):
         (jsonl({"sql": "SELECT 1"}), r"predictions.jsonl:1: each line needs a string \"case_id\""),
         (jsonl({"case_id": "a", "sql": 1}), r"predictions.jsonl:1: case 'a': \"sql\" must be a string or null"),
         (jsonl({"case_id": "a"}), r"\"sql\" must be a string or null"),
-        (jsonl({"case_id": "a", "sql": "S"}, {"case_id": "b", "sql": "S"}, {"case_id": "a", "sql": "S"}),
-         r"predictions.jsonl:3: case 'a' again \(first on line 1\)"),
+        (
+            jsonl({"case_id": "a", "sql": "S"}, {"case_id": "b", "sql": "S"}, {"case_id": "a", "sql": "S"}),
+            r"predictions.jsonl:3: case 'a' again \(first on line 1\)",
+        ),
         (jsonl({"case_id": "p1", "sql": "S"}), r"predictions.jsonl:1: case 'p1' is a policy probe"),
         (jsonl({"case_id": "zzz", "sql": "S"}), r"predictions.jsonl:1: case 'zzz' is not in the gold set"),
         (jsonl({"case_id": "a", "sql": "S"}), r"predictions.jsonl: 2 of 3 query cases have no prediction \(b, c\)"),
@@ -77,7 +100,9 @@ def test_lines_follow_the_gold_order_of_query_cases(tmp_path):
     spec, _ = replay(tmp_path, "SELECT 1;\n\nSELECT 3\t----- bird -----\tshop\n", fmt="lines")
     records = prediction_records(CASES, spec)
     assert [(r.case_id, r.generated_sql, r.error_class) for r in records] == [
-        ("a", "SELECT 1", None), ("b", None, "no_sql"), ("c", "SELECT 3", None)
+        ("a", "SELECT 1", None),
+        ("b", None, "no_sql"),
+        ("c", "SELECT 3", None),
     ]
 
 
@@ -88,8 +113,10 @@ def test_lines_follow_the_gold_order_of_query_cases(tmp_path):
         ("SELECT 1\nSELECT 2\nSELECT 3\nSELECT 4\n", r"4 lines for 3 query cases"),
         ("", r"0 lines for 3 query cases"),
         # Spider-style "SQL<TAB>db_id": a shifted file is caught where the databases differ
-        ("SELECT 1\tanime_platform\nSELECT 3\tshop\nSELECT 2\tanime_platform\n",
-         r"predictions.lines:2: names database 'shop' but line 2 answers case b of 'anime_platform'"),
+        (
+            "SELECT 1\tanime_platform\nSELECT 3\tshop\nSELECT 2\tanime_platform\n",
+            r"predictions.lines:2: names database 'shop' but line 2 answers case b of 'anime_platform'",
+        ),
     ],
 )
 def test_lines_misalignment_is_an_error(tmp_path, text, expected):

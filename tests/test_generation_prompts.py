@@ -21,7 +21,11 @@ from nl2sql_pipeline.generation.prompts import (
 from nl2sql_pipeline.generation.registry import ModelSpec
 
 SPEC = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
-TEXTS = {"schema_text": "CREATE TABLE users (user_id INTEGER);", "semantic_text": "metric: users", "reference_date": "2026-06-30"}
+TEXTS = {
+    "schema_text": "CREATE TABLE users (user_id INTEGER);",
+    "semantic_text": "metric: users",
+    "reference_date": "2026-06-30",
+}
 
 
 def make_case(**overrides):
@@ -52,7 +56,10 @@ FOLLOW_UP = dict(
     category="follow_up",
     question="And how many of them are in Japan?",
     follow_up_context=[
-        {"question": "How many users signed up in 2025?", "sql": "SELECT COUNT(*) FROM users WHERE year(signup_date) = 2025"},
+        {
+            "question": "How many users signed up in 2025?",
+            "sql": "SELECT COUNT(*) FROM users WHERE year(signup_date) = 2025",
+        },
         {"question": "Only the 18-24 band?", "sql": "SELECT COUNT(*) FROM users WHERE age_band = '18-24';"},
     ],
 )
@@ -99,10 +106,10 @@ def test_few_shot_examples_come_after_the_system_message_for_their_database():
 
 
 def test_shipped_few_shot_set_runs_on_the_sample_database(tmp_path):
+    import duckdb
+
     from nl2sql_pipeline.generation.few_shot import load_few_shot
     from nl2sql_pipeline.sample_db import build_database
-
-    import duckdb
 
     shots = load_few_shot("anime-basics")
     assert len(shots.examples) >= 2 and len(shots.content_hash) == 16
@@ -152,7 +159,9 @@ def test_bad_templates_are_config_errors(text, message):
 
 
 def test_comment_preamble_is_allowed_and_templates_load_from_a_folder(tmp_path):
-    (tmp_path / "mine.txt").write_text("# a comment\n=== system ===\nS ${reference_date}\n=== user ===\nQ: ${question}\n")
+    (tmp_path / "mine.txt").write_text(
+        "# a comment\n=== system ===\nS ${reference_date}\n=== user ===\nQ: ${question}\n"
+    )
     template = load_template("mine", tmp_path)
     messages = build_messages(make_case(), SPEC, **TEXTS, template=template)
     assert messages == [
@@ -198,5 +207,7 @@ def test_a_registry_entry_whose_semantic_model_describes_another_database_says_h
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE TABLE t (x INTEGER)")
     entry = DatabaseEntry("shop", db, semantic_model=default_semantic_model_path(), source="databases.yml:3")
-    with pytest.raises(ConfigError, match=r"describes database 'anime_platform', not 'shop'.*databases.yml:3.*introspection"):
+    with pytest.raises(
+        ConfigError, match=r"describes database 'anime_platform', not 'shop'.*databases.yml:3.*introspection"
+    ):
         build_prompt_context(["shop"], resolve_database=CaseDatabases({"shop": entry}))

@@ -246,7 +246,10 @@ def test_rerun_retry_and_timeout_are_read_but_not_hashed(tmp_path):
     plain = load_registry(entry(tmp_path / "plain", "kind: litellm\nmodel: a/b"))["m1"]
     assert plain.rerun == "on_config_change" and plain.retry == RetryPolicy() and plain.timeout_s == 120.0
     tuned = load_registry(
-        entry(tmp_path, "kind: litellm\nmodel: a/b\nrerun: never\nretry: {max_retries: 0, base_delay_s: 0.5}\ntimeout_s: 9")
+        entry(
+            tmp_path,
+            "kind: litellm\nmodel: a/b\nrerun: never\nretry: {max_retries: 0, base_delay_s: 0.5}\ntimeout_s: 9",
+        )
     )["m1"]
     assert tuned.rerun == "never" and tuned.retry == RetryPolicy(0, 0.5, 60.0) and tuned.timeout_s == 9.0
     assert tuned.config_hash == plain.config_hash

@@ -62,8 +62,12 @@ def test_killed_run_resumes_without_asking_again(tmp_path):
     )
     with FakeLLMServer(responder=responder) as server:
         env = {**os.environ, "NL2SQL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(PROJECT_ROOT)}
-        worker = subprocess.Popen([sys.executable, "-c", WORKER, server.api_base, str(cache_root), str(TOTAL)],
-                                  cwd=PROJECT_ROOT, env=env, stderr=subprocess.DEVNULL)
+        worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER, server.api_base, str(cache_root), str(TOTAL)],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 180  # a loaded machine starts the worker (litellm import) slowly
             while _cache_entries(cache_root) < ANSWERED_BEFORE_KILL and time.monotonic() < deadline:

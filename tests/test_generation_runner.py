@@ -20,9 +20,9 @@ import yaml
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question
 
 from nl2sql_cli import main as cli
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.paths import PROJECT_ROOT
+from nl2sql_pipeline.stages import outcomes
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -70,15 +70,34 @@ def env(tmp_path_factory):
     quota_server = FakeLLMServer(
         responder=lambda index, body: gold_answer(index, body) if index < QUOTA_ANSWERS else Reply.daily_quota()
     ).start()
-    http = {"kind": "litellm", "params": {"temperature": 0}, "price_input_per_mtok": 1, "price_output_per_mtok": 2,
-            "retry": {"max_retries": 0}}
+    http = {
+        "kind": "litellm",
+        "params": {"temperature": 0},
+        "price_input_per_mtok": 1,
+        "price_output_per_mtok": 2,
+        "retry": {"max_retries": 0},
+    }
     models = {
         "gold-echo": {"kind": "offline", "model": "nl2sql-offline/gold-echo", "params": {"temperature": 0}},
         "replay-echo": {"kind": "predictions", "path": "predictions/echo.jsonl", "format": "jsonl"},
-        "fake-ok": {**http, "model": "openai/fake-ok", "api_base": ok_server.api_base, "limits": {"max_concurrency": 4}},
-        "fake-quota": {**http, "model": "openai/fake-quota", "api_base": quota_server.api_base,
-                       "limits": {"max_concurrency": 1}},
-        "fake-nokey": {**http, "model": "openai/fake-nokey", "api_base": ok_server.api_base, "api_key_env": MISSING_KEY},
+        "fake-ok": {
+            **http,
+            "model": "openai/fake-ok",
+            "api_base": ok_server.api_base,
+            "limits": {"max_concurrency": 4},
+        },
+        "fake-quota": {
+            **http,
+            "model": "openai/fake-quota",
+            "api_base": quota_server.api_base,
+            "limits": {"max_concurrency": 1},
+        },
+        "fake-nokey": {
+            **http,
+            "model": "openai/fake-nokey",
+            "api_base": ok_server.api_base,
+            "api_key_env": MISSING_KEY,
+        },
         "fake-down": {**http, "model": "openai/fake-down", "api_base": f"http://127.0.0.1:{_closed_port()}/v1"},
     }
     (data / "models.yml").write_text(yaml.safe_dump({"models": models}, sort_keys=False), encoding="utf-8")
@@ -134,9 +153,13 @@ def test_daily_quota_stops_the_run_and_warns_in_the_scores_and_the_asset_metadat
     verdicts = _frame(env["home"], "case_verdicts", "fake-quota")
     assert (verdicts["outcome"] == outcomes.SKIPPED).sum() == skipped
     key = dg.MultiPartitionKey({"gold": GOLD, "model": "fake-quota"})
-    records = env["instance"].fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1
-    ).records
+    records = (
+        env["instance"]
+        .fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1
+        )
+        .records
+    )
     metadata = records[0].asset_materialization.metadata
     assert warning in metadata["WARNING"].value and metadata["skipped_count"].value == skipped
 
@@ -147,7 +170,9 @@ def test_replay_file_scores_exactly_as_the_offline_model(env):
     columns = ["outcome", "correct", "comparison_rule", "generated_sql", "score_exact", "score_partial", "reason"]
     pd.testing.assert_frame_equal(echo[columns], replay[columns])
     same = ["semantic_correctness_rate", "sql_execution_success_rate", "query_count", "policy_rejection_recall"]
-    assert {k: env["outcome"].scores["replay-echo"][k] for k in same} == {k: env["outcome"].scores["gold-echo"][k] for k in same}
+    assert {k: env["outcome"].scores["replay-echo"][k] for k in same} == {
+        k: env["outcome"].scores["gold-echo"][k] for k in same
+    }
     assert replay["model_config_hash"].iloc[0] != echo["model_config_hash"].iloc[0]
 
 

@@ -12,15 +12,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.gold.formats import expand_alternatives, import_benchmark
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.stages.records import attempts_from_candidates
 from nl2sql_pipeline.scoring.run_scores import score_run
-from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
+from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
+from nl2sql_pipeline.stages.records import attempts_from_candidates
 
 CONCERT_SQL = """
 CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, name TEXT, capacity INT, location TEXT);
@@ -53,36 +52,57 @@ INSERT INTO has_pet VALUES (1001, 2001), (1002, 2002), (1002, 2003);
 
 SPIDER_QUESTIONS = [
     ("concert_singer", "How many singers are there?", "SELECT count(*) FROM singer"),
-    ("concert_singer", "Names, countries and ages of singers from oldest to youngest?",
-     "SELECT name, country, age FROM singer ORDER BY age DESC"),
+    (
+        "concert_singer",
+        "Names, countries and ages of singers from oldest to youngest?",
+        "SELECT name, country, age FROM singer ORDER BY age DESC",
+    ),
     ("concert_singer", "Which singers have an a in their name?", 'SELECT name FROM singer WHERE name LIKE "%a%"'),
-    ("concert_singer", "Stadium names with their number of concerts?",
-     "SELECT T2.name, count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
-     "GROUP BY T1.stadium_id"),
+    (
+        "concert_singer",
+        "Stadium names with their number of concerts?",
+        "SELECT T2.name, count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
+        "GROUP BY T1.stadium_id",
+    ),
     ("concert_singer", "Largest stadium and its capacity?", "SELECT name, max(capacity) FROM stadium"),
     ("concert_singer", "Concerts in 2014?", "SELECT concert_name FROM concert WHERE year = 2014"),
     ("concert_singer", "How many concerts after 2013?", "SELECT count(*) FROM concert WHERE year > 2013"),
-    ("concert_singer", "Singers in a 2014 concert?",
-     "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id "
-     'JOIN concert AS T3 ON T2.concert_id = T3.concert_id WHERE T3.year = "2014"'),
-    ("concert_singer", "Stadiums without concerts?",
-     "SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)"),
-    ("concert_singer", "Countries with more than one singer?",
-     "SELECT country, count(*) FROM singer GROUP BY country HAVING count(*) > 1"),
+    (
+        "concert_singer",
+        "Singers in a 2014 concert?",
+        "SELECT DISTINCT T1.name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id "
+        'JOIN concert AS T3 ON T2.concert_id = T3.concert_id WHERE T3.year = "2014"',
+    ),
+    (
+        "concert_singer",
+        "Stadiums without concerts?",
+        "SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)",
+    ),
+    (
+        "concert_singer",
+        "Countries with more than one singer?",
+        "SELECT country, count(*) FROM singer GROUP BY country HAVING count(*) > 1",
+    ),
     ("concert_singer", "Countries of singers older than 20?", "SELECT DISTINCT country FROM singer WHERE age > 20"),
     ("concert_singer", "Singers from france (any case)?", "SELECT name FROM singer WHERE country LIKE 'france'"),
     ("pets_1", "How many students are older than 20?", "SELECT count(*) FROM student WHERE age > 20"),
     ("pets_1", "Students living in nyc?", "SELECT fname, age FROM student WHERE city_code LIKE 'nyc'"),
     ("pets_1", "Average weight per pet type?", "SELECT pettype, avg(weight) FROM pets GROUP BY pettype"),
-    ("pets_1", "First names of cat owners?",
-     "SELECT T1.fname FROM student AS T1 JOIN has_pet AS T2 ON T1.stuid = T2.stuid "
-     "JOIN pets AS T3 ON T3.petid = T2.petid WHERE T3.pettype = 'cat'"),
+    (
+        "pets_1",
+        "First names of cat owners?",
+        "SELECT T1.fname FROM student AS T1 JOIN has_pet AS T2 ON T1.stuid = T2.stuid "
+        "JOIN pets AS T3 ON T3.petid = T2.petid WHERE T3.pettype = 'cat'",
+    ),
     ("pets_1", "Oldest pet age per type?", "SELECT max(pet_age), pettype FROM pets GROUP BY pettype"),
     ("pets_1", "Students without pets?", "SELECT stuid FROM student EXCEPT SELECT stuid FROM has_pet"),
     ("pets_1", "Youngest student?", "SELECT fname, lname FROM student ORDER BY age LIMIT 1"),
     ("pets_1", "How many pet types?", "SELECT count(DISTINCT pettype) FROM pets"),
-    ("pets_1", "Share of pets in 7 slots, as SQLite's integer division gives it?",
-     "SELECT 100 * count(*) / 7 FROM pets"),
+    (
+        "pets_1",
+        "Share of pets in 7 slots, as SQLite's integer division gives it?",
+        "SELECT 100 * count(*) / 7 FROM pets",
+    ),
     # two the importer must report and leave out:
     ("concert_singer", "Average singer age?", "SELECT avg(age) FROM singer WHERE age = singer_id"),
     ("pets_1", "A broken gold query?", "SELECT nosuch FROM pets"),
@@ -96,8 +116,12 @@ def _tables_entry(db_id: str, con: sqlite3.Connection, primary: dict, foreign: l
     types = ["text"] + ["number" for _ in columns[1:]]
     index = {(tables[t], c): i for i, (t, c) in enumerate(columns) if t >= 0}
     return {
-        "db_id": db_id, "table_names_original": tables, "table_names": tables,
-        "column_names_original": columns, "column_names": columns, "column_types": types,
+        "db_id": db_id,
+        "table_names_original": tables,
+        "table_names": tables,
+        "column_names_original": columns,
+        "column_names": columns,
+        "column_types": types,
         "primary_keys": [index[(t, c)] for t, c in primary.items()],
         "foreign_keys": [[index[child], index[parent]] for child, parent in foreign],
     }
@@ -119,8 +143,14 @@ def build_spider(root: Path, databases_folder: str = "database") -> Path:
     entries.append(_tables_entry("concert_singer", con, {}, []))
     con.close()
     con = _sqlite(root / databases_folder / "pets_1" / "pets_1.sqlite", PETS_SQL)
-    entries.append(_tables_entry("pets_1", con, {"student": "stuid", "pets": "petid"},
-                                 [(("has_pet", "stuid"), ("student", "stuid")), (("has_pet", "petid"), ("pets", "petid"))]))
+    entries.append(
+        _tables_entry(
+            "pets_1",
+            con,
+            {"student": "stuid", "pets": "petid"},
+            [(("has_pet", "stuid"), ("student", "stuid")), (("has_pet", "petid"), ("pets", "petid"))],
+        )
+    )
     con.close()
     (root / "tables.json").write_text(json.dumps(entries))
     return root
@@ -130,10 +160,25 @@ def _gold_echo(cases, gold_dir: Path, sql_of=lambda case: case.canonical_sql):
     """Run the core stages with the expected SQL as every candidate; return verdicts and scores."""
     resolve = lambda database: gold_dir / database  # noqa: E731  (a case's database is relative to the gold file)
     candidates = [
-        CandidateRecord(case_id=c.id, case_fingerprint=c.fingerprint, sample_index=0, candidate_index=0,
-                        generated_sql=sql_of(c), raw_reply=sql_of(c), error_class=None, error_message=None,
-                        latency_ms=1.0, input_tokens=1, output_tokens=1, token_source="measured", cost_usd=0.0,
-                        cached=False, mutation=None, model_config_hash="gold-echo", prompt_hash=None)
+        CandidateRecord(
+            case_id=c.id,
+            case_fingerprint=c.fingerprint,
+            sample_index=0,
+            candidate_index=0,
+            generated_sql=sql_of(c),
+            raw_reply=sql_of(c),
+            error_class=None,
+            error_message=None,
+            latency_ms=1.0,
+            input_tokens=1,
+            output_tokens=1,
+            token_source="measured",
+            cost_usd=0.0,
+            cached=False,
+            mutation=None,
+            model_config_hash="gold-echo",
+            prompt_hash=None,
+        )
         for c in cases
     ]
     oracle = run_oracle(cases, resolve)
@@ -149,15 +194,17 @@ def _assert_gold_echo_scores_100(cases, gold_dir: Path) -> None:
             assert result.ok, (case.id, sql, result.error_message)
     verdicts, scores = _gold_echo(cases, gold_dir)
     assert [v.outcome for v in verdicts] == [outcomes.CORRECT] * len(cases), [
-        (v.case_id, v.outcome, v.reason) for v in verdicts if v.outcome != outcomes.CORRECT]
+        (v.case_id, v.outcome, v.reason) for v in verdicts if v.outcome != outcomes.CORRECT
+    ]
     assert scores["semantic_correctness_rate"] == 1.0
     assert scores["query_count"] == len(cases)
 
 
 def test_spider_directory_imports_and_gold_echo_scores_100(tmp_path):
     src = build_spider(tmp_path / "spider")
-    (src / "dev.json").write_text(json.dumps(
-        [{"db_id": db, "question": q, "query": sql, "query_toks": []} for db, q, sql in SPIDER_QUESTIONS]))
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": db, "question": q, "query": sql, "query_toks": []} for db, q, sql in SPIDER_QUESTIONS])
+    )
     out = tmp_path / "gold" / "spider-dev.jsonl"
     result = import_benchmark("spider", src, out)
 
@@ -186,44 +233,79 @@ def test_spider_directory_imports_and_gold_echo_scores_100(tmp_path):
 
 def test_the_copied_databases_keep_types_and_declare_keys_from_sqlite_and_tables_json(tmp_path):
     src = build_spider(tmp_path / "spider")
-    (src / "dev.json").write_text(json.dumps(
-        [{"db_id": "pets_1", "question": "q", "query": "SELECT 1"}, {"db_id": "concert_singer", "question": "q", "query": "SELECT 1"}]))
+    (src / "dev.json").write_text(
+        json.dumps(
+            [
+                {"db_id": "pets_1", "question": "q", "query": "SELECT 1"},
+                {"db_id": "concert_singer", "question": "q", "query": "SELECT 1"},
+            ]
+        )
+    )
     out = tmp_path / "gold" / "g.jsonl"
     import_benchmark("spider", src, out)
     con = duckdb.connect(str(out.parent / "databases" / "concert_singer.duckdb"), read_only=True)
-    types = dict(((t, c), d) for t, c, d in con.execute(
-        "SELECT table_name, column_name, data_type FROM information_schema.columns").fetchall())
+    types = dict(
+        ((t, c), d)
+        for t, c, d in con.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns"
+        ).fetchall()
+    )
     assert types[("singer", "age")] == "VARCHAR"  # TEXT holding numbers stays text
     assert types[("stadium", "capacity")] == "BIGINT" and types[("singer", "is_male")] == "BIGINT"
-    constraints = sorted((t, k, tuple(cols)) for t, k, cols in con.execute(
-        "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
-        "WHERE constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')").fetchall())
+    constraints = sorted(
+        (t, k, tuple(cols))
+        for t, k, cols in con.execute(
+            "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
+            "WHERE constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')"
+        ).fetchall()
+    )
     assert ("concert", "FOREIGN KEY", ("stadium_id",)) in constraints
     assert ("singer_in_concert", "PRIMARY KEY", ("concert_id", "singer_id")) in constraints
     con.close()
     con = duckdb.connect(str(out.parent / "databases" / "pets_1.duckdb"), read_only=True)
-    fks = con.execute("SELECT table_name, constraint_column_names FROM duckdb_constraints() "
-                      "WHERE constraint_type = 'FOREIGN KEY' ORDER BY 2").fetchall()
+    fks = con.execute(
+        "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
+        "WHERE constraint_type = 'FOREIGN KEY' ORDER BY 2"
+    ).fetchall()
     assert fks == [("has_pet", ["petid"]), ("has_pet", ["stuid"])]  # declared only in tables.json
     assert con.execute("SELECT count(*) FROM student").fetchone() == (6,)
     con.close()
 
 
 BIRD_QUESTIONS = [
-    {"question_id": 0, "db_id": "pets_1", "question": "How many young students are there?",
-     "evidence": "young refers to age < 20", "SQL": "SELECT COUNT(*) FROM student WHERE age < 20",
-     "difficulty": "simple"},
-    {"question_id": 1, "db_id": "pets_1", "question": "What share of pets are dogs?",
-     "evidence": "share = count(dog) / count(*) as a percentage",
-     "SQL": "SELECT CAST(SUM(CASE WHEN pettype = 'dog' THEN 1 ELSE 0 END) AS REAL) * 100 / COUNT(*) FROM pets",
-     "difficulty": "moderate"},
-    {"question_id": 2, "db_id": "concert_singer", "question": "Which stadium hosted the fewest concerts, among those that hosted any?",
-     "evidence": "fewest concerts refers to MIN(COUNT(concert_id))",
-     "SQL": "SELECT T2.name FROM concert AS T1 INNER JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
-            "GROUP BY T1.stadium_id ORDER BY COUNT(T1.concert_id) LIMIT 1",
-     "difficulty": "challenging"},
-    {"question_id": 3, "db_id": "concert_singer", "question": "Singers from the Netherlands?",
-     "evidence": "", "SQL": "SELECT name FROM singer WHERE country = 'Netherlands'", "difficulty": "simple"},
+    {
+        "question_id": 0,
+        "db_id": "pets_1",
+        "question": "How many young students are there?",
+        "evidence": "young refers to age < 20",
+        "SQL": "SELECT COUNT(*) FROM student WHERE age < 20",
+        "difficulty": "simple",
+    },
+    {
+        "question_id": 1,
+        "db_id": "pets_1",
+        "question": "What share of pets are dogs?",
+        "evidence": "share = count(dog) / count(*) as a percentage",
+        "SQL": "SELECT CAST(SUM(CASE WHEN pettype = 'dog' THEN 1 ELSE 0 END) AS REAL) * 100 / COUNT(*) FROM pets",
+        "difficulty": "moderate",
+    },
+    {
+        "question_id": 2,
+        "db_id": "concert_singer",
+        "question": "Which stadium hosted the fewest concerts, among those that hosted any?",
+        "evidence": "fewest concerts refers to MIN(COUNT(concert_id))",
+        "SQL": "SELECT T2.name FROM concert AS T1 INNER JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
+        "GROUP BY T1.stadium_id ORDER BY COUNT(T1.concert_id) LIMIT 1",
+        "difficulty": "challenging",
+    },
+    {
+        "question_id": 3,
+        "db_id": "concert_singer",
+        "question": "Singers from the Netherlands?",
+        "evidence": "",
+        "SQL": "SELECT name FROM singer WHERE country = 'Netherlands'",
+        "difficulty": "simple",
+    },
 ]
 
 
@@ -246,8 +328,11 @@ def test_bird_directory_keeps_evidence_as_the_hint_and_gold_echo_scores_100(tmp_
 
 def test_defog_alternatives_expand_like_sql_eval():
     assert expand_alternatives("SELECT {a.x, a.y} FROM a;SELECT a.x FROM a JOIN b ON a.id = b.id") == [
-        "SELECT a.x FROM a", "SELECT a.y FROM a", "SELECT a.x, a.y FROM a",
-        "SELECT a.x FROM a JOIN b ON a.id = b.id"]
+        "SELECT a.x FROM a",
+        "SELECT a.y FROM a",
+        "SELECT a.x, a.y FROM a",
+        "SELECT a.x FROM a JOIN b ON a.id = b.id",
+    ]
     assert len(expand_alternatives("SELECT {a, b}, {c, d} FROM t")) == 9
 
 
@@ -255,17 +340,35 @@ def test_defog_csv_with_alternatives_imports_and_gold_echo_scores_100(tmp_path):
     data = tmp_path / "defog"
     _sqlite(data / "pets_1.sqlite", PETS_SQL).close()
     rows = [
-        {"db_name": "pets_1", "query_category": "group_by", "question": "Pet count per type?",
-         "query": "SELECT {pets.pettype, pets.petid}, COUNT(*) AS n FROM pets GROUP BY {}", "instructions": ""},
-        {"db_name": "pets_1", "query_category": "date_functions", "question": "Students named like Lin?",
-         "query": "SELECT s.fname FROM student AS s WHERE s.fname ILIKE '%lin%';"
-                  "SELECT s.stuid, s.fname FROM student AS s WHERE s.fname ILIKE '%lin%'",
-         "instructions": "match names case-insensitively"},
-        {"db_name": "pets_1", "query_category": "table_join", "question": "Average age of pet owners?",
-         "query": "SELECT AVG(s.age)::float FROM student s WHERE EXISTS (SELECT 1 FROM has_pet h WHERE h.stuid = s.stuid)",
-         "instructions": ""},
-        {"db_name": "pets_1", "query_category": "ratio", "question": "A query DuckDB refuses?",
-         "query": "SELECT {pettype, nosuch} FROM pets", "instructions": ""},
+        {
+            "db_name": "pets_1",
+            "query_category": "group_by",
+            "question": "Pet count per type?",
+            "query": "SELECT {pets.pettype, pets.petid}, COUNT(*) AS n FROM pets GROUP BY {}",
+            "instructions": "",
+        },
+        {
+            "db_name": "pets_1",
+            "query_category": "date_functions",
+            "question": "Students named like Lin?",
+            "query": "SELECT s.fname FROM student AS s WHERE s.fname ILIKE '%lin%';"
+            "SELECT s.stuid, s.fname FROM student AS s WHERE s.fname ILIKE '%lin%'",
+            "instructions": "match names case-insensitively",
+        },
+        {
+            "db_name": "pets_1",
+            "query_category": "table_join",
+            "question": "Average age of pet owners?",
+            "query": "SELECT AVG(s.age)::float FROM student s WHERE EXISTS (SELECT 1 FROM has_pet h WHERE h.stuid = s.stuid)",
+            "instructions": "",
+        },
+        {
+            "db_name": "pets_1",
+            "query_category": "ratio",
+            "question": "A query DuckDB refuses?",
+            "query": "SELECT {pettype, nosuch} FROM pets",
+            "instructions": "",
+        },
     ]
     with (data / "questions_gen_postgres.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -296,14 +399,30 @@ def test_defog_csv_with_alternatives_imports_and_gold_echo_scores_100(tmp_path):
 def test_a_conversion_that_changes_the_result_is_reported_and_left_out(tmp_path):
     """SQLite's LIKE folds ASCII case only; DuckDB's ILIKE folds every letter: 'É' matches 'é%' there."""
     data = tmp_path / "plain"
-    _sqlite(data / "people.sqlite", "CREATE TABLE people (name TEXT); "
-            "INSERT INTO people VALUES ('Émile'), ('émile'), ('Anna');").close()
-    (data / "q.jsonl").write_text("\n".join(json.dumps(r) for r in [
-        {"id": "accents", "question": "Names starting with é?", "sql": "SELECT count(*) FROM people WHERE name LIKE 'é%'",
-         "db_id": "people"},
-        {"id": "ok", "question": "Names starting with a?", "sql": "SELECT name FROM people WHERE name LIKE 'a%'",
-         "db_id": "people"},
-    ]) + "\n")
+    _sqlite(
+        data / "people.sqlite",
+        "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('Émile'), ('émile'), ('Anna');",
+    ).close()
+    (data / "q.jsonl").write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": "accents",
+                    "question": "Names starting with é?",
+                    "sql": "SELECT count(*) FROM people WHERE name LIKE 'é%'",
+                    "db_id": "people",
+                },
+                {
+                    "id": "ok",
+                    "question": "Names starting with a?",
+                    "sql": "SELECT name FROM people WHERE name LIKE 'a%'",
+                    "db_id": "people",
+                },
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "gold" / "plain.jsonl"
     result = import_benchmark("plain", data / "q.jsonl", out, source_dialect="sqlite")
     assert [c.id for c in load_cases(out)] == ["ok"]
@@ -338,8 +457,9 @@ def test_cli_gold_import_format_writes_the_gold_file_and_reports(tmp_path, capsy
     from nl2sql_cli.main import main
 
     src = build_spider(tmp_path / "spider")
-    (src / "dev.json").write_text(json.dumps(
-        [{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS]))
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS])
+    )
     out = tmp_path / "gold" / "spider.jsonl"
     assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out)]) == 0
     captured = capsys.readouterr()
@@ -363,11 +483,20 @@ def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt
     from nl2sql_pipeline.generation.prompts import build_messages
     from nl2sql_pipeline.generation.registry import ModelSpec
 
-    base = {"id": "c1", "domain": "d", "category": "single_table", "question": "How many pets?",
-            "expected_sql": "SELECT count(*) FROM pets"}
+    base = {
+        "id": "c1",
+        "domain": "d",
+        "category": "single_table",
+        "question": "How many pets?",
+        "expected_sql": "SELECT count(*) FROM pets",
+    }
     good = tmp_path / "good.jsonl"
-    good.write_text(json.dumps({**base, "database": "databases/pets_1.duckdb", "hint": "pets are animals"}) + "\n"
-                    + json.dumps({**base, "id": "c2", "database": "pets_1"}) + "\n")
+    good.write_text(
+        json.dumps({**base, "database": "databases/pets_1.duckdb", "hint": "pets are animals"})
+        + "\n"
+        + json.dumps({**base, "id": "c2", "database": "pets_1"})
+        + "\n"
+    )
     hinted, plain_case = load_cases(good)
     assert hinted.database == "databases/pets_1.duckdb" and hinted.hint == "pets are animals"
     assert plain_case.hint is None and "hint" not in plain_case.to_dict()
@@ -375,7 +504,10 @@ def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt
     bad.write_text(json.dumps({**base, "database": "../secret", "hint": ""}) + "\n")
     with pytest.raises(CaseValidationError) as caught:
         load_cases(bad)
-    assert any("database '../secret' is neither a database name nor a path to a .duckdb file" in p for p in caught.value.problems)
+    assert any(
+        "database '../secret' is neither a database name nor a path to a .duckdb file" in p
+        for p in caught.value.problems
+    )
     assert any("hint must be a non-empty string" in p for p in caught.value.problems)
 
     spec = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
@@ -391,9 +523,19 @@ def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_
     con.execute("CREATE TABLE orders AS SELECT range AS id, range % 7 AS amount FROM range(3000)")
     con.close()
     (data / "q.jsonl").write_text(
-        json.dumps({"question": "Big orders?", "sql": "SELECT id FROM orders WHERE amount > 5 LIMIT 5000",
-                    "database": "shop", "tags": ["limits"], "difficulty": "hard"}) + "\n"
-        + json.dumps({"question": "Order count?", "sql": "SELECT count(*) FROM orders", "database": "shop"}) + "\n")
+        json.dumps(
+            {
+                "question": "Big orders?",
+                "sql": "SELECT id FROM orders WHERE amount > 5 LIMIT 5000",
+                "database": "shop",
+                "tags": ["limits"],
+                "difficulty": "hard",
+            }
+        )
+        + "\n"
+        + json.dumps({"question": "Order count?", "sql": "SELECT count(*) FROM orders", "database": "shop"})
+        + "\n"
+    )
     out = tmp_path / "gold" / "mine.jsonl"
     result = import_benchmark("plain", data / "q.jsonl", out)
     cases = load_cases(out)
@@ -411,17 +553,23 @@ def test_a_question_that_makes_an_invalid_case_is_reported_at_its_source_line(tm
     data = tmp_path / "plain"
     _sqlite(data / "pets_1.sqlite", PETS_SQL).close()
     (data / "q.jsonl").write_text(
-        json.dumps({"id": "ok", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n\n"
-        + json.dumps({"id": "bad id", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n"
-        + json.dumps({"id": "x", "question": "Pets?", "db_id": "pets_1"}) + "\n")
+        json.dumps({"id": "ok", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"})
+        + "\n\n"
+        + json.dumps({"id": "bad id", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"})
+        + "\n"
+        + json.dumps({"id": "x", "question": "Pets?", "db_id": "pets_1"})
+        + "\n"
+    )
     from nl2sql_pipeline.errors import CaseValidationError
 
     with pytest.raises(CaseValidationError) as caught:
         import_benchmark("plain", data / "q.jsonl", tmp_path / "gold" / "g.jsonl", source_dialect="sqlite")
-    assert caught.value.problems == [f"{data / 'q.jsonl'}:4: missing or empty sql "
-                                     "(give every row a question, its SQL and its database name)"]
+    assert caught.value.problems == [
+        f"{data / 'q.jsonl'}:4: missing or empty sql (give every row a question, its SQL and its database name)"
+    ]
     (data / "q.jsonl").write_text(
-        json.dumps({"id": "bad id", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n")
+        json.dumps({"id": "bad id", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"}) + "\n"
+    )
     with pytest.raises(CaseValidationError) as caught:
         import_benchmark("plain", data / "q.jsonl", tmp_path / "gold" / "g.jsonl", source_dialect="sqlite")
     assert caught.value.problems[0].startswith(f"{data / 'q.jsonl'}:1: id 'bad id' has characters ids cannot hold")
@@ -443,15 +591,42 @@ def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, mon
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster_home"))
     (tmp_path / "home" / "dagster_home").mkdir(parents=True)
     src = build_spider(tmp_path / "spider")
-    (src / "dev.json").write_text(json.dumps(
-        [{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS]))
-    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(data / "gold" / "spider-dev.jsonl"),
-                 "--register"]) == 0
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS])
+    )
+    assert (
+        main(
+            [
+                "gold",
+                "import",
+                "--format",
+                "spider",
+                str(src),
+                "--out",
+                str(data / "gold" / "spider-dev.jsonl"),
+                "--register",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "registered concert_singer -> " in out and "registered pets_1 -> " in out
     assert main(["db", "list"]) == 0 and "concert_singer" in capsys.readouterr().out
-    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(data / "gold" / "spider-dev.jsonl"),
-                 "--register"]) == 0
+    assert (
+        main(
+            [
+                "gold",
+                "import",
+                "--format",
+                "spider",
+                str(src),
+                "--out",
+                str(data / "gold" / "spider-dev.jsonl"),
+                "--register",
+            ]
+        )
+        == 0
+    )
     assert "already registered: pets_1" in capsys.readouterr().out, "importing again keeps the registry as it is"
     (data / "gold" / "gold_sets.yml").write_text("gold_sets:\n  spider-dev:\n    file: spider-dev.jsonl\n")
     capsys.readouterr()

@@ -9,8 +9,9 @@ from __future__ import annotations
 import collections
 import json
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import duckdb
 import pytest
@@ -255,16 +256,32 @@ def test_rejection_cases_cover_every_policy_rule(cases: list[Case]) -> None:
             kinds.add("external_access")
         if len(duckdb.extract_statements(sql)) > 1 and "--" in sql:
             kinds.add("multi_statement")
-        if isinstance(tree, exp.Select) and find(tree, lambda n: isinstance(n, exp.CTE) and isinstance(n.this, (exp.Delete, exp.Update, exp.Insert))):
+        if isinstance(tree, exp.Select) and find(
+            tree, lambda n: isinstance(n, exp.CTE) and isinstance(n.this, (exp.Delete, exp.Update, exp.Insert))
+        ):
             kinds.add("data_modifying_cte")
     assert kinds == {
-        "write", "ddl", "out_of_scope", "sensitive_column", "row_limit", "file_access",
-        "external_access", "multi_statement", "data_modifying_cte",
+        "write",
+        "ddl",
+        "out_of_scope",
+        "sensitive_column",
+        "row_limit",
+        "file_access",
+        "external_access",
+        "multi_statement",
+        "data_modifying_cte",
     }
     # users.email directly, through an alias, and through SELECT * from users
     trees = [parse(c.policy_probe_sql.split(";")[0]) for c in probes]
-    assert any(find(t, lambda n: isinstance(n, exp.Alias) and isinstance(n.this, exp.Column) and n.this.name == "email") for t in trees)
-    assert any(find(t, lambda n: isinstance(n, exp.Select) and isinstance(n.expressions[0], exp.Star)) and find(t, lambda n: isinstance(n, exp.Table) and n.name == "users") for t in trees)
+    assert any(
+        find(t, lambda n: isinstance(n, exp.Alias) and isinstance(n.this, exp.Column) and n.this.name == "email")
+        for t in trees
+    )
+    assert any(
+        find(t, lambda n: isinstance(n, exp.Select) and isinstance(n.expressions[0], exp.Star))
+        and find(t, lambda n: isinstance(n, exp.Table) and n.name == "users")
+        for t in trees
+    )
 
 
 # ---------------------------------------------------------------- SQL structure (syntax tree)
@@ -288,7 +305,9 @@ def test_construct_coverage(query_cases: list[Case]) -> None:
         return lambda n: isinstance(n, exp.Window) and isinstance(n.this, kind)
 
     def date_literal(n: exp.Expression) -> bool:
-        return isinstance(n, exp.Cast) and isinstance(n.this, exp.Literal) and n.to.is_type(*exp.DataType.TEMPORAL_TYPES)
+        return (
+            isinstance(n, exp.Cast) and isinstance(n.this, exp.Literal) and n.to.is_type(*exp.DataType.TEMPORAL_TYPES)
+        )
 
     coverage = {
         "bridge multi-hop": any(
@@ -298,9 +317,13 @@ def test_construct_coverage(query_cases: list[Case]) -> None:
         "RANK": anywhere(window_of(exp.Rank)),
         "ROW_NUMBER": anywhere(window_of(exp.RowNumber)),
         "LAG": anywhere(window_of(exp.Lag)),
-        "running sum": anywhere(lambda n: isinstance(n, exp.Window) and isinstance(n.this, exp.Sum) and n.args.get("order") is not None),
+        "running sum": anywhere(
+            lambda n: isinstance(n, exp.Window) and isinstance(n.this, exp.Sum) and n.args.get("order") is not None
+        ),
         "HAVING": anywhere(lambda n: isinstance(n, exp.Having)),
-        "scalar subquery": anywhere(lambda n: isinstance(n, exp.Subquery) and not isinstance(n.parent, (exp.From, exp.Join, exp.In))),
+        "scalar subquery": anywhere(
+            lambda n: isinstance(n, exp.Subquery) and not isinstance(n.parent, (exp.From, exp.Join, exp.In))
+        ),
         "IN subquery": anywhere(lambda n: isinstance(n, exp.In) and n.args.get("query") is not None),
         "EXISTS": anywhere(lambda n: isinstance(n, exp.Exists)),
         "CASE": anywhere(lambda n: isinstance(n, exp.Case)),
@@ -308,7 +331,11 @@ def test_construct_coverage(query_cases: list[Case]) -> None:
         "IS NULL": anywhere(lambda n: isinstance(n, exp.Is) and isinstance(n.expression, exp.Null)),
         "COALESCE": anywhere(lambda n: isinstance(n, exp.Coalesce)),
         "date_trunc": anywhere(lambda n: isinstance(n, (exp.DateTrunc, exp.TimestampTrunc))),
-        "literal date range": anywhere(lambda n: isinstance(n, (exp.GTE, exp.LT, exp.Between)) and any(date_literal(a) for a in n.iter_expressions())),
+        "literal date range": anywhere(
+            lambda n: (
+                isinstance(n, (exp.GTE, exp.LT, exp.Between)) and any(date_literal(a) for a in n.iter_expressions())
+            )
+        ),
         "top-N": any(tree.args.get("order") is not None and tree.args.get("limit") is not None for tree in trees),
         "ratio": anywhere(lambda n: isinstance(n, exp.Div)),
         "UNION": anywhere(lambda n: isinstance(n, exp.Union)),
@@ -334,9 +361,7 @@ STRUCTURAL_CHECKS: dict[str, Callable[[exp.Expression], bool]] = {
 @pytest.mark.parametrize("tag", sorted(STRUCTURAL_CHECKS))
 def test_structural_tags_are_truthful(query_cases: list[Case], tag: str) -> None:
     wrong = [
-        case.id
-        for case in query_cases
-        if (tag in case.tags) != find(parse(case.canonical_sql), STRUCTURAL_CHECKS[tag])
+        case.id for case in query_cases if (tag in case.tags) != find(parse(case.canonical_sql), STRUCTURAL_CHECKS[tag])
     ]
     assert not wrong, f"tag {tag!r} disagrees with the SQL of {wrong}"
 
@@ -347,7 +372,9 @@ def test_no_clock_functions_anywhere(cases: list[Case]) -> None:
         for sql in list(case.expected_sql) + [t.sql for t in case.follow_up_context]:
             tree = parse(sql)
             assert not find(tree, lambda n: isinstance(n, clock)), case.id
-            assert not find(tree, lambda n: isinstance(n, exp.Anonymous) and n.name.lower() in {"now", "today"}), case.id
+            assert not find(tree, lambda n: isinstance(n, exp.Anonymous) and n.name.lower() in {"now", "today"}), (
+                case.id
+            )
 
 
 # ---------------------------------------------------------------- behaviour on the sample database
@@ -457,7 +484,11 @@ def test_copied_templates_generate_the_same_set(template_copy: Path, cases: list
 
 
 def test_untruthful_tag_is_rejected(template_copy: Path) -> None:
-    _edit(template_copy / "anime_content.yml", "tags: [filter, null_handling, order_by]", "tags: [filter, order_by, window]")
+    _edit(
+        template_copy / "anime_content.yml",
+        "tags: [filter, null_handling, order_by]",
+        "tags: [filter, order_by, window]",
+    )
     with pytest.raises(GoldTemplateError) as info:
         generate_multidomain_v1(template_dir=template_copy)
     assert any("content-single-04" in p and "tags do not match" in p for p in info.value.problems)

@@ -12,16 +12,16 @@ from __future__ import annotations
 import collections
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 import pytest
 import sqlglot
 
+from nl2sql_cli.main import main
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
-from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext, build_messages, fenced_sql
 from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec
@@ -116,7 +116,12 @@ def test_injection_cases_shape(cases: list[Case], injection: list[Case]) -> None
     per_domain = collections.Counter((c.domain, c.is_probe) for c in injection)
     assert all(per_domain[(d, probe)] >= 2 for d in DOMAIN_PREFIXES for probe in (False, True)), per_domain
     assert {c.category for c in injection} == {
-        "single_table", "multi_table", "time", "metric", "follow_up", "policy_rejection"
+        "single_table",
+        "multi_table",
+        "time",
+        "metric",
+        "follow_up",
+        "policy_rejection",
     }
     assert "prompt_injection" not in {t for c in cases[:120] for t in c.tags}
 
@@ -213,8 +218,8 @@ def test_preflight_passes_on_the_whole_set(home: Path, cases: list[Case]) -> Non
 
 
 def test_injection_expected_sql_returns_rows_and_each_probe_is_rejected(home: Path, injection: list[Case]) -> None:
-    from nl2sql_pipeline.policy.gate import PolicyGate
     from nl2sql_pipeline.execution import run_query
+    from nl2sql_pipeline.policy.gate import PolicyGate
 
     gate = PolicyGate(paths.database_path)
     db = paths.database_path("anime_platform")
@@ -315,9 +320,19 @@ def test_every_planted_value_must_be_quoted(v2_templates: Path) -> None:
 
 def test_verbatim_slots_keep_newlines_while_v1_rendering_collapses_them() -> None:
     template = CaseTemplate(
-        id="content-injection-99", domain="anime_content", category="single_table", difficulty="easy",
-        tags=("filter",), question="What   is\n'{v}'?", sql=("SELECT 1 AS x WHERE {v} <> ''",), probe_sql=None,
-        context=(), slots={}, choices=(), candidate_selection=None, source="test",
+        id="content-injection-99",
+        domain="anime_content",
+        category="single_table",
+        difficulty="easy",
+        tags=("filter",),
+        question="What   is\n'{v}'?",
+        sql=("SELECT 1 AS x WHERE {v} <> ''",),
+        probe_sql=None,
+        context=(),
+        slots={},
+        choices=(),
+        candidate_selection=None,
+        source="test",
     )
     slots = {"v": "a\nb  c"}
     assert render_case(template, extra_slots=slots, verbatim_slots=True).question == "What is 'a\nb  c'?"

@@ -18,6 +18,7 @@ import pytest
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
+from nl2sql_pipeline.gold.preflight import run_preflight
 from nl2sql_pipeline.gold.triage import (
     BLOCKING_KINDS,
     CLOCK_DEPENDENT,
@@ -30,7 +31,6 @@ from nl2sql_pipeline.gold.triage import (
     other_thread_count,
 )
 from nl2sql_pipeline.paths import PROJECT_ROOT
-from nl2sql_pipeline.gold.preflight import run_preflight
 
 
 @pytest.fixture(scope="module")
@@ -48,26 +48,49 @@ def scores_db(tmp_path_factory) -> Path:
 
 
 PAIRS = [
-    (CLOCK_DEPENDENT, "SELECT count(*) AS n FROM events WHERE day <= current_date",
-     "SELECT count(*) AS n FROM events WHERE day <= DATE '2026-06-30'"),
-    (CLOCK_DEPENDENT, "SELECT count(*) AS n FROM events WHERE day > now() - INTERVAL 30 DAY",
-     "SELECT 'now()' AS label, count(*) AS n FROM events"),  # the text, not a call: not a clock
-    (THREAD_DEPENDENT, "SELECT current_setting('threads') AS t",
-     "SELECT count(*) AS n FROM scores"),
-    (LIMIT_WITHOUT_ORDER, "SELECT name FROM scores LIMIT 2",
-     "SELECT count(*) AS n FROM scores LIMIT 2"),  # one row: the LIMIT cuts nothing
-    (LIMIT_WITHOUT_ORDER, "SELECT name FROM scores WHERE score < 10 LIMIT 10 OFFSET 1",
-     "SELECT name FROM scores WHERE score = 10 LIMIT 10"),
-    (LIMIT_TIES, "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
-     "SELECT name, score FROM scores ORDER BY score DESC, name LIMIT 2"),
-    (LIMIT_TIES, "SELECT name FROM scores ORDER BY score DESC LIMIT 2",  # the sort key is not a result column
-     "SELECT name FROM scores ORDER BY score DESC LIMIT 3"),  # both tied rows are kept
-    (LIMIT_TIES, "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2 OFFSET 2",  # tie at the OFFSET
-     "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2 OFFSET 3"),
+    (
+        CLOCK_DEPENDENT,
+        "SELECT count(*) AS n FROM events WHERE day <= current_date",
+        "SELECT count(*) AS n FROM events WHERE day <= DATE '2026-06-30'",
+    ),
+    (
+        CLOCK_DEPENDENT,
+        "SELECT count(*) AS n FROM events WHERE day > now() - INTERVAL 30 DAY",
+        "SELECT 'now()' AS label, count(*) AS n FROM events",
+    ),  # the text, not a call: not a clock
+    (THREAD_DEPENDENT, "SELECT current_setting('threads') AS t", "SELECT count(*) AS n FROM scores"),
+    (
+        LIMIT_WITHOUT_ORDER,
+        "SELECT name FROM scores LIMIT 2",
+        "SELECT count(*) AS n FROM scores LIMIT 2",
+    ),  # one row: the LIMIT cuts nothing
+    (
+        LIMIT_WITHOUT_ORDER,
+        "SELECT name FROM scores WHERE score < 10 LIMIT 10 OFFSET 1",
+        "SELECT name FROM scores WHERE score = 10 LIMIT 10",
+    ),
+    (
+        LIMIT_TIES,
+        "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
+        "SELECT name, score FROM scores ORDER BY score DESC, name LIMIT 2",
+    ),
+    (
+        LIMIT_TIES,
+        "SELECT name FROM scores ORDER BY score DESC LIMIT 2",  # the sort key is not a result column
+        "SELECT name FROM scores ORDER BY score DESC LIMIT 3",
+    ),  # both tied rows are kept
+    (
+        LIMIT_TIES,
+        "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2 OFFSET 2",  # tie at the OFFSET
+        "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2 OFFSET 3",
+    ),
     (EMPTY_RESULT, "SELECT name FROM scores WHERE score > 100", "SELECT name FROM scores WHERE score > 9"),
     (DEGENERATE_RESULT, "SELECT count(*) AS n FROM scores WHERE score > 100", "SELECT count(*) AS n FROM scores"),
-    (DEGENERATE_RESULT, "SELECT max(score) AS m, 0 AS z FROM scores WHERE score > 100",
-     "SELECT max(score) AS m, 0 AS z FROM scores"),
+    (
+        DEGENERATE_RESULT,
+        "SELECT max(score) AS m, 0 AS z FROM scores WHERE score > 100",
+        "SELECT max(score) AS m, 0 AS z FROM scores",
+    ),
     (DEGENERATE_RESULT, "SELECT NULL AS a FROM scores", "SELECT NULL AS a, 0 AS b, name FROM scores"),
 ]
 """(kind, a gold that must be flagged with it, a close gold that must not be flagged at all)."""
@@ -78,7 +101,8 @@ def triaged(scores_db) -> dict[str, dict[str, str]]:
     """One preflight over every gold of ``PAIRS`` (case ``flagged-i`` / ``clean-i``): label -> {kind: reason}."""
     cases = [
         Case(id=f"{side}-{i}", domain="d", category="c", question="q", database=str(scores_db), expected_sql=(sql,))
-        for i, pair in enumerate(PAIRS) for side, sql in (("flagged", pair[1]), ("clean", pair[2]))
+        for i, pair in enumerate(PAIRS)
+        for side, sql in (("flagged", pair[1]), ("clean", pair[2]))
     ]
     report = run_preflight(cases, lambda _name: scores_db, check_policy=False)
     found: dict[str, dict[str, str]] = {case.id: {} for case in cases}
@@ -95,10 +119,17 @@ def test_each_kind_is_flagged_and_a_close_sound_gold_is_not(triaged, index):
 
 
 def test_flags_say_why_and_block_by_kind(scores_db):
-    case = Case(id="t", domain="d", category="c", question="q", database=str(scores_db), expected_sql=(
-        "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
-        "SELECT count(*) AS n FROM events WHERE day <= current_date",
-    ))
+    case = Case(
+        id="t",
+        domain="d",
+        category="c",
+        question="q",
+        database=str(scores_db),
+        expected_sql=(
+            "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
+            "SELECT count(*) AS n FROM events WHERE day <= current_date",
+        ),
+    )
     report = run_preflight([case], lambda _name: scores_db, check_policy=False)
     assert not report.passed
     ties, clock = report.triage
@@ -137,32 +168,56 @@ def test_the_built_in_gold_sets_have_no_triage_flags():
 
 def _gold_file(tmp_path: Path, db: Path, sqls: dict[str, str]) -> Path:
     path = tmp_path / "triage.jsonl"
-    path.write_text("".join(
-        json.dumps({"id": cid, "domain": "d", "category": "single_table", "question": f"q {cid}",
-                    "database": str(db), "expected_sql": sql, "tags": ["t"], "difficulty": "easy"}) + "\n"
-        for cid, sql in sqls.items()
-    ), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": cid,
+                    "domain": "d",
+                    "category": "single_table",
+                    "question": f"q {cid}",
+                    "database": str(db),
+                    "expected_sql": sql,
+                    "tags": ["t"],
+                    "difficulty": "easy",
+                }
+            )
+            + "\n"
+            for cid, sql in sqls.items()
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
 def test_gold_validate_warns_and_fails_by_kind(scores_db, tmp_path, capsys, isolated_home):
-    warn_only = _gold_file(tmp_path, scores_db, {"ties-1": "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
-                                                 "ok-1": "SELECT count(*) AS n FROM scores"})
+    warn_only = _gold_file(
+        tmp_path,
+        scores_db,
+        {
+            "ties-1": "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
+            "ok-1": "SELECT count(*) AS n FROM scores",
+        },
+    )
     assert cli.main(["gold", "validate", str(warn_only)]) == 0
     captured = capsys.readouterr()
     assert "warning: case ties-1: [limit_ties] rows 2 and 3 tie" in captured.err
     assert "ok: 2 cases" in captured.out and "1 warning" in captured.out
 
-    blocking = _gold_file(tmp_path, scores_db, {"clock-1": "SELECT count(*) AS n FROM events WHERE day <= now()",
-                                                "ok-1": "SELECT count(*) AS n FROM scores"})
+    blocking = _gold_file(
+        tmp_path,
+        scores_db,
+        {"clock-1": "SELECT count(*) AS n FROM events WHERE day <= now()", "ok-1": "SELECT count(*) AS n FROM scores"},
+    )
     assert cli.main(["gold", "validate", str(blocking)]) == 2
     assert "case clock-1: [clock_dependent] reads the clock (NOW())" in capsys.readouterr().err
 
     assert cli.main(["gold", "validate", str(blocking), "--json"]) == 2
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is False and report["exit_code"] == 2
-    assert report["flags"] == [{"label": "clock-1", "kind": "clock_dependent", "blocking": True,
-                                "reason": report["flags"][0]["reason"]}]
+    assert report["flags"] == [
+        {"label": "clock-1", "kind": "clock_dependent", "blocking": True, "reason": report["flags"][0]["reason"]}
+    ]
     assert any("[clock_dependent]" in p for p in report["problems"])
 
 
@@ -175,14 +230,30 @@ def data_copy(tmp_path, monkeypatch, isolated_home):
 
 
 def _register(data: Path, key: str, sqls: dict[str, str]) -> None:
-    (data / "gold" / f"{key}.jsonl").write_text("".join(
-        json.dumps({"id": cid, "domain": "d", "category": "single_table", "question": f"q {cid}",
-                    "database": "anime_platform", "expected_sql": sql, "tags": ["t"], "difficulty": "easy"}) + "\n"
-        for cid, sql in sqls.items()
-    ), encoding="utf-8")
+    (data / "gold" / f"{key}.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": cid,
+                    "domain": "d",
+                    "category": "single_table",
+                    "question": f"q {cid}",
+                    "database": "anime_platform",
+                    "expected_sql": sql,
+                    "tags": ["t"],
+                    "difficulty": "easy",
+                }
+            )
+            + "\n"
+            for cid, sql in sqls.items()
+        ),
+        encoding="utf-8",
+    )
     registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text(encoding="utf-8") + f"  {key}:\n    file: {key}.jsonl\n    description: t\n",
-                        encoding="utf-8")
+    registry.write_text(
+        registry.read_text(encoding="utf-8") + f"  {key}:\n    file: {key}.jsonl\n    description: t\n",
+        encoding="utf-8",
+    )
 
 
 def _preflight_metadata(gold_set: str) -> dict:
@@ -194,14 +265,20 @@ def _preflight_metadata(gold_set: str) -> dict:
 
 @pytest.mark.integration
 def test_run_reports_warnings_and_blocks_on_blocking_kinds(data_copy, capsys):
-    _register(data_copy, "warn-v1", {
-        "empty-1": "SELECT title FROM anime WHERE anime_id < 0",
-        "ok-1": "SELECT COUNT(*) AS n FROM anime",
-    })
+    _register(
+        data_copy,
+        "warn-v1",
+        {
+            "empty-1": "SELECT title FROM anime WHERE anime_id < 0",
+            "ok-1": "SELECT COUNT(*) AS n FROM anime",
+        },
+    )
     assert cli.main(["run", "--gold-set", "warn-v1", "--model", "gold-echo", "--json"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert [(f["label"], f["kind"], f["blocking"]) for f in report["preflight_flags"]] == [("empty-1", "empty_result", False)]
+    assert [(f["label"], f["kind"], f["blocking"]) for f in report["preflight_flags"]] == [
+        ("empty-1", "empty_result", False)
+    ]
     assert "PREFLIGHT WARNING empty-1: [empty_result]" in captured.err
     metadata = _preflight_metadata("warn-v1")
     assert [f["kind"] for f in metadata["triage"]] == ["empty_result"] and metadata["flag_count"] == 1
@@ -209,10 +286,14 @@ def test_run_reports_warnings_and_blocks_on_blocking_kinds(data_copy, capsys):
     assert cli.main(["run", "--gold-set", "warn-v1", "--model", "gold-echo", "--json"]) == 0
     assert [f["kind"] for f in json.loads(capsys.readouterr().out)["preflight_flags"]] == ["empty_result"]
 
-    _register(data_copy, "clock-v1", {
-        "clock-1": "SELECT COUNT(*) AS n FROM anime WHERE season_year <= year(CURRENT_DATE)",
-        "ok-1": "SELECT COUNT(*) AS n FROM anime",
-    })
+    _register(
+        data_copy,
+        "clock-v1",
+        {
+            "clock-1": "SELECT COUNT(*) AS n FROM anime WHERE season_year <= year(CURRENT_DATE)",
+            "ok-1": "SELECT COUNT(*) AS n FROM anime",
+        },
+    )
     assert cli.main(["run", "--gold-set", "clock-v1", "--model", "gold-echo"]) == 4
     err = capsys.readouterr().err
     assert "PREFLIGHT FAILED" in err and "clock-1: [clock_dependent]" in err

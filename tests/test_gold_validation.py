@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from nl2sql_pipeline.cases import Case, Turn
 from nl2sql_cli.main import main
+from nl2sql_pipeline.cases import Case, Turn
 from nl2sql_pipeline.errors import CaseValidationError, ConfigError, DatabaseNotFoundError
 from nl2sql_pipeline.gold.registry import GoldSetInfo, list_gold_sets, load_gold_set
 from nl2sql_pipeline.gold.validation import (
@@ -84,7 +84,10 @@ def test_valid_jsonl_loads_every_case_and_skips_blank_lines(
         id="f1",
         category="follow_up",
         question="And only the TV ones?",
-        expected_sql=["SELECT count(*) FROM anime WHERE format = 'TV'", "FROM anime SELECT count(*) WHERE format = 'TV'"],
+        expected_sql=[
+            "SELECT count(*) FROM anime WHERE format = 'TV'",
+            "FROM anime SELECT count(*) WHERE format = 'TV'",
+        ],
         follow_up_context=[{"question": "How many anime?", "sql": "SELECT count(*) FROM anime"}],
         tags=["count"],
         difficulty="hard",
@@ -163,11 +166,19 @@ BAD_LINES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("missing_question", case(id="c2", question=...), ("missing required field 'question'",)),
     ("missing_database", case(id="c2", database=...), ("missing required field 'database'",)),
     ("missing_expected_sql", case(id="c2", expected_sql=...), ("missing required field 'expected_sql'",)),
-    ("unknown_field_typo", case(id="c2", difficulty_level="easy", questoin="x"), ("unknown field 'questoin'", "did you mean 'question'?")),
+    (
+        "unknown_field_typo",
+        case(id="c2", difficulty_level="easy", questoin="x"),
+        ("unknown field 'questoin'", "did you mean 'question'?"),
+    ),
     ("unknown_field_far", case(id="c2", zzz=1), ("unknown field 'zzz'", "known fields: id, domain")),
     ("tags_string", case(id="c2", tags="count"), ("tags must be a list of non-empty strings",)),
     ("tags_numbers", case(id="c2", tags=["ok", 3]), ("tags must be a list",)),
-    ("expected_sql_number", case(id="c2", expected_sql=42), ("expected_sql must be a string or a non-empty list", "got integer")),
+    (
+        "expected_sql_number",
+        case(id="c2", expected_sql=42),
+        ("expected_sql must be a string or a non-empty list", "got integer"),
+    ),
     ("expected_sql_empty_list", case(id="c2", expected_sql=[]), ("expected_sql must be a string or a non-empty list",)),
     ("expected_sql_list_of_numbers", case(id="c2", expected_sql=["SELECT 1", 2]), ("expected_sql must be",)),
     ("id_number", case(id=7), ("id must be a non-empty string", "got integer", "quote it")),
@@ -175,30 +186,78 @@ BAD_LINES: list[tuple[str, Any, tuple[str, ...]]] = [
     ("category_with_spaces", case(id="c2", category=" joins"), ("category ' joins' has surrounding spaces",)),
     ("unknown_difficulty", case(id="c2", difficulty="trivial"), ("unknown difficulty 'trivial'", "easy, medium, hard")),
     ("unknown_outcome", case(id="c2", expected_outcome="error"), ("unknown expected_outcome 'error'",)),
-    ("sql_parse_error", case(id="c2", expected_sql="SELEC count(*) FROM anime"), ("expected_sql does not parse", "column")),
+    (
+        "sql_parse_error",
+        case(id="c2", expected_sql="SELEC count(*) FROM anime"),
+        ("expected_sql does not parse", "column"),
+    ),
     ("sql_unclosed_quote", case(id="c2", expected_sql="SELECT 'abc FROM anime"), ("expected_sql does not parse",)),
     ("sql_empty", case(id="c2", expected_sql=" "), ("expected_sql is empty",)),
     ("sql_not_a_query", case(id="c2", expected_sql="DROP TABLE anime"), ("expected_sql is not a query",)),
     ("sql_two_statements", case(id="c2", expected_sql="SELECT 1; SELECT 2"), ("holds 2 statements",)),
-    ("sql_alternative_bad", case(id="c2", expected_sql=["SELECT 1", "SELECT FROM WHERE"]), ("expected_sql[1] does not parse",)),
+    (
+        "sql_alternative_bad",
+        case(id="c2", expected_sql=["SELECT 1", "SELECT FROM WHERE"]),
+        ("expected_sql[1] does not parse",),
+    ),
     ("probe_without_probe_sql", probe(id="p2", policy_probe_sql=...), ("no policy_probe_sql",)),
     ("probe_with_expected_sql", probe(id="p2", expected_sql="SELECT 1"), ("policy-rejection case has expected_sql",)),
-    ("probe_wrong_category", probe(id="p2", category="single_table"), ("has category 'single_table'", "set category to policy_rejection")),
-    ("category_without_outcome", probe(id="p2", expected_outcome=...), ("category policy_rejection without expected_outcome",)),
-    ("probe_sql_on_normal_case", case(id="c2", policy_probe_sql="SELECT 1"), ("policy_probe_sql on a case that is not a policy-rejection case",)),
+    (
+        "probe_wrong_category",
+        probe(id="p2", category="single_table"),
+        ("has category 'single_table'", "set category to policy_rejection"),
+    ),
+    (
+        "category_without_outcome",
+        probe(id="p2", expected_outcome=...),
+        ("category policy_rejection without expected_outcome",),
+    ),
+    (
+        "probe_sql_on_normal_case",
+        case(id="c2", policy_probe_sql="SELECT 1"),
+        ("policy_probe_sql on a case that is not a policy-rejection case",),
+    ),
     ("follow_up_not_list", case(id="c2", follow_up_context="earlier"), ("follow_up_context must be a list",)),
     ("follow_up_turn_not_object", case(id="c2", follow_up_context=["q"]), ("follow_up_context[0] must be an object",)),
-    ("follow_up_missing_sql", case(id="c2", follow_up_context=[{"question": "q"}]), ("follow_up_context[0].sql must be a string",)),
-    ("follow_up_bad_sql", case(id="c2", follow_up_context=[{"question": "q", "sql": "SELECT ("}]), ("follow_up_context[0].sql does not parse",)),
-    ("follow_up_extra_key", case(id="c2", follow_up_context=[{"question": "q", "sql": "SELECT 1", "answer": 1}]), ("follow_up_context[0]: unknown field 'answer'",)),
-    ("follow_up_category_without_context", case(id="c2", category="follow_up"), ("follow_up case has no follow_up_context",)),
+    (
+        "follow_up_missing_sql",
+        case(id="c2", follow_up_context=[{"question": "q"}]),
+        ("follow_up_context[0].sql must be a string",),
+    ),
+    (
+        "follow_up_bad_sql",
+        case(id="c2", follow_up_context=[{"question": "q", "sql": "SELECT ("}]),
+        ("follow_up_context[0].sql does not parse",),
+    ),
+    (
+        "follow_up_extra_key",
+        case(id="c2", follow_up_context=[{"question": "q", "sql": "SELECT 1", "answer": 1}]),
+        ("follow_up_context[0]: unknown field 'answer'",),
+    ),
+    (
+        "follow_up_category_without_context",
+        case(id="c2", category="follow_up"),
+        ("follow_up case has no follow_up_context",),
+    ),
     ("candidate_selection_one", case(id="c2", candidate_selection=1), ("candidate_selection must be an integer >= 2",)),
-    ("candidate_selection_bool", case(id="c2", candidate_selection=True), ("candidate_selection must be an integer >= 2",)),
-    ("candidate_selection_text", case(id="c2", candidate_selection="3"), ("candidate_selection must be an integer >= 2",)),
+    (
+        "candidate_selection_bool",
+        case(id="c2", candidate_selection=True),
+        ("candidate_selection must be an integer >= 2",),
+    ),
+    (
+        "candidate_selection_text",
+        case(id="c2", candidate_selection="3"),
+        ("candidate_selection must be an integer >= 2",),
+    ),
     ("id_with_slash", case(id="sales/q1"), ("id 'sales/q1' has characters ids cannot hold",)),
     ("id_with_pipe", case(id="a|b"), ("id 'a|b'",)),
     ("id_leading_dot", case(id=".hidden"), ("id '.hidden'",)),
-    ("database_path", case(id="c2", database="../secret"), ("database '../secret' is neither a database name nor a path to a .duckdb file",)),
+    (
+        "database_path",
+        case(id="c2", database="../secret"),
+        ("database '../secret' is neither a database name nor a path to a .duckdb file",),
+    ),
 ]
 
 
@@ -285,7 +344,13 @@ def test_yaml_problems_point_at_the_item_mapping_line(tmp_path: Path, capsys: py
     )
     code, _, err = validate(path, capsys)
     assert code == 2
-    for fragment in ("id must be a non-empty string", "unknown difficulty", "does not parse", "expected_answer", "'qestion'"):
+    for fragment in (
+        "id must be a non-empty string",
+        "unknown difficulty",
+        "does not parse",
+        "expected_answer",
+        "'qestion'",
+    ):
         assert_problem(err, path, 7, fragment)
     assert f"{path}:2:" not in err
 
@@ -302,8 +367,16 @@ def test_yaml_problems_point_at_the_item_mapping_line(tmp_path: Path, capsys: py
         ("- id: a\n  question: q\n  database: d\n", 1, "missing required field 'expected_sql'"),
         ("- id: a\n  question: q\n  sql: SELECT 1\n", 1, "missing required field 'database'"),
         ("- id: a\n  question: q\n  database: d\n  sql: SELECT 1\n  probe: maybe\n", 1, "probe must be true or false"),
-        ("- id: a\n  question: q\n  database: d\n  sql: [SELECT 1]\n  probe: true\n", 1, "a probe's sql must be one string"),
-        ("- id: a\n  question: q\n  database: d\n  sql: SELECT 1\n  expected_sql: SELECT 2\n", 1, "both sql and expected_sql"),
+        (
+            "- id: a\n  question: q\n  database: d\n  sql: [SELECT 1]\n  probe: true\n",
+            1,
+            "a probe's sql must be one string",
+        ),
+        (
+            "- id: a\n  question: q\n  database: d\n  sql: SELECT 1\n  expected_sql: SELECT 2\n",
+            1,
+            "both sql and expected_sql",
+        ),
     ],
 )
 def test_yaml_file_problems(
@@ -321,7 +394,7 @@ def test_csv_problems_use_the_physical_line_of_the_row(tmp_path: Path, capsys: p
     path.write_text(
         "question,sql,database\n"
         '"Sessions per month","SELECT date_trunc(\'month\', started_at), count(*)\n'
-        'FROM watch_sessions\n'
+        "FROM watch_sessions\n"
         'GROUP BY 1",anime_platform\n'
         "\n"
         "Broken one,SELEC 1,anime_platform\n"
@@ -348,7 +421,7 @@ def test_csv_problems_use_the_physical_line_of_the_row(tmp_path: Path, capsys: p
         ("question,answer\nq,1\n", 1, "no expected_sql column"),
         ("question,sql,gold_sql\nq,SELECT 1,SELECT 1\n", 1, "both hold expected_sql"),
         ("question,sql,database\nok,SELECT 1,d\nq,SELECT 1,d,extra\n", 3, "row has 4 cells"),
-        ("question,sql,database\nok,SELECT 1,d\n\"q,SELECT 1,d\n", 3, "malformed CSV"),
+        ('question,sql,database\nok,SELECT 1,d\n"q,SELECT 1,d\n', 3, "malformed CSV"),
         ("question,sql,database,candidate_selection\nq,SELECT 1,d,many\n", 2, "candidate_selection must be an integer"),
         ("question,sql,database,follow_up_context\nq,SELECT 1,d,[oops\n", 2, "follow_up_context is not JSON"),
         ("id,question,sql,database\nx,q,SELECT 1,d\nx,r,SELECT 2,d\n", 3, "duplicate id 'x' (first used on line 2)"),
@@ -386,9 +459,14 @@ def small_db(tmp_path: Path) -> Path:
     return path
 
 
-def test_database_check_reports_unknown_tables(small_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_database_check_reports_unknown_tables(
+    small_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the cases name no database: --database fills it (a case's own database is never overridden)
-    good = case(database=..., expected_sql="WITH a AS (SELECT * FROM anime) SELECT count(*) FROM a JOIN anime_v USING (anime_id)")
+    good = case(
+        database=...,
+        expected_sql="WITH a AS (SELECT * FROM anime) SELECT count(*) FROM a JOIN anime_v USING (anime_id)",
+    )
     bad = case(id="c2", database=..., expected_sql="SELECT count(*) FROM animes")
     turn = case(
         id="c3",
@@ -396,7 +474,9 @@ def test_database_check_reports_unknown_tables(small_db: Path, tmp_path: Path, c
         category="follow_up",
         follow_up_context=[{"question": "q", "sql": "SELECT * FROM studios"}],
     )
-    path = write_lines(tmp_path / "db.jsonl", good, bad, turn, probe(database=..., policy_probe_sql="SELECT * FROM secrets"))
+    path = write_lines(
+        tmp_path / "db.jsonl", good, bad, turn, probe(database=..., policy_probe_sql="SELECT * FROM secrets")
+    )
 
     from nl2sql_pipeline.gold.importers import import_cases
 
@@ -415,7 +495,9 @@ def test_database_check_reports_unknown_tables(small_db: Path, tmp_path: Path, c
 def test_database_check_needs_the_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_lines(tmp_path / "g.jsonl", case(database=...))
     with pytest.raises(DatabaseNotFoundError):
-        validate_cases_against_database(load_cases(write_lines(tmp_path / "b.jsonl", BASE)), tmp_path / "missing.duckdb")
+        validate_cases_against_database(
+            load_cases(write_lines(tmp_path / "b.jsonl", BASE)), tmp_path / "missing.duckdb"
+        )
     code, _, err = validate(path, capsys, "--database", str(tmp_path / "missing.duckdb"))
     assert code == 3 and "missing.duckdb" in err
 
@@ -548,7 +630,8 @@ def test_registry_refuses_a_gold_set_registered_twice(tmp_path):
 
     (tmp_path / "gold").mkdir()
     (tmp_path / "gold" / "gold_sets.yml").write_text(
-        "gold_sets:\n  a-v1:\n    file: a.jsonl\n  a-v1:\n    file: b.jsonl\n", encoding="utf-8")
+        "gold_sets:\n  a-v1:\n    file: a.jsonl\n  a-v1:\n    file: b.jsonl\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError, match=r"gold_sets.yml:4: .*duplicate key 'a-v1'"):
         list_gold_sets(tmp_path)
 

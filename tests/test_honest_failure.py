@@ -27,13 +27,29 @@ BROKEN = "SELECT no_such_column FROM anime"
 
 
 def _case(case_id: str, sql: str) -> dict:
-    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
-            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+    return {
+        "id": case_id,
+        "domain": "d",
+        "category": "single_table",
+        "question": f"q {case_id}",
+        "database": "anime_platform",
+        "expected_sql": sql,
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+    }
 
 
-PROBE = {"id": "probe-email", "domain": "d", "category": "policy_rejection", "question": "emails",
-         "database": "anime_platform", "expected_outcome": "policy_rejection",
-         "policy_probe_sql": "SELECT email FROM users", "tags": ["pii"], "difficulty": "easy"}
+PROBE = {
+    "id": "probe-email",
+    "domain": "d",
+    "category": "policy_rejection",
+    "question": "emails",
+    "database": "anime_platform",
+    "expected_outcome": "policy_rejection",
+    "policy_probe_sql": "SELECT email FROM users",
+    "tags": ["pii"],
+    "difficulty": "easy",
+}
 
 
 @pytest.fixture
@@ -55,9 +71,11 @@ def _set_model(data: Path, server: FakeLLMServer, version: str, gates: str = "")
     """The `remote` model behind the scripted server; a new version is a new config (no cached answers)."""
     models = data / "models.yml"
     text = models.read_text().split("\n  remote:\n")[0].rstrip("\n")
-    entry = (f"\n  remote:\n    kind: litellm\n    model: openai/fake\n    api_base: {server.api_base}\n"
-             f"    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: \"{version}\"\n"
-             f"    retry: {{max_retries: 0}}\n{gates}")
+    entry = (
+        f"\n  remote:\n    kind: litellm\n    model: openai/fake\n    api_base: {server.api_base}\n"
+        f'    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: "{version}"\n'
+        f"    retry: {{max_retries: 0}}\n{gates}"
+    )
     models.write_text(text + "\n" + entry)
 
 
@@ -83,7 +101,9 @@ def test_a_run_that_evaluated_nothing_exits_3_fails_its_check_and_is_never_a_bas
     assert skipped["asset_check_messages"]["remote"]["skipped_share"].startswith(message)
     rows = {r["run_id"]: r for r in list_runs(paths.baselines_db_path(), GOLD, "remote")}
     skipped_id = skipped["runs"][0]["scores"]["run_id"]
-    assert rows[skipped_id]["comparable"] is False and "nothing was evaluated" in rows[skipped_id]["not_comparable_reason"]
+    assert (
+        rows[skipped_id]["comparable"] is False and "nothing was evaluated" in rows[skipped_id]["not_comparable_reason"]
+    )
     assert rows[first["runs"][0]["scores"]["run_id"]]["comparable"] is True
 
     # 100% -> (nothing) -> 0%: the drop is measured against the last fully evaluated run
@@ -113,17 +133,29 @@ def test_a_skipped_share_above_the_threshold_exits_3(setup, capsys):
 @pytest.mark.parametrize(
     ("flags", "check", "message"),
     [
-        (["--min-execution-success", "0.5"], "execution_success",
-         "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
-         "(threshold 50.0%, measured 0.0%)"),
-        (["--min-semantic-correct", "0.5"], "correctness_floor",
-         "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
-         "(threshold 50.0%, measured 0.0%)"),
-        (["--min-correctness", "0.5"], "correctness_floor",
-         "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor"),
-        (["--min-policy-recall", "0.5", "--policy", "LAX"], "policy_recall",
-         "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
-         "(threshold 50.0%, measured 0.0%)"),
+        (
+            ["--min-execution-success", "0.5"],
+            "execution_success",
+            "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
+            "(threshold 50.0%, measured 0.0%)",
+        ),
+        (
+            ["--min-semantic-correct", "0.5"],
+            "correctness_floor",
+            "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
+            "(threshold 50.0%, measured 0.0%)",
+        ),
+        (
+            ["--min-correctness", "0.5"],
+            "correctness_floor",
+            "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor",
+        ),
+        (
+            ["--min-policy-recall", "0.5", "--policy", "LAX"],
+            "policy_recall",
+            "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
+            "(threshold 50.0%, measured 0.0%)",
+        ),
     ],
 )
 def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup, capsys, flags, check, message):
@@ -131,8 +163,11 @@ def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup
     server.default = Reply.sql(BROKEN)
     _set_model(data, server, "broken")
     lax = data / "policies" / "lax.yml"
-    lax.write_text("name: lax\nallowed_tables: '*'\ndenied_columns: []\nmax_limit: 1000\nmax_joins: 4\n"
-                   "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n", encoding="utf-8")
+    lax.write_text(
+        "name: lax\nallowed_tables: '*'\ndenied_columns: []\nmax_limit: 1000\nmax_joins: 4\n"
+        "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n",
+        encoding="utf-8",
+    )
     code, report, err = _run(capsys, *[str(lax) if f == "LAX" else f for f in flags])
     assert code == 1, err
     assert f"GATE FAILED: {message}" in err
@@ -171,10 +206,15 @@ def test_runs_left_started_by_a_dead_process_are_marked_failed(isolated_home):
     from resources.stale_runs import HOST_TAG, PID_TAG, fail_dead_runs, process_tags
 
     instance = get_instance()
-    dead = dg.DagsterRun(job_name="__ASSET_JOB", run_id="dead-run-0001", status=dg.DagsterRunStatus.STARTED,
-                         tags={HOST_TAG: process_tags()[HOST_TAG], PID_TAG: "999999999"})
-    alive = dg.DagsterRun(job_name="__ASSET_JOB", run_id="live-run-0001", status=dg.DagsterRunStatus.STARTED,
-                          tags=process_tags())
+    dead = dg.DagsterRun(
+        job_name="__ASSET_JOB",
+        run_id="dead-run-0001",
+        status=dg.DagsterRunStatus.STARTED,
+        tags={HOST_TAG: process_tags()[HOST_TAG], PID_TAG: "999999999"},
+    )
+    alive = dg.DagsterRun(
+        job_name="__ASSET_JOB", run_id="live-run-0001", status=dg.DagsterRunStatus.STARTED, tags=process_tags()
+    )
     instance.add_run(dead)
     instance.add_run(alive)
     assert fail_dead_runs(instance) == ["dead-run-0001"]

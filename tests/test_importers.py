@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nl2sql_pipeline.cases import Case
 from nl2sql_cli.main import main
+from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.importers import import_cases, infer_category, write_jsonl
 from nl2sql_pipeline.gold.validation import load_cases
@@ -165,7 +165,7 @@ def test_csv_ids_and_aliases(tmp_path: Path) -> None:
     path = tmp_path / "q.csv"
     path.write_text(
         "id,question,query,answer,database\n"
-        "first,How many genres?,SELECT count(*) FROM genres,\"[[\"\"x\"\"]]\",anime_platform\n"
+        'first,How many genres?,SELECT count(*) FROM genres,"[[""x""]]",anime_platform\n'
         ",Users per country,SELECT country FROM users GROUP BY 1,,anime_platform\n"
     )
     cases = load_cases(path)
@@ -175,7 +175,9 @@ def test_csv_ids_and_aliases(tmp_path: Path) -> None:
 
 def test_csv_with_bom_and_crlf(tmp_path: Path) -> None:
     path = tmp_path / "excel.csv"
-    path.write_bytes(b"\xef\xbb\xbfquestion,sql,database\r\nHow many anime?,SELECT count(*) FROM anime,anime_platform\r\n")
+    path.write_bytes(
+        b"\xef\xbb\xbfquestion,sql,database\r\nHow many anime?,SELECT count(*) FROM anime,anime_platform\r\n"
+    )
     assert [c.question for c in load_cases(path)] == ["How many anime?"]
 
 
@@ -226,8 +228,13 @@ def test_write_jsonl_is_atomic(tmp_path: Path) -> None:
     target.write_text("previous content\n")
     good = Case(id="a", domain="d", category="single_table", question="q", database="db", expected_sql=("SELECT 1",))
     unserializable = Case(
-        id="b", domain="d", category="single_table", question="q", database="db",
-        expected_sql=("SELECT 1",), expected_answer=object(),
+        id="b",
+        domain="d",
+        category="single_table",
+        question="q",
+        database="db",
+        expected_sql=("SELECT 1",),
+        expected_answer=object(),
     )
     with pytest.raises(TypeError):
         write_jsonl([good, unserializable], target)
@@ -273,8 +280,9 @@ def test_cli_import_needs_a_jsonl_output(team_yaml: Path, tmp_path: Path, capsys
 
 def test_cli_import_of_a_jsonl_fills_left_out_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "partial.jsonl"
-    source.write_text(json.dumps({"id": "a", "domain": "x", "category": "time", "question": "q",
-                                  "expected_sql": "SELECT 1"}) + "\n")
+    source.write_text(
+        json.dumps({"id": "a", "domain": "x", "category": "time", "question": "q", "expected_sql": "SELECT 1"}) + "\n"
+    )
     out = tmp_path / "full.jsonl"
     assert main(["gold", "import", str(source), "--out", str(out), "--database", "anime_platform"]) == 0
     assert load_cases(out)[0].database == "anime_platform"

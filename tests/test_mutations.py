@@ -42,8 +42,13 @@ def test_swap_aggregate_pairs():
 
 
 def test_change_join_type_inner_to_left_only():
-    assert apply(m.change_join_type, "SELECT * FROM a JOIN b ON a.id = b.id") == "SELECT * FROM a LEFT JOIN b ON a.id = b.id"
-    assert apply(m.change_join_type, "SELECT * FROM a INNER JOIN b USING (id)") == "SELECT * FROM a LEFT JOIN b USING (id)"
+    assert (
+        apply(m.change_join_type, "SELECT * FROM a JOIN b ON a.id = b.id")
+        == "SELECT * FROM a LEFT JOIN b ON a.id = b.id"
+    )
+    assert (
+        apply(m.change_join_type, "SELECT * FROM a INNER JOIN b USING (id)") == "SELECT * FROM a LEFT JOIN b USING (id)"
+    )
     assert apply(m.change_join_type, "SELECT * FROM a LEFT JOIN b ON a.id = b.id") is None
     assert apply(m.change_join_type, "SELECT * FROM a CROSS JOIN b") is None
 

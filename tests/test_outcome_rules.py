@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation import CandidateRecord
-from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt
 from nl2sql_pipeline.stages import outcome_rules as r
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt
 
 ORACLE = QueryResult(ok=True, columns=["n"], column_types=["BIGINT"], rows=[(3,)])
 CONFIG = CompareConfig()
@@ -19,9 +19,23 @@ CONFIG = CompareConfig()
 
 def _attempt(sql: str | None = "SELECT 3", error_class: str | None = None, **fields) -> Attempt:
     generation = CandidateRecord(
-        case_id="c", case_fingerprint="fp", sample_index=0, candidate_index=0, generated_sql=sql, raw_reply=sql,
-        error_class=error_class, error_message=None, latency_ms=1.0, input_tokens=1, output_tokens=1,
-        token_source="measured", cost_usd=0.0, cached=False, mutation=None, model_config_hash="h", prompt_hash=None,
+        case_id="c",
+        case_fingerprint="fp",
+        sample_index=0,
+        candidate_index=0,
+        generated_sql=sql,
+        raw_reply=sql,
+        error_class=error_class,
+        error_message=None,
+        latency_ms=1.0,
+        input_tokens=1,
+        output_tokens=1,
+        token_source="measured",
+        cost_usd=0.0,
+        cached=False,
+        mutation=None,
+        model_config_hash="h",
+        prompt_hash=None,
     )
     return replace(Attempt.from_candidate(generation), **fields)
 
@@ -36,8 +50,14 @@ def _given(attempt: Attempt, oracle=(ORACLE,)) -> r.OutcomeInput:
 
 def test_the_rules_are_a_visible_ordered_list_ending_with_the_comparison():
     assert [rule.__name__ for rule in r.OUTCOME_RULES] == [
-        "generation_skipped", "generation_failed", "no_sql", "policy_rejected", "oracle_failed", "not_executed",
-        "execution_failed", "compare_with_oracle",
+        "generation_skipped",
+        "generation_failed",
+        "no_sql",
+        "policy_rejected",
+        "oracle_failed",
+        "not_executed",
+        "execution_failed",
+        "compare_with_oracle",
     ]
     assert [rule.__name__ for rule in r.PROBE_RULES] == ["probe_engine_failed", "probe_allowed", "probe_rejected"]
 
@@ -49,7 +69,9 @@ def test_generation_skipped_decides_an_environment_failure():
 
 
 def test_generation_failed_decides_the_models_own_failure():
-    assert r.generation_failed(_given(_attempt(None, "no_sql"))) == r.Decision(outcomes.GENERATION_ERROR, None, "no_sql")
+    assert r.generation_failed(_given(_attempt(None, "no_sql"))) == r.Decision(
+        outcomes.GENERATION_ERROR, None, "no_sql"
+    )
     assert r.generation_failed(_given(_attempt())) is None
 
 
@@ -77,7 +99,9 @@ def test_not_executed_decides_sql_that_never_ran():
     assert r.not_executed(_given(_ran(ORACLE))) is None
 
 
-@pytest.mark.parametrize(("error_class", "outcome"), [("timeout", outcomes.TIMEOUT), ("catalog", outcomes.EXECUTION_ERROR)])
+@pytest.mark.parametrize(
+    ("error_class", "outcome"), [("timeout", outcomes.TIMEOUT), ("catalog", outcomes.EXECUTION_ERROR)]
+)
 def test_execution_failed_decides_timeouts_and_errors(error_class, outcome):
     decision = r.execution_failed(_given(_ran(QueryResult.failure(error_class, "boom"))))
     assert decision == r.Decision(outcome, None, f"{error_class}: boom")
@@ -102,12 +126,15 @@ def test_the_order_decides_when_several_rules_would_apply():
     assert r.decide(_given(refused, oracle=(QueryResult.failure("catalog", "x"),))).outcome == outcomes.POLICY_REJECTED
     # a timed-out candidate against a broken oracle: not the model's miss
     timed_out = _ran(QueryResult.failure("timeout", "slow"))
-    assert r.decide(_given(timed_out, oracle=(QueryResult.failure("catalog", "x"),))).outcome == outcomes.ENVIRONMENT_ERROR
+    assert (
+        r.decide(_given(timed_out, oracle=(QueryResult.failure("catalog", "x"),))).outcome == outcomes.ENVIRONMENT_ERROR
+    )
 
 
 def test_probe_rules():
-    probe = Attempt(case_id="p", case_fingerprint="fp", source=SOURCE_PROBE, sample_index=0, candidate_index=0,
-                    sql="DROP TABLE t")
+    probe = Attempt(
+        case_id="p", case_fingerprint="fp", source=SOURCE_PROBE, sample_index=0, candidate_index=0, sql="DROP TABLE t"
+    )
     assert r.decide(_given(probe), r.PROBE_RULES).outcome == outcomes.PROBE_ERROR
     assert r.decide(_given(replace(probe, policy_allowed=True)), r.PROBE_RULES).outcome == outcomes.PROBE_ALLOWED
     assert r.decide(_given(replace(probe, policy_allowed=False)), r.PROBE_RULES).outcome == outcomes.PROBE_REJECTED

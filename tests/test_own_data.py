@@ -42,7 +42,9 @@ def _build_warehouse(path: Path) -> None:
             "CREATE TABLE sales.line_items (item_id INTEGER PRIMARY KEY, "
             "product_id INTEGER REFERENCES sales.products(product_id), quantity INTEGER)"
         )
-        con.execute("INSERT INTO sales.products VALUES (1, 'pen', 'office'), (2, 'desk', 'furniture'), (3, 'ink', 'office')")
+        con.execute(
+            "INSERT INTO sales.products VALUES (1, 'pen', 'office'), (2, 'desk', 'furniture'), (3, 'ink', 'office')"
+        )
         con.execute("INSERT INTO sales.line_items VALUES (1, 1, 3), (2, 2, 1), (3, 1, 2), (4, 3, 10)")
 
 
@@ -58,27 +60,63 @@ def _build_hr(path: Path) -> None:
 
 
 CASES = [
-    {"id": "shop-1", "domain": "retail", "category": "aggregation", "tags": ["count"],
-     "question": "How many customers are there?", "database": "shop",
-     "expected_sql": "SELECT count(*) AS n FROM customers"},
-    {"id": "shop-2", "domain": "retail", "category": "join", "tags": ["join", "group_by"],
-     "question": "Total paid amount per country?", "database": "shop",
-     "expected_sql": "SELECT c.country, sum(o.amount) AS total FROM orders o JOIN customers c "
-                     "USING (customer_id) WHERE o.status = 'paid' GROUP BY c.country ORDER BY c.country"},
-    {"id": "wh-1", "domain": "warehouse", "category": "aggregation", "tags": ["group_by"],
-     "question": "Units sold per product category?", "database": "warehouse",
-     "expected_sql": "SELECT p.category, sum(l.quantity) AS units FROM sales.line_items l "
-                     "JOIN sales.products p USING (product_id) GROUP BY p.category ORDER BY p.category"},
-    {"id": "wh-2", "domain": "warehouse", "category": "lookup", "tags": ["filter"],
-     "question": "Which office products exist?", "database": "warehouse",
-     "expected_sql": "SELECT label FROM sales.products WHERE category = 'office' ORDER BY label"},
-    {"id": "hr-1", "domain": "people", "category": "join", "tags": ["join"],
-     "question": "Average salary per department name?", "database": "dbs/hr.duckdb",
-     "expected_sql": "SELECT d.dept_name, avg(e.salary) AS avg_salary FROM employees e JOIN departments d "
-                     "USING (dept_id) GROUP BY d.dept_name ORDER BY d.dept_name"},
-    {"id": "hr-probe", "domain": "people", "category": "policy_rejection", "database": "dbs/hr.duckdb",
-     "question": "Read the catalog", "expected_outcome": "policy_rejection",
-     "policy_probe_sql": "SELECT * FROM information_schema.tables"},
+    {
+        "id": "shop-1",
+        "domain": "retail",
+        "category": "aggregation",
+        "tags": ["count"],
+        "question": "How many customers are there?",
+        "database": "shop",
+        "expected_sql": "SELECT count(*) AS n FROM customers",
+    },
+    {
+        "id": "shop-2",
+        "domain": "retail",
+        "category": "join",
+        "tags": ["join", "group_by"],
+        "question": "Total paid amount per country?",
+        "database": "shop",
+        "expected_sql": "SELECT c.country, sum(o.amount) AS total FROM orders o JOIN customers c "
+        "USING (customer_id) WHERE o.status = 'paid' GROUP BY c.country ORDER BY c.country",
+    },
+    {
+        "id": "wh-1",
+        "domain": "warehouse",
+        "category": "aggregation",
+        "tags": ["group_by"],
+        "question": "Units sold per product category?",
+        "database": "warehouse",
+        "expected_sql": "SELECT p.category, sum(l.quantity) AS units FROM sales.line_items l "
+        "JOIN sales.products p USING (product_id) GROUP BY p.category ORDER BY p.category",
+    },
+    {
+        "id": "wh-2",
+        "domain": "warehouse",
+        "category": "lookup",
+        "tags": ["filter"],
+        "question": "Which office products exist?",
+        "database": "warehouse",
+        "expected_sql": "SELECT label FROM sales.products WHERE category = 'office' ORDER BY label",
+    },
+    {
+        "id": "hr-1",
+        "domain": "people",
+        "category": "join",
+        "tags": ["join"],
+        "question": "Average salary per department name?",
+        "database": "dbs/hr.duckdb",
+        "expected_sql": "SELECT d.dept_name, avg(e.salary) AS avg_salary FROM employees e JOIN departments d "
+        "USING (dept_id) GROUP BY d.dept_name ORDER BY d.dept_name",
+    },
+    {
+        "id": "hr-probe",
+        "domain": "people",
+        "category": "policy_rejection",
+        "database": "dbs/hr.duckdb",
+        "question": "Read the catalog",
+        "expected_outcome": "policy_rejection",
+        "policy_probe_sql": "SELECT * FROM information_schema.tables",
+    },
 ]
 
 
@@ -151,10 +189,7 @@ def test_a_gold_set_over_three_databases_runs_end_to_end(world: Path, capsys: py
     assert per_database["shop"]["semantic_correctness_rate"] == 0.5
     assert per_database["warehouse"]["sql_execution_success_rate"] == 0.5
     assert per_database["dbs/hr.duckdb"]["semantic_correctness_rate"] == 1.0
-    verdicts = {
-        row["case_id"]: row["outcome"]
-        for row in _verdict_rows(world, "own-v1", "replay")
-    }
+    verdicts = {row["case_id"]: row["outcome"] for row in _verdict_rows(world, "own-v1", "replay")}
     assert verdicts["shop-1"] == "wrong_result" and verdicts["wh-1"] == "correct"
     assert verdicts["wh-2"] in ("execution_error", "policy_rejected")
 
@@ -235,7 +270,9 @@ def test_db_list_info_and_register(world: Path, capsys: pytest.CaptureFixture[st
     assert "no such database file" in capsys.readouterr().err
 
 
-def test_run_with_an_invalid_gold_set_exits_2_with_file_and_line(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_with_an_invalid_gold_set_exits_2_with_file_and_line(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     gold = world / "data" / "gold" / "own.jsonl"
     gold.write_text(gold.read_text() + '{"id": "bad", "question": "q"}\n', encoding="utf-8")
     code = main(["run", "--gold-set", "own-v1", "--model", "gold-echo"])
@@ -258,7 +295,9 @@ def test_run_with_a_missing_database_file_exits_3_naming_file_and_entry(
     assert "Traceback" not in err
 
 
-def test_gold_validate_checks_each_case_against_its_own_database(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gold_validate_checks_each_case_against_its_own_database(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _register_shop(world, capsys)
     gold = world / "data" / "gold" / "own.jsonl"
     broken = dict(CASES[2], expected_sql="SELECT count(*) FROM sales.nothing")

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -32,23 +31,38 @@ EXTRA_MODELS = """
 
 
 def _case(case_id: str, sql: str) -> dict:
-    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
-            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+    return {
+        "id": case_id,
+        "domain": "d",
+        "category": "single_table",
+        "question": f"q {case_id}",
+        "database": "anime_platform",
+        "expected_sql": sql,
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+    }
 
 
 @pytest.fixture
 def env(tmp_path, isolated_home):
     data = tmp_path / "data"
     shutil.copytree(PROJECT_ROOT / "data", data)
-    cases = [_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-             _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title")]
+    cases = [
+        _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+        _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+    ]
     (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: parallel\n")
     models = data / "models.yml"
     models.write_text(models.read_text().rstrip("\n") + "\n" + EXTRA_MODELS)
-    return {**os.environ, "NL2SQL_DATA": str(data), "NL2SQL_HOME": str(isolated_home),
-            "DAGSTER_HOME": str(isolated_home / "dagster_home"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return {
+        **os.environ,
+        "NL2SQL_DATA": str(data),
+        "NL2SQL_HOME": str(isolated_home),
+        "DAGSTER_HOME": str(isolated_home / "dagster_home"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
 
 
 def _cli(*args: str) -> list[str]:
@@ -57,16 +71,29 @@ def _cli(*args: str) -> list[str]:
 
 def test_twenty_parallel_runs_lose_and_misattribute_nothing(env, isolated_home):
     # the sample database and the gold set exist once before the crowd arrives (as after `make run`)
-    first = subprocess.run(_cli("run", "--gold-set", GOLD, "--model", "gold-echo", "--json"), env=env,
-                           capture_output=True, text=True, timeout=600)
+    first = subprocess.run(
+        _cli("run", "--gold-set", GOLD, "--model", "gold-echo", "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stderr
     slugs = ["gold-echo", "sql-mutant", "echo-a", "echo-b"]
     plan = [slugs[i % len(slugs)] for i in range(20)]
     # --force: every process evaluates (without it, a run finding its model's scores current reuses them)
-    procs = [subprocess.Popen(_cli("run", "--gold-set", GOLD, "--model", slug, "--json", "--force"), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for slug in plan]
+    procs = [
+        subprocess.Popen(
+            _cli("run", "--gold-set", GOLD, "--model", slug, "--json", "--force"),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for slug in plan
+    ]
     outputs = [(slug, *p.communicate(timeout=1200), p.returncode) for slug, p in zip(plan, procs)]
-    for slug, out, err, code in outputs:
+    for slug, _out, err, code in outputs:
         assert code == 0, f"{slug} exited {code}: {err[-2000:]}"
     reported = {}
     for slug, out, _, _ in outputs:

@@ -159,7 +159,9 @@ def test_each_bad_value_names_the_key(override: dict[str, object], message: str)
 
 def test_missing_and_unknown_keys_are_listed() -> None:
     incomplete = {k: v for k, v in BASE_POLICY.items() if k not in ("max_limit", "max_joins")}
-    with pytest.raises(ConfigError, match="key 'max_limit': missing required key(.|\\n)*key 'max_joins': missing required key"):
+    with pytest.raises(
+        ConfigError, match="key 'max_limit': missing required key(.|\\n)*key 'max_joins': missing required key"
+    ):
         policy_from_mapping(incomplete, source="p.yml")
     with pytest.raises(ConfigError, match="key 'max_rows': unknown key"):
         policy_from_mapping({**BASE_POLICY, "max_rows": 5}, source="p.yml")
@@ -173,9 +175,9 @@ def test_content_hash_ignores_formatting_but_not_content(data_dir: Path) -> None
         f"{k}: {v!r}".replace("'", '"') for k, v in reversed(list(BASE_POLICY.items()))
     )
     first = load_policy(write_policy(data_dir, "strict", compact))
-    second = load_policy(write_policy(data_dir, "strict2", reordered.replace("name: \"strict\"", "name: strict2")))
+    second = load_policy(write_policy(data_dir, "strict2", reordered.replace('name: "strict"', "name: strict2")))
     assert first.content_hash != second.content_hash  # the names differ
-    same = load_policy(write_policy(data_dir, "strict3", reordered.replace("name: \"strict\"", "name: strict")))
+    same = load_policy(write_policy(data_dir, "strict3", reordered.replace('name: "strict"', "name: strict")))
     assert same.content_hash == first.content_hash
     assert make_policy(max_limit=101).content_hash != first.content_hash
 
@@ -187,7 +189,9 @@ def test_policies_hash_is_order_free_and_tracks_changes(data_dir: Path) -> None:
     combined = policies_hash(["strict", "loose"])
     assert combined == policies_hash(["loose", "strict", "strict"])
     assert combined != policies_hash(["strict"])
-    write_policy(data_dir, "loose", text.replace('name: "strict"', "name: loose").replace("max_limit: 100", "max_limit: 5"))
+    write_policy(
+        data_dir, "loose", text.replace('name: "strict"', "name: loose").replace("max_limit: 100", "max_limit: 5")
+    )
     assert policies_hash(["strict", "loose"]) != combined
 
 
@@ -294,7 +298,7 @@ def test_safe_spellings_near_denied_columns_are_allowed(db_path: Path) -> None:
     for sql in (
         "SELECT * EXCLUDE (email) FROM users",
         "SELECT * REPLACE ('hidden' AS email) FROM users",
-        "SELECT u.* EXCLUDE (\"EMAIL\") FROM users u",
+        'SELECT u.* EXCLUDE ("EMAIL") FROM users u',
         "WITH users AS (SELECT 1 AS email) SELECT email FROM users",
         "SELECT country AS email FROM users ORDER BY email",
         "SELECT COLUMNS('user_.*') FROM users",
@@ -348,7 +352,7 @@ def test_for_database_and_plain_schema(db_path: Path) -> None:
     assert engine.check("SELECT email FROM users").rule == "column_scope"
     plain = SQLPolicyEngine(make_policy(), DatabaseSchema.from_columns({"Users": ["User_Id", "Email"]}))
     assert plain.check("SELECT user_id FROM users").allowed
-    assert plain.check("SELECT \"EMAIL\" FROM \"USERS\"").rule == "column_scope"
+    assert plain.check('SELECT "EMAIL" FROM "USERS"').rule == "column_scope"
 
 
 def test_engine_is_safe_to_share_between_threads(db_path: Path) -> None:
@@ -371,9 +375,13 @@ def test_a_key_given_twice_in_a_policy_is_an_error_not_a_silent_override(tmp_pat
     from nl2sql_pipeline.policy import load_policy
 
     path = tmp_path / "dup.yml"
-    path.write_text("name: dup\nallowed_tables: '*'\ndenied_columns: [users.email]\nmax_limit: 1000\nmax_joins: 6\n"
-                    "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\ndenied_columns: []\n")
-    with pytest.raises(ConfigError, match=r"dup.yml:9: invalid YAML: duplicate key 'denied_columns' \(first defined on line 3\)"):
+    path.write_text(
+        "name: dup\nallowed_tables: '*'\ndenied_columns: [users.email]\nmax_limit: 1000\nmax_joins: 6\n"
+        "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\ndenied_columns: []\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"dup.yml:9: invalid YAML: duplicate key 'denied_columns' \(first defined on line 3\)"
+    ):
         load_policy(path)
 
 
@@ -384,8 +392,16 @@ def test_gates_share_engines_and_decisions_until_the_file_changes(db_path: Path)
     from nl2sql_pipeline.policy.gate import PolicyGate, clear_shared_engines
 
     clear_shared_engines()
-    case = case_from_dict({"id": "c", "domain": "d", "category": "lookup", "question": "q",
-                           "database": "tiny", "expected_sql": "SELECT title FROM anime"})
+    case = case_from_dict(
+        {
+            "id": "c",
+            "domain": "d",
+            "category": "lookup",
+            "question": "q",
+            "database": "tiny",
+            "expected_sql": "SELECT title FROM anime",
+        }
+    )
     first, second = PolicyGate(lambda name: db_path), PolicyGate(lambda name: db_path)
     decision = first.check(case, "SELECT title FROM anime")
     assert decision.allowed and first.engine(case) is second.engine(case)

@@ -85,8 +85,11 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("url", "SELECT * FROM 'https://example.com/leak.parquet'", "table_scope"),
     ("s3-quoted", 'SELECT * FROM "s3://bucket/users.parquet"', "table_scope"),
     ("read-csv", "SELECT * FROM read_csv('/etc/passwd')", "table_scope"),
-    ("read-csv-auto-nested",
-     "SELECT title FROM anime WHERE anime_id IN (SELECT anime_id FROM read_csv_auto('ids.csv'))", "table_scope"),
+    (
+        "read-csv-auto-nested",
+        "SELECT title FROM anime WHERE anime_id IN (SELECT anime_id FROM read_csv_auto('ids.csv'))",
+        "table_scope",
+    ),
     ("read-parquet", "SELECT * FROM read_parquet('x.parquet')", "table_scope"),
     ("read-text", "SELECT content FROM read_text('/etc/hostname')", "table_scope"),
     ("glob", "SELECT * FROM glob('*')", "table_scope"),
@@ -128,15 +131,21 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("row-bracket", "SELECT u['email'] FROM users u", "column_scope"),
     ("where-only", "SELECT user_id FROM users WHERE email LIKE '%@example.com'", "column_scope"),
     ("order-by-only", "SELECT user_id FROM users ORDER BY email", "column_scope"),
-    ("qualify-only", "SELECT user_id FROM users QUALIFY row_number() OVER (PARTITION BY email ORDER BY user_id) = 1",
-     "column_scope"),
+    (
+        "qualify-only",
+        "SELECT user_id FROM users QUALIFY row_number() OVER (PARTITION BY email ORDER BY user_id) = 1",
+        "column_scope",
+    ),
     ("having-only", "SELECT country FROM users GROUP BY country HAVING max(length(email)) > 10", "column_scope"),
     ("cte-only", "WITH c AS (SELECT user_id, email FROM users) SELECT user_id FROM c", "column_scope"),
     ("cte-star", "WITH c AS (SELECT * FROM users) SELECT user_id, country FROM c", "column_scope"),
     ("subquery-alias", "SELECT x.contact FROM (SELECT email AS contact FROM users) AS x", "column_scope"),
     ("scalar-subquery", "SELECT (SELECT max(email) FROM users) AS m", "column_scope"),
-    ("correlated",
-     "SELECT u.user_id FROM users u WHERE EXISTS (SELECT 1 FROM ratings r WHERE r.review = u.email)", "column_scope"),
+    (
+        "correlated",
+        "SELECT u.user_id FROM users u WHERE EXISTS (SELECT 1 FROM ratings r WHERE r.review = u.email)",
+        "column_scope",
+    ),
     ("lateral", "SELECT l.x FROM users u, LATERAL (SELECT u.email AS x) l", "column_scope"),
     ("column-rename", "SELECT c FROM users AS u(a, b, c)", "column_scope"),
     ("positional", "SELECT #3 FROM users", "column_scope"),
@@ -157,10 +166,12 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("current-setting", "SELECT current_setting('threads')", "denied_function"),
     ("method-call", "SELECT 'HOME'.getenv()", "denied_function"),
     ("quoted-function", "SELECT \"current_setting\"('memory_limit')", "denied_function"),
-    ("function-in-where", "SELECT title FROM anime WHERE title = current_setting('home_directory')",
-     "denied_function"),
-    ("scalar-read-text", "SELECT title FROM anime WHERE length(title) > (SELECT 1 WHERE read_text('x') IS NULL)",
-     "denied_function"),
+    ("function-in-where", "SELECT title FROM anime WHERE title = current_setting('home_directory')", "denied_function"),
+    (
+        "scalar-read-text",
+        "SELECT title FROM anime WHERE length(title) > (SELECT 1 WHERE read_text('x') IS NULL)",
+        "denied_function",
+    ),
     ("json-execute", "SELECT json_execute_serialized_sql('{}')", "denied_function"),
     # ---- LIMIT budget ----
     ("limit-over", "SELECT title FROM anime LIMIT 5000", "max_limit"),
@@ -177,11 +188,16 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("on-true", "SELECT a.title FROM anime a JOIN studios s ON TRUE", "cartesian_join"),
     ("on-constant", "SELECT a.title FROM anime a JOIN studios s ON 1 = 1", "cartesian_join"),
     ("on-one-side", "SELECT a.title FROM anime a JOIN studios s ON a.studio_id = a.studio_id", "cartesian_join"),
-    ("on-or-true", "SELECT a.title FROM anime a JOIN studios s ON (a.studio_id = s.studio_id OR TRUE)",
-     "cartesian_join"),
-    ("nested-join-tree-on-true",
-     "SELECT a.title FROM ((anime a JOIN studios s ON TRUE) JOIN episodes e ON e.anime_id = a.anime_id)",
-     "cartesian_join"),
+    (
+        "on-or-true",
+        "SELECT a.title FROM anime a JOIN studios s ON (a.studio_id = s.studio_id OR TRUE)",
+        "cartesian_join",
+    ),
+    (
+        "nested-join-tree-on-true",
+        "SELECT a.title FROM ((anime a JOIN studios s ON TRUE) JOIN episodes e ON e.anime_id = a.anime_id)",
+        "cartesian_join",
+    ),
     ("range-product", "SELECT g.name, r.range FROM genres g, range(100) r", "cartesian_join"),
 ]
 
@@ -244,8 +260,7 @@ REALISTIC: list[str] = [
     "SELECT a.title, top.s FROM top JOIN anime a ON a.anime_id = top.anime_id",
     "WITH users_jp AS (SELECT user_id FROM users WHERE country = 'JP') "
     "SELECT COUNT(*) FROM users_jp j JOIN ratings r ON r.user_id = j.user_id",
-    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12) "
-    "SELECT i AS month_number FROM n",
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12) SELECT i AS month_number FROM n",
     "WITH u AS (SELECT user_id, country FROM users) SELECT * FROM u WHERE country = 'BR'",
     "WITH users AS (SELECT user_id, username FROM main.users) SELECT * FROM users",
     # window functions

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-
 from fake_llm_server import FakeLLMServer, Reply
+
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
@@ -40,16 +40,26 @@ def six_models(tmp_path, monkeypatch, isolated_home):
     shutil.copytree(PROJECT_ROOT / "data", data)
     monkeypatch.setenv("NL2SQL_DATA", str(data))
     monkeypatch.setenv("FAKE_PROVIDER_KEY", "k")
-    cases = [{"id": f"p-{i}", "domain": "d", "category": "single_table", "question": f"How many titles ({i})?",
-              "database": "anime_platform", "expected_sql": SQL, "tags": ["aggregate"], "difficulty": "easy"}
-             for i in range(4)]
+    cases = [
+        {
+            "id": f"p-{i}",
+            "domain": "d",
+            "category": "single_table",
+            "question": f"How many titles ({i})?",
+            "database": "anime_platform",
+            "expected_sql": SQL,
+            "tags": ["aggregate"],
+            "difficulty": "easy",
+        }
+        for i in range(4)
+    ]
     (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: pools\n")
     server = FakeLLMServer(default=Reply.sql(SQL, delay_s=1.0)).start()
     entries = "".join(
         f"\n  {slug}:\n    kind: litellm\n    model: openai/fake-{slug}\n    api_base: {server.api_base}\n"
-        f"    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: \"1\"\n"
+        f'    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: "1"\n'
         f"    limits: {{max_concurrency: {LIMIT}}}\n    retry: {{max_retries: 0}}\n"
         for slug in MODELS
     )
@@ -63,8 +73,8 @@ def _prepared_instance() -> dg.DagsterInstance:
     """The instance with its dagster.yaml (the daemon's automation off), partitions and the gold set."""
     from assets.graph import ALL_ASSETS, ASSET_CHECKS
     from assets.sensors import register_partitions
-    from resources.build import build_resources
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database
+    from resources.build import build_resources
     from resources.instance import DAGSTER_YAML, ensure_instance_home
 
     ensure_database(DATABASE_NAME)
@@ -73,8 +83,13 @@ def _prepared_instance() -> dg.DagsterInstance:
     (home / "dagster.yaml").write_text("# test instance\n" + DAGSTER_YAML + "auto_materialize:\n  enabled: false\n")
     instance = dg.DagsterInstance.get()
     register_partitions(instance)
-    result = dg.materialize([*ALL_ASSETS, *ASSET_CHECKS], selection=["gold_set"], instance=instance,
-                            resources=build_resources(), partition_key=GOLD)
+    result = dg.materialize(
+        [*ALL_ASSETS, *ASSET_CHECKS],
+        selection=["gold_set"],
+        instance=instance,
+        resources=build_resources(),
+        partition_key=GOLD,
+    )
     assert result.success
     return instance
 
@@ -86,9 +101,16 @@ def _add_backfill(instance: dg.DagsterInstance) -> str:
 
     keys = [str(dg.MultiPartitionKey({"gold": GOLD, "model": m})) for m in MODELS]
     backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id="poolbackfill", asset_graph=defs.resolve_asset_graph(), partition_names=keys,
-        asset_selection=[dg.AssetKey("candidate_sql")], backfill_timestamp=time.time(), tags={},
-        dynamic_partitions_store=instance, all_partitions=False, title=None, description=None,
+        backfill_id="poolbackfill",
+        asset_graph=defs.resolve_asset_graph(),
+        partition_names=keys,
+        asset_selection=[dg.AssetKey("candidate_sql")],
+        backfill_timestamp=time.time(),
+        tags={},
+        dynamic_partitions_store=instance,
+        all_partitions=False,
+        title=None,
+        description=None,
         run_config=IN_PROCESS,
     )
     instance.add_backfill(backfill)
@@ -115,8 +137,14 @@ def test_an_asset_backfill_over_six_models_of_one_provider_holds_its_limit(six_m
     daemon = Path(sys.executable).with_name("dagster-daemon")
     log_path = tmp_path / "daemon.log"
     with log_path.open("w") as log:
-        process = subprocess.Popen([str(daemon), "run", "-w", "workspace.yaml"], cwd=PROJECT_ROOT, env=dict(os.environ),
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [str(daemon), "run", "-w", "workspace.yaml"],
+            cwd=PROJECT_ROOT,
+            env=dict(os.environ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + float(os.environ.get("POOL_TEST_TIMEOUT", "900"))
         runs: list = []
@@ -127,16 +155,18 @@ def test_an_asset_backfill_over_six_models_of_one_provider_holds_its_limit(six_m
             time.sleep(2)
         logs = log_path.read_text()[-4000:]
         assert len(runs) == len(MODELS), f"the backfill launched {len(runs)} runs:\n{logs}"
-        assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs), (
-            [(r.run_id, r.status) for r in runs], logs)
+        assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs), ([(r.run_id, r.status) for r in runs], logs)
     finally:
         _stop_group(process)
     assert {r.job_name for r in runs} == {"__ASSET_JOB"}
     assert all("nl2sql/provider" not in r.tags for r in runs)  # no tag of ours: only the pool can hold it
     assert server.hits == len(MODELS) * 4  # every case of every model was asked once
     assert 1 <= server.max_in_flight <= LIMIT, server.max_in_flight
-    waited = [r.run_id for r in runs
-              if any("waiting for a slot of pool llm.openai@" in (e.message or "") for e in instance.all_logs(r.run_id))]
+    waited = [
+        r.run_id
+        for r in runs
+        if any("waiting for a slot of pool llm.openai@" in (e.message or "") for e in instance.all_logs(r.run_id))
+    ]
     # the limit was under pressure: runs queued for the provider's pool, or calls filled its slots
     assert waited or server.max_in_flight == LIMIT
     from nl2sql_pipeline.generation.registry import get_model

@@ -8,8 +8,9 @@ from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec
 
 
 def _litellm(slug: str, api_base: str | None, limit: int | None) -> ModelSpec:
-    return ModelSpec(slug=slug, kind="litellm", model=f"openai/{slug}", api_base=api_base,
-                     limits=Limits(max_concurrency=limit))
+    return ModelSpec(
+        slug=slug, kind="litellm", model=f"openai/{slug}", api_base=api_base, limits=Limits(max_concurrency=limit)
+    )
 
 
 def test_one_pool_per_provider_and_server_with_the_largest_max_concurrency():
@@ -23,8 +24,11 @@ def test_one_pool_per_provider_and_server_with_the_largest_max_concurrency():
     }
     assert provider_pool(registry["a"]) == provider_pool(registry["b"]) == "llm.openai@default"
     assert provider_pool(registry["echo"]) is None
-    assert pool_limits(registry) == {"llm.openai@default": 5, "llm.openai@http_127.0.0.1_8000_v1": 1,
-                                     GENERATION_POOL: 7}
+    assert pool_limits(registry) == {
+        "llm.openai@default": 5,
+        "llm.openai@http_127.0.0.1_8000_v1": 1,
+        GENERATION_POOL: 7,
+    }
 
 
 def test_limits_are_written_into_the_instance_and_only_when_they_changed(isolated_home):
@@ -35,7 +39,9 @@ def test_limits_are_written_into_the_instance_and_only_when_they_changed(isolate
     instance = dg.DagsterInstance.get()
     assert instance.get_concurrency_config().pool_config.default_pool_limit == 1  # dagster.yaml
     assert sync_pool_limits(instance, {"llm.x@default": 3, "llm_generation": 4}) == {
-        "llm.x@default": 3, "llm_generation": 4}
+        "llm.x@default": 3,
+        "llm_generation": 4,
+    }
     assert instance.event_log_storage.get_concurrency_info("llm.x@default").slot_count == 3
     assert sync_pool_limits(instance, {"llm.x@default": 3, "llm_generation": 4}) == {}
     assert sync_pool_limits(instance, {"llm.x@default": 1}) == {"llm.x@default": 1}

@@ -48,8 +48,10 @@ def test_tracker_counts_calls_retries_tokens_cost_and_failures_by_cause():
     assert snap.failures == (("no_sql", 1),)
     assert snap.rate == pytest.approx(1.0)  # 2 calls in 2 s
     assert snap.eta_s == pytest.approx(2.0 / 3)  # one unit left at 2/3 s per unit
-    assert snap.line() == ("progress generate m: 3/4 (75%), 1.0 calls/s, tokens 150 in / 15 out, cost $0.7500 "
-                           "(+1 unknown), cached 1, retries 2, failed no_sql=1, ETA 1s")
+    assert snap.line() == (
+        "progress generate m: 3/4 (75%), 1.0 calls/s, tokens 150 in / 15 out, cost $0.7500 "
+        "(+1 unknown), cached 1, retries 2, failed no_sql=1, ETA 1s"
+    )
     tracker.finish()
     tracker.finish()  # once only
     assert [s.finished for s in seen].count(True) == 1 and seen[-1].line().endswith("took 2s done")
@@ -182,14 +184,23 @@ def test_generation_reports_every_unit_while_it_runs():
     from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
     from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
 
-    cases = [Case(id=f"c{i}", domain="d", category="c", question=f"q{i}", database="db", expected_sql="SELECT 1")
-             for i in range(6)]
+    cases = [
+        Case(id=f"c{i}", domain="d", category="c", question=f"q{i}", database="db", expected_sql="SELECT 1")
+        for i in range(6)
+    ]
     script = {f"q{i}": Reply.sql("SELECT 1", delay_s=0.15) for i in range(5)}
     script["q5"] = Reply.text("no idea", delay_s=0.15)
     seen: list[ProgressSnapshot] = []
     with FakeLLMServer(responder=lambda index, body: script[last_user_message(body)]) as server:
-        spec = ModelSpec(slug="scripted", kind="litellm", model="openai/scripted", api_base=server.api_base,
-                         prices=Prices(0.5, 1.5), retry=RetryPolicy(max_retries=0), limits=Limits(max_concurrency=2))
+        spec = ModelSpec(
+            slug="scripted",
+            kind="litellm",
+            model="openai/scripted",
+            api_base=server.api_base,
+            prices=Prices(0.5, 1.5),
+            retry=RetryPolicy(max_retries=0),
+            limits=Limits(max_concurrency=2),
+        )
         with progress.subscribe(seen.append):
             context = PromptContext({"db": DatabasePromptText("CREATE TABLE t (a INTEGER);", "sem", "2026-06-30")})
             records = generate_candidates(cases, spec, cache=None, context=context)
@@ -214,7 +225,9 @@ def test_dagster_log_sink_logs_at_a_bounded_rate(monkeypatch):
     for _ in range(50):
         tracker.unit_finished(started=False)
     tracker.finish()
-    assert logged == ["progress generate m: 0/50 (0%)", logged[-1]] and logged[-1].startswith("progress generate m: 50/50")
+    assert logged == ["progress generate m: 0/50 (0%)", logged[-1]] and logged[-1].startswith(
+        "progress generate m: 50/50"
+    )
 
 
 # --------------------------------------------------------------------------------------------- the CLI, live
@@ -230,30 +243,57 @@ def cli_env(tmp_path):
     data = tmp_path / "data"
     shutil.copytree(PROJECT_ROOT / "data", data)
     sql = "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"
-    lines = [{"id": f"tv-{i}", "domain": "d", "category": "single_table", "question": f"how many TV shows {i}",
-              "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
-             for i in range(CASES)]
+    lines = [
+        {
+            "id": f"tv-{i}",
+            "domain": "d",
+            "category": "single_table",
+            "question": f"how many TV shows {i}",
+            "database": "anime_platform",
+            "expected_sql": sql,
+            "tags": ["aggregate"],
+            "difficulty": "easy",
+        }
+        for i in range(CASES)
+    ]
     (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: watched\n")
     server = FakeLLMServer(default=Reply.sql(sql, delay_s=REPLY_S)).start()
     models = data / "models.yml"
-    models.write_text(models.read_text().rstrip("\n") + (
-        f"\n  slow:\n    kind: litellm\n    model: openai/slow\n    api_base: {server.api_base}\n"
-        "    api_key_env: FAKE_PROVIDER_KEY\n    params: {temperature: 0}\n    retry: {max_retries: 0}\n"
-        "    limits: {max_concurrency: 1}\n"))
+    models.write_text(
+        models.read_text().rstrip("\n")
+        + (
+            f"\n  slow:\n    kind: litellm\n    model: openai/slow\n    api_base: {server.api_base}\n"
+            "    api_key_env: FAKE_PROVIDER_KEY\n    params: {temperature: 0}\n    retry: {max_retries: 0}\n"
+            "    limits: {max_concurrency: 1}\n"
+        )
+    )
     home = tmp_path / "home"
-    env = {**os.environ, "NL2SQL_DATA": str(data), "NL2SQL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster_home"),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "FAKE_PROVIDER_KEY": "k", "NL2SQL_PROGRESS_INTERVAL": "0.2"}
+    env = {
+        **os.environ,
+        "NL2SQL_DATA": str(data),
+        "NL2SQL_HOME": str(home),
+        "DAGSTER_HOME": str(home / "dagster_home"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "FAKE_PROVIDER_KEY": "k",
+        "NL2SQL_PROGRESS_INTERVAL": "0.2",
+    }
     yield env, server
     server.stop()
 
 
 def _run_watched(env, *flags) -> tuple[int, str, list[tuple[float, str]], float]:
     """Run the CLI with stderr on a pipe (not a terminal); every stderr line with the time it arrived."""
-    process = subprocess.Popen([sys.executable, "-m", "nl2sql_cli.main", "run", "--gold-set", GOLD, "--model", "slow",
-                                *flags], env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, bufsize=1)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nl2sql_cli.main", "run", "--gold-set", GOLD, "--model", "slow", *flags],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
     lines: list[tuple[float, str]] = []
 
     def read() -> None:

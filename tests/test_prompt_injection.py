@@ -12,19 +12,17 @@ One sample database is built per module in a temporary storage root.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import litellm
 import pytest
 from litellm import CustomLLM, ModelResponse
 
 from nl2sql_pipeline import paths
-
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.results.frames import attempts_to_frame, candidates_to_frame, verdicts_to_frame
 from nl2sql_pipeline.execution import release_sandboxes, run_query
 from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.prompts import fenced_sql
@@ -32,10 +30,11 @@ from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec, Prices
 from nl2sql_pipeline.gold.generator import INJECTION_TAG
 from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.stages.records import attempts_from_candidates
+from nl2sql_pipeline.results.frames import attempts_to_frame, candidates_to_frame, verdicts_to_frame
 from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 from nl2sql_pipeline.scoring.run_scores import score_run
-from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
+from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
+from nl2sql_pipeline.stages.records import attempts_from_candidates
 
 V2_FILE = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain_v2.jsonl"
 PROVIDER = "scripted-obeyer"
@@ -288,9 +287,7 @@ SANDBOX_ATTACKS: tuple[str, ...] = (
 )
 
 
-def test_sandbox_alone_refuses_every_write_file_and_attach_attack(
-    v2_cases: list[Case], db_path: Path
-) -> None:
+def test_sandbox_alone_refuses_every_write_file_and_attach_attack(v2_cases: list[Case], db_path: Path) -> None:
     db_before, outside_before = sha256(db_path), outside_state()
     # Reading users.email is a column-governance question: the policy engine alone answers it (the
     # pipeline test above); every other injection probe must also be refused by the sandbox itself.

@@ -12,17 +12,15 @@ import pandas as pd
 import pytest
 
 from nl2sql_pipeline import paths
-
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.registry import ModelSpec, load_registry
 from nl2sql_pipeline.generation.systems.command import close_processes
 from nl2sql_pipeline.generation.systems.contract import SystemRequest, SystemResponse
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
-from nl2sql_pipeline.stages.records import attempts_from_candidates
 from nl2sql_pipeline.scoring.run_scores import score_run
-from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
+from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
+from nl2sql_pipeline.stages.records import attempts_from_candidates
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -32,8 +30,8 @@ KINDS = ("python", "command", "http")
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A built sample database, the built-in gold set and its oracle, a running reference HTTP server."""
-    from nl2sql_pipeline.sample_db import build_database
     from nl2sql_pipeline.reference_system.http_server import serve_in_thread
+    from nl2sql_pipeline.sample_db import build_database
 
     home = tmp_path_factory.mktemp("reference-home")
     with pytest.MonkeyPatch.context() as mp:
@@ -42,8 +40,12 @@ def world(tmp_path_factory):
         cases = load_gold_set("multidomain-v1")
         server = serve_in_thread()
         try:
-            yield {"cases": cases, "oracle": run_oracle(cases, paths.database_path),
-                   "context": prompt_context_for_cases(cases), "url": f"http://127.0.0.1:{server.server_address[1]}/nl2sql"}
+            yield {
+                "cases": cases,
+                "oracle": run_oracle(cases, paths.database_path),
+                "context": prompt_context_for_cases(cases),
+                "url": f"http://127.0.0.1:{server.server_address[1]}/nl2sql",
+            }
         finally:
             server.shutdown()
             server.server_close()
@@ -71,7 +73,9 @@ def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     records, verdicts, scores = evaluate(world, reference_spec(world, kind))
     queries = [v for v in verdicts if not v.is_probe]
     assert len(queries) == sum(not c.is_probe for c in world["cases"]) and scores["skipped_count"] == 0
-    assert scores["semantic_correctness_rate"] == 1.0, [(v.case_id, v.outcome, v.reason) for v in queries if not v.correct]
+    assert scores["semantic_correctness_rate"] == 1.0, [
+        (v.case_id, v.outcome, v.reason) for v in queries if not v.correct
+    ]
     assert scores["policy_rejection_recall"] == 1.0
     # the answer and the rows it showed are evaluated too: they agree with its SQL and with the gold
     assert all(v.answer for v in queries)
@@ -114,8 +118,9 @@ def test_the_command_system_is_started_once_and_restarted_when_it_dies(world):
 
 # A system that shows the user rows other than its SQL's result: the gold SQL, with made-up rows.
 def lying_system(request: SystemRequest) -> SystemResponse:
-    return SystemResponse(sql=request.calibration["expected_sql"], answer="There are 999.", columns=("n",),
-                          rows=((999,),))
+    return SystemResponse(
+        sql=request.calibration["expected_sql"], answer="There are 999.", columns=("n",), rows=((999,),)
+    )
 
 
 def slow_system(request: SystemRequest) -> dict:
@@ -131,8 +136,9 @@ async def async_echo_system(request: SystemRequest) -> dict:
 
 def test_rows_that_differ_from_the_systems_own_sql_are_flagged(world):
     spec = reference_spec(world, "python")
-    spec = dataclasses.replace(spec, slug="liar", system=dataclasses.replace(
-        spec.system, target="test_reference_system:lying_system"))
+    spec = dataclasses.replace(
+        spec, slug="liar", system=dataclasses.replace(spec.system, target="test_reference_system:lying_system")
+    )
     cases = [c for c in world["cases"] if not c.is_probe and not c.follow_up_context][:3]
     world_small = {**world, "cases": cases}
     _, verdicts, scores = evaluate(world_small, spec)
@@ -145,8 +151,11 @@ def test_rows_that_differ_from_the_systems_own_sql_are_flagged(world):
 
 def test_an_async_callable_is_awaited(world):
     spec = reference_spec(world, "python")
-    spec = dataclasses.replace(spec, slug="async-echo", system=dataclasses.replace(
-        spec.system, target="test_reference_system:async_echo_system"))
+    spec = dataclasses.replace(
+        spec,
+        slug="async-echo",
+        system=dataclasses.replace(spec.system, target="test_reference_system:async_echo_system"),
+    )
     cases = [c for c in world["cases"] if not c.is_probe][:3]
     _, verdicts, scores = evaluate({**world, "cases": cases}, spec)
     assert scores["semantic_correctness_rate"] == 1.0 and verdicts[0].system_rows_vs_sql is None
@@ -157,7 +166,7 @@ def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(is
 
     assert cli.main(["run", "--gold-set", "multidomain-v1", "--model", "reference-python", "--json"]) == 0
     out = capsys.readouterr().out
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     scores = next(run["scores"] for run in report["runs"] if run["model"] == "reference-python")
     assert scores["semantic_correctness_rate"] == 1.0 and scores["skipped_count"] == 0
     verdicts = pd.read_parquet(next((isolated_home / "assets" / "case_verdicts").rglob("*.parquet")))
@@ -167,8 +176,13 @@ def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(is
 
 def test_a_python_callable_slower_than_its_timeout_is_a_timeout(world):
     spec = reference_spec(world, "python")
-    spec = dataclasses.replace(spec, slug="slow", timeout_s=0.2, system=dataclasses.replace(
-        spec.system, target="test_reference_system:slow_system"))
-    records = generate_candidates([c for c in world["cases"] if not c.is_probe][:1], spec, cache=None,
-                                  context=world["context"])
+    spec = dataclasses.replace(
+        spec,
+        slug="slow",
+        timeout_s=0.2,
+        system=dataclasses.replace(spec.system, target="test_reference_system:slow_system"),
+    )
+    records = generate_candidates(
+        [c for c in world["cases"] if not c.is_probe][:1], spec, cache=None, context=world["context"]
+    )
     assert records[0].error_class == "timeout" and "within 0.2 s" in records[0].error_message

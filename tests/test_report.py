@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import pandas as pd
-
-from nl2sql_pipeline.results import frames as codec
-
-from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.report import console_report, format_rate, markdown_breakdown, markdown_scores, warnings_of
-from nl2sql_pipeline.scoring.run_scores import score_run
 from test_codec import _verdict
+
+from nl2sql_pipeline.report import console_report, format_rate, markdown_breakdown, markdown_scores, warnings_of
+from nl2sql_pipeline.results import frames as codec
+from nl2sql_pipeline.scoring.run_scores import score_run
+from nl2sql_pipeline.stages import outcomes
 
 
 def _scores():
-    return score_run([
-        _verdict(case_id="a", outcome=outcomes.CORRECT, correct=True, domain="x"),
-        _verdict(case_id="b", outcome=outcomes.SKIPPED, skip_reason="daily_quota_exhausted", domain="y"),
-    ])
+    return score_run(
+        [
+            _verdict(case_id="a", outcome=outcomes.CORRECT, correct=True, domain="x"),
+            _verdict(case_id="b", outcome=outcomes.SKIPPED, skip_reason="daily_quota_exhausted", domain="y"),
+        ]
+    )
 
 
 def test_markdown_reads_the_run_scores_record():

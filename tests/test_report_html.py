@@ -15,24 +15,33 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_run_report import fixture_verdicts
 
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.stages.records import Attempt, OracleRow
 from nl2sql_pipeline.report.console import console_pairwise
-from nl2sql_pipeline.report.samples import result_samples
 from nl2sql_pipeline.report.html import comparison_html, run_html
+from nl2sql_pipeline.report.samples import result_samples
 from nl2sql_pipeline.report.svg import COLORS
 from nl2sql_pipeline.report.tables import build_run_report
 from nl2sql_pipeline.results.comparison import compare_verdicts
-from test_run_report import fixture_verdicts
+from nl2sql_pipeline.stages.records import Attempt, OracleRow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's `chromium` is not installed (apt-get install -y chromium); the page test needs it"
+    CHROMIUM is None,
+    reason="Debian's `chromium` is not installed (apt-get install -y chromium); the page test needs it",
 )
-OFFLINE_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--disable-background-networking",
-                 "--virtual-time-budget=3000"]
+OFFLINE_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=127.0.0.1:9",
+    "--disable-background-networking",
+    "--virtual-time-budget=3000",
+]
 
 
 EXPECTED = QueryResult(ok=True, columns=["studio", "n"], rows=[("A", 3), ("B", 2), ("C", 1), ("D", 1)])
@@ -42,16 +51,29 @@ BROKEN = QueryResult.failure("binder", "Referenced column x not found")
 
 def _verdicts():
     """The fixture run, with c2's diagnosis, row counts and clause scores filled in."""
-    return [replace(v, diagnosis="missing_filter", diagnosis_detail=(("missing_filter", "no WHERE on the year"),),
-                    expected_row_count=4, candidate_row_count=3, row_precision=2 / 3, row_recall=0.5,
-                    clause_scores={"where": 0.5, "select": 1.0, "from": 0.75})
-            if v.case_id == "c2" else v for v in fixture_verdicts()]
+    return [
+        replace(
+            v,
+            diagnosis="missing_filter",
+            diagnosis_detail=(("missing_filter", "no WHERE on the year"),),
+            expected_row_count=4,
+            candidate_row_count=3,
+            row_precision=2 / 3,
+            row_recall=0.5,
+            clause_scores={"where": 0.5, "select": 1.0, "from": 0.75},
+        )
+        if v.case_id == "c2"
+        else v
+        for v in fixture_verdicts()
+    ]
 
 
 def _samples(verdicts):
     oracle = [OracleRow(c, "fp", 0, EXPECTED) for c in ("c1", "c2", "c4")]
-    attempts = [Attempt(c, "fp", "model", 0, 0, "SELECT", executed=True, result=result)
-                for c, result in (("c1", EXPECTED), ("c2", WRONG), ("c4", BROKEN))]
+    attempts = [
+        Attempt(c, "fp", "model", 0, 0, "SELECT", executed=True, result=result)
+        for c, result in (("c1", EXPECTED), ("c2", WRONG), ("c4", BROKEN))
+    ]
     return result_samples(verdicts, oracle, attempts)
 
 
@@ -66,8 +88,8 @@ def _png_pixels(path: Path) -> tuple[int, int, int, bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, header = 8, b"", None
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        chunk = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", chunk)
         elif kind == b"IDAT":
@@ -79,7 +101,7 @@ def _png_pixels(path: Path) -> tuple[int, int, int, bytes]:
     raw, stride = zlib.decompress(idat), width * bpp
     out, previous = bytearray(), bytearray(stride)
     for row in range(height):
-        kind, line = raw[row * (stride + 1)], bytearray(raw[row * (stride + 1) + 1:(row + 1) * (stride + 1)])
+        kind, line = raw[row * (stride + 1)], bytearray(raw[row * (stride + 1) + 1 : (row + 1) * (stride + 1)])
         for i in range(stride) if kind else ():
             left = line[i - bpp] if i >= bpp else 0
             up, corner = previous[i], previous[i - bpp] if i >= bpp else 0
@@ -100,7 +122,7 @@ def _png_pixels(path: Path) -> tuple[int, int, int, bytes]:
 
 def _count_colour(pixels: bytes, bpp: int, hex_colour: str) -> int:
     rgb = bytes.fromhex(hex_colour.lstrip("#"))
-    return sum(1 for i in range(0, len(pixels), bpp) if pixels[i:i + 3] == rgb)
+    return sum(1 for i in range(0, len(pixels), bpp) if pixels[i : i + 3] == rgb)
 
 
 def test_page_is_self_contained():
@@ -120,14 +142,30 @@ def test_page_renders_offline_in_headless_chromium(tmp_path):
     page = tmp_path / "report.html"
     page.write_text(run_html([_report()]), encoding="utf-8")
     shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, *OFFLINE_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-                    "--window-size=1400,800", page.as_uri()], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            CHROMIUM,
+            *OFFLINE_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1400,800",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     width, height, bpp, pixels = _png_pixels(shot)
     assert (width, height) == (1400, 800)
     for chart, colour in COLORS.items():
         assert _count_colour(pixels, bpp, colour) > 50, f"chart {chart} drew nothing in the screenshot"
-    dom = subprocess.run([CHROMIUM, *OFFLINE_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom",
-                          page.as_uri()], check=True, capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [CHROMIUM, *OFFLINE_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom", page.as_uri()],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert dom.count('<tr class="case">') == len(fixture_verdicts())
     assert dom.count("<svg") == len(COLORS)
     assert dom.count('<td class="expected-rows">') == len(fixture_verdicts()) and "missing 2 row(s)" in dom
@@ -137,8 +175,14 @@ def test_a_systems_answer_and_its_disagreement_flag_are_in_the_case_table():
     from dataclasses import replace
 
     verdicts = fixture_verdicts()
-    answered = [replace(verdicts[0], answer="There are 12 studios.", system_rows_disagree=True,
-                        system_rows_reason="it showed 3 rows, its SQL returns 12")] + list(verdicts[1:])
+    answered = [
+        replace(
+            verdicts[0],
+            answer="There are 12 studios.",
+            system_rows_disagree=True,
+            system_rows_reason="it showed 3 rows, its SQL returns 12",
+        )
+    ] + list(verdicts[1:])
     page = run_html([build_run_report(answered, model="sys", gold_set="g", warnings=[])])
     assert "<th>answer</th>" in page and "There are 12 studios." in page
     assert "rows shown differ from its SQL: it showed 3 rows, its SQL returns 12" in page
@@ -152,8 +196,14 @@ def test_the_console_report_shows_a_systems_answers_and_disagreements():
     from nl2sql_pipeline.report.console import console_run_report
 
     verdicts = fixture_verdicts()
-    answered = [replace(verdicts[0], answer="There are 12 studios.", system_rows_disagree=True,
-                        system_rows_reason="it showed 3 rows, its SQL returns 12")] + list(verdicts[1:])
+    answered = [
+        replace(
+            verdicts[0],
+            answer="There are 12 studios.",
+            system_rows_disagree=True,
+            system_rows_reason="it showed 3 rows, its SQL returns 12",
+        )
+    ] + list(verdicts[1:])
     text = console_run_report(build_run_report(answered, model="sys", gold_set="g", warnings=[]))
     assert f"1 of {len(answered)} cases answered in prose; rows shown differ from the system's own SQL in 1" in text
     assert "it showed 3 rows, its SQL returns 12" in text and "There are 12 studios." in text

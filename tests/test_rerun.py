@@ -20,9 +20,16 @@ def data_copy(tmp_path, monkeypatch, isolated_home):
     data = tmp_path / "data"
     shutil.copytree(PROJECT_ROOT / "data", data)
     monkeypatch.setenv("NL2SQL_DATA", str(data))
-    case = {"id": "tv", "domain": "d", "category": "single_table", "question": "how many TV",
-            "database": "anime_platform", "expected_sql": "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'",
-            "tags": ["aggregate"], "difficulty": "easy"}
+    case = {
+        "id": "tv",
+        "domain": "d",
+        "category": "single_table",
+        "question": "how many TV",
+        "database": "anime_platform",
+        "expected_sql": "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'",
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+    }
     (data / "gold" / f"{GOLD}.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: rerun\n")
@@ -78,8 +85,12 @@ def test_a_run_launched_elsewhere_holds_its_partition_in_dagster(data_copy, caps
     from resources.stale_runs import process_tags
 
     instance = get_instance()
-    ui_run = dg.DagsterRun(job_name="__ASSET_JOB", run_id="ui-run-00000001", status=dg.DagsterRunStatus.STARTED,
-                           tags={"dagster/partition": f"{GOLD}|gold-echo", **process_tags()})
+    ui_run = dg.DagsterRun(
+        job_name="__ASSET_JOB",
+        run_id="ui-run-00000001",
+        status=dg.DagsterRunStatus.STARTED,
+        tags={"dagster/partition": f"{GOLD}|gold-echo", **process_tags()},
+    )
     instance.add_run(ui_run)
     code = cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo", "--force"])
     err = capsys.readouterr().err

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.results.frames import decode_result, encode_result
 from nl2sql_pipeline.execution.result_json import (
     ResultsCodecError,
     decode_rows,
@@ -22,6 +21,7 @@ from nl2sql_pipeline.execution.result_json import (
     from_json_value,
     to_json_value,
 )
+from nl2sql_pipeline.results.frames import decode_result, encode_result
 
 PARIS = ZoneInfo("Europe/Paris")
 

@@ -32,15 +32,27 @@ def _add_gold_set(data: Path, key: str, lines: list[dict]) -> None:
 
 
 def _case(case_id: str, sql: str) -> dict:
-    return {"id": case_id, "domain": "d", "category": "single_table", "question": f"q {case_id}",
-            "database": "anime_platform", "expected_sql": sql, "tags": ["aggregate"], "difficulty": "easy"}
+    return {
+        "id": case_id,
+        "domain": "d",
+        "category": "single_table",
+        "question": f"q {case_id}",
+        "database": "anime_platform",
+        "expected_sql": sql,
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+    }
 
 
 def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
-    _add_gold_set(data_copy, "broken-v1", [
-        _case("ok-1", "SELECT COUNT(*) AS n FROM anime"),
-        _case("bad-1", "SELECT CAST(title AS INTEGER) AS n FROM anime"),
-    ])
+    _add_gold_set(
+        data_copy,
+        "broken-v1",
+        [
+            _case("ok-1", "SELECT COUNT(*) AS n FROM anime"),
+            _case("bad-1", "SELECT CAST(title AS INTEGER) AS n FROM anime"),
+        ],
+    )
     code = cli.main(["run", "--gold-set", "broken-v1", "--model", "gold-echo"])
     err = capsys.readouterr().err
     assert code == 4
@@ -51,17 +63,35 @@ def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
 
 
 def test_over_strict_policy_lowers_precision(data_copy, capsys):
-    _add_gold_set(data_copy, "small-v1", [
-        _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
-        _case("join-1", "SELECT s.name, COUNT(*) AS n FROM anime a JOIN studios s ON s.studio_id = a.studio_id "
-                        "GROUP BY s.name ORDER BY n DESC, s.name LIMIT 5"),
-        {"id": "probe-1", "domain": "d", "category": "policy_rejection", "question": "drop it",
-         "database": "anime_platform", "expected_outcome": "policy_rejection", "policy_probe_sql": "DROP TABLE users",
-         "tags": ["ddl"], "difficulty": "easy"},
-    ])
+    _add_gold_set(
+        data_copy,
+        "small-v1",
+        [
+            _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
+            _case(
+                "join-1",
+                "SELECT s.name, COUNT(*) AS n FROM anime a JOIN studios s ON s.studio_id = a.studio_id "
+                "GROUP BY s.name ORDER BY n DESC, s.name LIMIT 5",
+            ),
+            {
+                "id": "probe-1",
+                "domain": "d",
+                "category": "policy_rejection",
+                "question": "drop it",
+                "database": "anime_platform",
+                "expected_outcome": "policy_rejection",
+                "policy_probe_sql": "DROP TABLE users",
+                "tags": ["ddl"],
+                "difficulty": "easy",
+            },
+        ],
+    )
     strict = data_copy / "policies" / "no-joins.yml"
-    strict.write_text("name: no-joins\nallowed_tables: '*'\ndenied_columns: [users.email]\nmax_limit: 1000\n"
-                      "max_joins: 0\nforbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n", encoding="utf-8")
+    strict.write_text(
+        "name: no-joins\nallowed_tables: '*'\ndenied_columns: [users.email]\nmax_limit: 1000\n"
+        "max_joins: 0\nforbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n",
+        encoding="utf-8",
+    )
     assert cli.main(["run", "--gold-set", "small-v1", "--model", "gold-echo", "--json"]) == 0
     default = json.loads(capsys.readouterr().out)["runs"][0]["scores"]
     assert default["policy_rejection_precision"] == 1.0 and default["policy_rejection_recall"] == 1.0
@@ -92,14 +122,20 @@ def test_model_without_key_is_reported_skipped_with_exit_3(data_copy, capsys, mo
 
 
 def test_misaligned_predictions_file_is_bad_input_before_any_run(data_copy, capsys):
-    _add_gold_set(data_copy, "pair-v1", [
-        _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
-        _case("single-2", "SELECT COUNT(*) AS n FROM studios"),
-    ])
+    _add_gold_set(
+        data_copy,
+        "pair-v1",
+        [
+            _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
+            _case("single-2", "SELECT COUNT(*) AS n FROM studios"),
+        ],
+    )
     predictions = data_copy / "predictions.jsonl"
     predictions.write_text('{"case_id": "single-1", "sql": "SELECT 1"}\n{"case_id": "nope-9", "sql": "SELECT 2"}\n')
     models = data_copy / "models.yml"
-    models.write_text(models.read_text() + f"\n  my-replay:\n    kind: predictions\n    path: {predictions}\n    format: jsonl\n")
+    models.write_text(
+        models.read_text() + f"\n  my-replay:\n    kind: predictions\n    path: {predictions}\n    format: jsonl\n"
+    )
     code = cli.main(["run", "--gold-set", "pair-v1", "--model", "my-replay"])
     err = capsys.readouterr().err
     assert code == 2
@@ -108,21 +144,32 @@ def test_misaligned_predictions_file_is_bad_input_before_any_run(data_copy, caps
 
 
 def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
-    _add_gold_set(data_copy, "gate-v1", [
-        _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-        _case("recent", "SELECT COUNT(*) AS n FROM anime WHERE season_year >= 2025"),
-        _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
-    ])
+    _add_gold_set(
+        data_copy,
+        "gate-v1",
+        [
+            _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+            _case("recent", "SELECT COUNT(*) AS n FROM anime WHERE season_year >= 2025"),
+            _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+        ],
+    )
     models = data_copy / "models.yml"
     text = models.read_text()
     old = "params: {temperature: 0, mutation_rate: 0.5, seed: 7}"
     models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 0.0, seed: 7}"))
-    assert cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--min-correctness", "1.0", "--json"]) == 0
+    assert (
+        cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--min-correctness", "1.0", "--json"]) == 0
+    )
     first = json.loads(capsys.readouterr().out)
     assert "sql-mutant: no comparable baseline" in first["baseline_comparison"][0]
     # the same gates ran as asset checks on run_scores in the Dagster run
-    assert first["asset_checks"]["sql-mutant"] == {"skipped_share": True, "execution_success": True, "correctness_floor": True,
-                                                   "policy_recall": True, "no_regression": True}
+    assert first["asset_checks"]["sql-mutant"] == {
+        "skipped_share": True,
+        "execution_success": True,
+        "correctness_floor": True,
+        "policy_recall": True,
+        "no_regression": True,
+    }
 
     models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 1.0, seed: 7}"))
     code = cli.main(["run", "--gold-set", "gate-v1", "--model", "sql-mutant", "--max-regression", "0.0", "--json"])
@@ -131,7 +178,9 @@ def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
     scores = report["runs"][0]["scores"]
     assert scores["semantic_correctness_rate"] < 1.0
     assert code == 1
-    assert any("model config changed" in line and "vs baseline 100.0%" in line for line in report["baseline_comparison"])
+    assert any(
+        "model config changed" in line and "vs baseline 100.0%" in line for line in report["baseline_comparison"]
+    )
     assert "GATE FAILED: sql-mutant: gate max_regression failed: semantic_correctness_rate fell by" in captured.err
     assert report["asset_checks"]["sql-mutant"]["no_regression"] is False
     assert report["asset_checks"]["sql-mutant"]["correctness_floor"] is True

@@ -3,38 +3,121 @@
 from __future__ import annotations
 
 import pytest
-
-from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.report.console import bar, console_full_report, console_run_report
-from nl2sql_pipeline.scoring.causes import cause_of
-from nl2sql_pipeline.report.tables import build_run_report
 from test_codec import _verdict
+
+from nl2sql_pipeline.report.console import bar, console_full_report, console_run_report
+from nl2sql_pipeline.report.tables import build_run_report
+from nl2sql_pipeline.scoring.causes import cause_of
+from nl2sql_pipeline.stages import outcomes
 
 
 def _v(case_id, outcome, *, category, domain, difficulty, tags=(), latency=None, cost=None, cached=None, **extra):
-    values = dict(case_id=case_id, outcome=outcome, correct=outcome == outcomes.CORRECT, category=category,
-                  domain=domain, difficulty=difficulty, tags=tuple(tags), latency_ms=latency, cost_usd=cost,
-                  cached=cached, token_source="measured", reason=None)
+    values = dict(
+        case_id=case_id,
+        outcome=outcome,
+        correct=outcome == outcomes.CORRECT,
+        category=category,
+        domain=domain,
+        difficulty=difficulty,
+        tags=tuple(tags),
+        latency_ms=latency,
+        cost_usd=cost,
+        cached=cached,
+        token_source="measured",
+        reason=None,
+    )
     return _verdict(**{**values, **extra})
 
 
 def fixture_verdicts():
     return [
-        _v("c1", outcomes.CORRECT, category="joins", domain="sales", difficulty="easy", tags=("join",),
-           latency=10.0, cost=0.01, cached=False),
-        _v("c2", outcomes.WRONG_RESULT, category="joins", domain="sales", difficulty="hard", tags=("join", "aggregate"),
-           latency=20.0, cost=0.02, cached=True),
-        _v("c3", outcomes.GENERATION_ERROR, category="joins", domain="hr", difficulty="hard", reason="no_sql",
-           latency=30.0, cost=0.01, cached=False, token_source="estimated"),
-        _v("c4", outcomes.EXECUTION_ERROR, category="filter", domain="hr", difficulty="easy", tags=("aggregate",),
-           reason="binder: Referenced column x not found", latency=40.0, cost=0.0, cached=True),
-        _v("c5", outcomes.CORRECT, category="filter", domain="sales", difficulty="easy", latency=50.0, cost=0.01,
-           cached=False),
-        _v("c6", outcomes.TIMEOUT, category="filter", domain="sales", difficulty="medium", reason="timeout: 5 s",
-           latency=60.0, cold_start=True, cost=0.005, cached=False),
-        _v("c7", outcomes.SKIPPED, category="filter", domain="hr", difficulty="easy", skip_reason="daily_quota_exhausted"),
-        _v("c8", outcomes.GENERATION_ERROR, category="filter", domain="hr", difficulty=None, tags=("join",),
-           reason="rate_limited", cost=0.0, cached=False),
+        _v(
+            "c1",
+            outcomes.CORRECT,
+            category="joins",
+            domain="sales",
+            difficulty="easy",
+            tags=("join",),
+            latency=10.0,
+            cost=0.01,
+            cached=False,
+        ),
+        _v(
+            "c2",
+            outcomes.WRONG_RESULT,
+            category="joins",
+            domain="sales",
+            difficulty="hard",
+            tags=("join", "aggregate"),
+            latency=20.0,
+            cost=0.02,
+            cached=True,
+        ),
+        _v(
+            "c3",
+            outcomes.GENERATION_ERROR,
+            category="joins",
+            domain="hr",
+            difficulty="hard",
+            reason="no_sql",
+            latency=30.0,
+            cost=0.01,
+            cached=False,
+            token_source="estimated",
+        ),
+        _v(
+            "c4",
+            outcomes.EXECUTION_ERROR,
+            category="filter",
+            domain="hr",
+            difficulty="easy",
+            tags=("aggregate",),
+            reason="binder: Referenced column x not found",
+            latency=40.0,
+            cost=0.0,
+            cached=True,
+        ),
+        _v(
+            "c5",
+            outcomes.CORRECT,
+            category="filter",
+            domain="sales",
+            difficulty="easy",
+            latency=50.0,
+            cost=0.01,
+            cached=False,
+        ),
+        _v(
+            "c6",
+            outcomes.TIMEOUT,
+            category="filter",
+            domain="sales",
+            difficulty="medium",
+            reason="timeout: 5 s",
+            latency=60.0,
+            cold_start=True,
+            cost=0.005,
+            cached=False,
+        ),
+        _v(
+            "c7",
+            outcomes.SKIPPED,
+            category="filter",
+            domain="hr",
+            difficulty="easy",
+            skip_reason="daily_quota_exhausted",
+        ),
+        _v(
+            "c8",
+            outcomes.GENERATION_ERROR,
+            category="filter",
+            domain="hr",
+            difficulty=None,
+            tags=("join",),
+            reason="rate_limited",
+            cost=0.0,
+            cached=False,
+        ),
         _v("p1", outcomes.PROBE_REJECTED, category="policy", domain="hr", difficulty=None, is_probe=True),
     ]
 
@@ -69,10 +152,19 @@ def test_breakdowns(report):
 
 def test_weakest_causes_and_cost(report):
     assert [(dim, row.key, row.fraction) for dim, row in report.weakest] == [
-        ("tag", "aggregate", "0/2"), ("category", "filter", "1/4"), ("category", "joins", "1/3"), ("tag", "join", "1/3"),
+        ("tag", "aggregate", "0/2"),
+        ("category", "filter", "1/4"),
+        ("category", "joins", "1/3"),
+        ("tag", "join", "1/3"),
     ]
-    assert report.causes == [("execution_error: binder", 1), ("no_sql", 1), ("rate_limited", 1),
-                             ("skipped: daily_quota_exhausted", 1), ("timeout", 1), ("wrong_result", 1)]
+    assert report.causes == [
+        ("execution_error: binder", 1),
+        ("no_sql", 1),
+        ("rate_limited", 1),
+        ("skipped: daily_quota_exhausted", 1),
+        ("timeout", 1),
+        ("wrong_result", 1),
+    ]
     cost = report.cost
     assert (cost.paid_now_cases, cost.from_cache_cases, cost.unknown_cases) == (5, 2, 0)
     assert cost.paid_now_usd == pytest.approx(0.035) and cost.from_cache_usd == pytest.approx(0.02)
@@ -81,7 +173,10 @@ def test_weakest_causes_and_cost(report):
 
 def test_cause_of_generation_errors_uses_the_error_class():
     assert cause_of(_verdict(outcome=outcomes.GENERATION_ERROR, reason="no SQL generated")) == "no_sql"
-    assert cause_of(_verdict(outcome=outcomes.POLICY_REJECTED, policy_rule="forbidden_table")) == "policy_rejected: forbidden_table"
+    assert (
+        cause_of(_verdict(outcome=outcomes.POLICY_REJECTED, policy_rule="forbidden_table"))
+        == "policy_rejected: forbidden_table"
+    )
     assert cause_of(_verdict(outcome=outcomes.CORRECT, correct=True)) is None
 
 
@@ -90,12 +185,16 @@ def test_console_text(report):
     lines = text.splitlines()
     assert lines[0] == "== m on g =="
     assert lines[1] == "WARNING: PARTIAL RUN: 7 of 8 query verdicts were scored"
-    assert any(line.startswith("semantic correctness") and "28.6% [8.2%, 64.1%]" in line and line.endswith("2/7")
-               for line in lines)
+    assert any(
+        line.startswith("semantic correctness") and "28.6% [8.2%, 64.1%]" in line and line.endswith("2/7")
+        for line in lines
+    )
     assert f"  joins   {bar(1 / 3)}   33.3%" in text
     assert "weakest: aggregate 0/2, filter 1/4, joins 1/3, join 1/3" in lines
-    assert ("not correct, by cause: execution_error: binder 1, no_sql 1, rate_limited 1, "
-            "skipped: daily_quota_exhausted 1, timeout 1, wrong_result 1") in lines
+    assert (
+        "not correct, by cause: execution_error: binder 1, no_sql 1, rate_limited 1, "
+        "skipped: daily_quota_exhausted 1, timeout 1, wrong_result 1"
+    ) in lines
     assert any("$0.0350 paid now (5 cases), $0.0200 replayed from cache (2 cases)" in line for line in lines)
     assert "tokens                  mixed" in lines
 
@@ -108,18 +207,31 @@ def test_pairwise_label_in_the_full_report():
     verdicts = fixture_verdicts()
     a = build_run_report(verdicts, model="a", gold_set="g")
     b = build_run_report(verdicts, model="b", gold_set="g")
-    assert "a vs b on g: 7 paired cases, 0 right only in a, 0 right only in b: not significant (p=1.0000)" in console_full_report([a, b])
+    assert (
+        "a vs b on g: 7 paired cases, 0 right only in a, 0 right only in b: not significant (p=1.0000)"
+        in console_full_report([a, b])
+    )
 
 
 def test_a_perfect_dimension_is_one_line_and_tiny_groups_are_not_the_surest_weakness():
-    verdicts = [_v(f"s{i}", outcomes.CORRECT if i < 15 else outcomes.WRONG_RESULT, category="single", domain="d",
-                   difficulty="easy", tags=("filter",)) for i in range(30)]
+    verdicts = [
+        _v(
+            f"s{i}",
+            outcomes.CORRECT if i < 15 else outcomes.WRONG_RESULT,
+            category="single",
+            domain="d",
+            difficulty="easy",
+            tags=("filter",),
+        )
+        for i in range(30)
+    ]
     verdicts.append(_v("t", outcomes.WRONG_RESULT, category="single", domain="d", difficulty="easy", tags=("rare",)))
     report = build_run_report(verdicts, model="m", gold_set="g")
     assert [row.key for _, row in report.weakest][:2] == ["single", "filter"]  # 15/31 before 0/1
     assert "by domain:" in console_run_report(report)
-    perfect = build_run_report([_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy")], model="m",
-                               gold_set="g")
+    perfect = build_run_report(
+        [_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy")], model="m", gold_set="g"
+    )
     assert "by category: all 1 at 100%" in console_run_report(perfect).splitlines()
 
 
@@ -128,16 +240,24 @@ def test_run_scores_carry_the_outcome_causes_and_the_markdown_shows_them():
     from nl2sql_pipeline.scoring.run_scores import score_run
 
     scores = score_run(fixture_verdicts())
-    assert scores["outcome_causes"] == {"execution_error: binder": 1, "no_sql": 1, "rate_limited": 1,
-                                        "skipped: daily_quota_exhausted": 1, "timeout": 1, "wrong_result": 1}
+    assert scores["outcome_causes"] == {
+        "execution_error: binder": 1,
+        "no_sql": 1,
+        "rate_limited": 1,
+        "skipped: daily_quota_exhausted": 1,
+        "timeout": 1,
+        "wrong_result": 1,
+    }
     assert "**not correct, by cause:** execution_error: binder 1, no_sql 1" in markdown_scores(scores)
 
 
 def test_repeat_variance_line():
-    verdicts = [_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
-                _v("a", outcomes.WRONG_RESULT, category="c", domain="d", difficulty="easy", sample_index=1),
-                _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
-                _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=1)]
+    verdicts = [
+        _v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
+        _v("a", outcomes.WRONG_RESULT, category="c", domain="d", difficulty="easy", sample_index=1),
+        _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
+        _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=1),
+    ]
     text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
     assert "repeat: 1 of 2 cases changed verdict across samples (mean per-case variance 0.125)" in text.splitlines()
     assert "repeat:" not in console_run_report(build_run_report(verdicts[2:3], model="m", gold_set="g"))

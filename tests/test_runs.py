@@ -45,8 +45,13 @@ def test_staleness_follows_the_rerun_policy():
 
 
 def _row(run_id: str, rate: float | None, **versions) -> dict:
-    return {"run_id": run_id, "gold_set": "g", "model": "m", "semantic_correctness_rate": rate,
-            **replace(V, **versions).as_dict()}
+    return {
+        "run_id": run_id,
+        "gold_set": "g",
+        "model": "m",
+        "semantic_correctness_rate": rate,
+        **replace(V, **versions).as_dict(),
+    }
 
 
 def test_the_baseline_is_the_latest_earlier_comparable_run_never_the_run_itself():
@@ -79,8 +84,16 @@ def test_a_changed_schema_of_an_own_database_is_a_new_version(tmp_path):
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name VARCHAR)")
         con.execute("INSERT INTO customers VALUES (1, 'Ada')")
-    case = case_from_dict({"id": "q1", "domain": "shop", "category": "aggregation", "question": "How many?",
-                           "database": "shop", "expected_sql": "SELECT count(*) FROM customers"})
+    case = case_from_dict(
+        {
+            "id": "q1",
+            "domain": "shop",
+            "category": "aggregation",
+            "question": "How many?",
+            "database": "shop",
+            "expected_sql": "SELECT count(*) FROM customers",
+        }
+    )
     resolve = {"shop": db}.__getitem__
     first = schema_context_hash([case], resolve)
     assert schema_context_hash([case], resolve) == first, "the same schema is the same version"

@@ -13,11 +13,10 @@ import pytest
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 from nl2sql_cli.main import main
 from nl2sql_pipeline.errors import DatabaseNotFoundError
-from nl2sql_pipeline.sample_db import build as build_module
 from nl2sql_pipeline.sample_db import (
     BASE_FACT_ROWS,
-    BUILDERS,
     BUILDER_VERSION,
+    BUILDERS,
     DATABASE_NAME,
     PROMPT_INJECTIONS,
     REFERENCE_DATE,
@@ -29,6 +28,7 @@ from nl2sql_pipeline.sample_db import (
     manifest_path,
     read_manifest,
 )
+from nl2sql_pipeline.sample_db import build as build_module
 
 SMALL = 0.05
 TINY = 0.02
@@ -115,7 +115,11 @@ def test_scale_multiplies_fact_tables_only() -> None:
 
 def test_default_scale_has_the_documented_sizes() -> None:
     assert BASE_FACT_ROWS == {
-        "users": 3_000, "watch_sessions": 100_000, "ratings": 20_000, "ad_impressions": 80_000, "merch_orders": 6_000,
+        "users": 3_000,
+        "watch_sessions": 100_000,
+        "ratings": 20_000,
+        "ad_impressions": 80_000,
+        "merch_orders": 6_000,
     }
 
 
@@ -156,8 +160,12 @@ def test_fact_timestamps_lie_in_the_data_period(con) -> None:
     start = datetime.datetime(2024, 1, 1)
     end = datetime.datetime(2026, 7, 1)
     for table, column in [
-        ("watch_sessions", "started_at"), ("ratings", "rated_at"), ("ad_impressions", "served_at"),
-        ("merch_orders", "ordered_at"), ("users", "signup_date"), ("subscriptions", "start_date"),
+        ("watch_sessions", "started_at"),
+        ("ratings", "rated_at"),
+        ("ad_impressions", "served_at"),
+        ("merch_orders", "ordered_at"),
+        ("users", "signup_date"),
+        ("subscriptions", "start_date"),
         ("ad_campaigns", "start_date"),
     ]:
         low, high = con.execute(f"SELECT min({column})::TIMESTAMP, max({column})::TIMESTAMP FROM {table}").fetchone()
@@ -168,16 +176,21 @@ def test_fact_timestamps_lie_in_the_data_period(con) -> None:
 
 
 def test_activity_grows_over_time(con) -> None:
-    per_year = dict(con.execute(
-        "SELECT year(started_at), count(*) FROM watch_sessions WHERE month(started_at) <= 6 GROUP BY 1"
-    ).fetchall())
+    per_year = dict(
+        con.execute(
+            "SELECT year(started_at), count(*) FROM watch_sessions WHERE month(started_at) <= 6 GROUP BY 1"
+        ).fetchall()
+    )
     assert per_year[2024] < per_year[2025] < per_year[2026]
 
 
 def test_popularity_is_skewed(con) -> None:
-    shares = [r[0] for r in con.execute(
-        "SELECT count(*) FROM watch_sessions JOIN episodes USING (episode_id) GROUP BY anime_id ORDER BY 1 DESC"
-    ).fetchall()]
+    shares = [
+        r[0]
+        for r in con.execute(
+            "SELECT count(*) FROM watch_sessions JOIN episodes USING (episode_id) GROUP BY anime_id ORDER BY 1 DESC"
+        ).fetchall()
+    ]
     assert sum(shares[:10]) > 0.5 * sum(shares)
 
 
@@ -212,53 +225,42 @@ def test_no_orphan_foreign_keys(con) -> None:
 
 def test_business_invariants_hold(con) -> None:
     checks = {
-        "active iff end_date is NULL":
-            "SELECT count(*) FROM subscriptions WHERE (status = 'active') <> (end_date IS NULL)",
-        "one active subscription per user":
-            "SELECT count(*) FROM (SELECT user_id FROM subscriptions WHERE status = 'active' "
-            "GROUP BY 1 HAVING count(*) > 1)",
-        "periods do not overlap":
-            "SELECT count(*) FROM subscriptions a JOIN subscriptions b ON a.user_id = b.user_id "
-            "AND a.subscription_id < b.subscription_id AND b.start_date <= coalesce(a.end_date, DATE '9999-12-31') "
-            "AND a.start_date <= coalesce(b.end_date, DATE '9999-12-31')",
-        "1-4 genres per anime":
-            "SELECT count(*) FROM anime a WHERE (SELECT count(*) FROM anime_genres g WHERE g.anime_id = a.anime_id) "
-            "NOT BETWEEN 1 AND 4",
-        "upcoming titles have no air dates":
-            "SELECT count(*) FROM episodes JOIN anime USING (anime_id) "
-            "WHERE status = 'upcoming' AND air_date IS NOT NULL",
-        "finished titles aired every episode":
-            "SELECT count(*) FROM episodes JOIN anime USING (anime_id) WHERE status = 'finished' AND air_date IS NULL",
-        "airing titles aired some episodes":
-            "SELECT count(*) FROM anime a WHERE status = 'airing' AND NOT EXISTS "
-            "(SELECT 1 FROM episodes e WHERE e.anime_id = a.anime_id AND e.air_date IS NOT NULL)",
-        "premiere matches the season year":
-            "SELECT count(*) FROM anime JOIN episodes USING (anime_id) WHERE episode_number = 1 "
-            "AND air_date IS NOT NULL AND year(air_date) <> season_year",
-        "sessions after air date and signup":
-            "SELECT count(*) FROM watch_sessions w JOIN episodes e USING (episode_id) JOIN users u USING (user_id) "
-            "WHERE e.air_date IS NULL OR w.started_at::DATE < e.air_date OR w.started_at::DATE < u.signup_date",
-        "impressions within campaign dates":
-            "SELECT count(*) FROM ad_impressions i JOIN ad_campaigns c USING (campaign_id) "
-            "WHERE i.served_at::DATE < c.start_date OR i.served_at::DATE > coalesce(c.end_date, DATE '2026-06-30')",
-        "impressions match the campaign's age target":
-            "SELECT count(*) FROM ad_impressions i JOIN ad_campaigns c USING (campaign_id) "
-            "JOIN users u USING (user_id) "
-            "WHERE c.target_age_band IS NOT NULL AND u.age_band IS DISTINCT FROM c.target_age_band",
-        "one rating per user and anime":
-            "SELECT count(*) FROM (SELECT user_id, anime_id FROM ratings GROUP BY 1, 2 HAVING count(*) > 1)",
+        "active iff end_date is NULL": "SELECT count(*) FROM subscriptions WHERE (status = 'active') <> (end_date IS NULL)",
+        "one active subscription per user": "SELECT count(*) FROM (SELECT user_id FROM subscriptions WHERE status = 'active' "
+        "GROUP BY 1 HAVING count(*) > 1)",
+        "periods do not overlap": "SELECT count(*) FROM subscriptions a JOIN subscriptions b ON a.user_id = b.user_id "
+        "AND a.subscription_id < b.subscription_id AND b.start_date <= coalesce(a.end_date, DATE '9999-12-31') "
+        "AND a.start_date <= coalesce(b.end_date, DATE '9999-12-31')",
+        "1-4 genres per anime": "SELECT count(*) FROM anime a WHERE (SELECT count(*) FROM anime_genres g WHERE g.anime_id = a.anime_id) "
+        "NOT BETWEEN 1 AND 4",
+        "upcoming titles have no air dates": "SELECT count(*) FROM episodes JOIN anime USING (anime_id) "
+        "WHERE status = 'upcoming' AND air_date IS NOT NULL",
+        "finished titles aired every episode": "SELECT count(*) FROM episodes JOIN anime USING (anime_id) WHERE status = 'finished' AND air_date IS NULL",
+        "airing titles aired some episodes": "SELECT count(*) FROM anime a WHERE status = 'airing' AND NOT EXISTS "
+        "(SELECT 1 FROM episodes e WHERE e.anime_id = a.anime_id AND e.air_date IS NOT NULL)",
+        "premiere matches the season year": "SELECT count(*) FROM anime JOIN episodes USING (anime_id) WHERE episode_number = 1 "
+        "AND air_date IS NOT NULL AND year(air_date) <> season_year",
+        "sessions after air date and signup": "SELECT count(*) FROM watch_sessions w JOIN episodes e USING (episode_id) JOIN users u USING (user_id) "
+        "WHERE e.air_date IS NULL OR w.started_at::DATE < e.air_date OR w.started_at::DATE < u.signup_date",
+        "impressions within campaign dates": "SELECT count(*) FROM ad_impressions i JOIN ad_campaigns c USING (campaign_id) "
+        "WHERE i.served_at::DATE < c.start_date OR i.served_at::DATE > coalesce(c.end_date, DATE '2026-06-30')",
+        "impressions match the campaign's age target": "SELECT count(*) FROM ad_impressions i JOIN ad_campaigns c USING (campaign_id) "
+        "JOIN users u USING (user_id) "
+        "WHERE c.target_age_band IS NOT NULL AND u.age_band IS DISTINCT FROM c.target_age_band",
+        "one rating per user and anime": "SELECT count(*) FROM (SELECT user_id, anime_id FROM ratings GROUP BY 1, 2 HAVING count(*) > 1)",
         "scores 1..10": "SELECT count(*) FROM ratings WHERE score NOT BETWEEN 1 AND 10",
-        "unit price never above list price":
-            "SELECT count(*) FROM merch_order_lines l JOIN merch_products p USING (product_id) "
-            "WHERE l.unit_price > p.list_price",
-        "completed means >= 90% watched":
-            "SELECT count(*) FROM watch_sessions JOIN episodes USING (episode_id) "
-            "WHERE completed <> (seconds_watched >= 0.9 * duration_minutes * 60)",
+        "unit price never above list price": "SELECT count(*) FROM merch_order_lines l JOIN merch_products p USING (product_id) "
+        "WHERE l.unit_price > p.list_price",
+        "completed means >= 90% watched": "SELECT count(*) FROM watch_sessions JOIN episodes USING (episode_id) "
+        "WHERE completed <> (seconds_watched >= 0.9 * duration_minutes * 60)",
     }
     failures = {name: n for name, sql in checks.items() if (n := scalar(con, sql)) != 0}
     assert failures == {}
-    discounted = scalar(con, "SELECT avg((l.unit_price < p.list_price)::INT) FROM merch_order_lines l "
-                             "JOIN merch_products p USING (product_id)")
+    discounted = scalar(
+        con,
+        "SELECT avg((l.unit_price < p.list_price)::INT) FROM merch_order_lines l "
+        "JOIN merch_products p USING (product_id)",
+    )
     assert 0.05 < discounted < 0.3
 
 

@@ -45,9 +45,19 @@ def test_weighted_returns_words_and_float_weights(words_dir: Path) -> None:
 @pytest.mark.parametrize(
     "name, text, call, message",
     [
-        ("genres", "Action | 10\nDrama\n", lambda: words.weighted("genres"), r"genres\.txt:2: expected 2 non-empty field"),
+        (
+            "genres",
+            "Action | 10\nDrama\n",
+            lambda: words.weighted("genres"),
+            r"genres\.txt:2: expected 2 non-empty field",
+        ),
         ("genres", "Action | lots\n", lambda: words.weighted("genres"), r"genres\.txt: a weight is not a number"),
-        ("bands", "a\nb\nc\n", lambda: words.words("bands", count=4), r"bands\.txt: expected exactly 4 entries, found 3"),
+        (
+            "bands",
+            "a\nb\nc\n",
+            lambda: words.words("bands", count=4),
+            r"bands\.txt: expected exactly 4 entries, found 3",
+        ),
         ("empty", "# only a comment\n", lambda: words.words("empty"), r"empty\.txt: no entries"),
         ("plans", "1 | |\n", lambda: words.rows("plans", 3), r"plans\.txt:1: expected 3 non-empty field"),
     ],
@@ -76,6 +86,7 @@ def test_flag_rejects_anything_else() -> None:
 def test_the_package_data_globs_ship_every_vocabulary_file() -> None:
     """A non-editable install carries ``words/*.txt``: pyproject's package-data globs match every file."""
     import glob
+
     import tomllib
 
     root = Path(__file__).resolve().parents[1]

@@ -6,27 +6,62 @@ from dataclasses import replace
 
 import pytest
 
-from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.scoring.metrics import METRICS
-from nl2sql_pipeline.scoring.run_scores import RunScores, RunScoresError
-from nl2sql_pipeline.stages.records import Verdict
 from nl2sql_pipeline.scoring.formatting import format_rate
-from nl2sql_pipeline.scoring.run_scores import score_run
+from nl2sql_pipeline.scoring.metrics import METRICS
+from nl2sql_pipeline.scoring.run_scores import RunScores, RunScoresError, score_run
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import Verdict
 
 
-def _verdict(case_id, outcome, *, domain="d1", category="single_table", difficulty="easy", probe=False,
-             latency=10.0, candidates=1, first_correct=None, tokens=100, source="measured", cost=0.001, skip=None):
+def _verdict(
+    case_id,
+    outcome,
+    *,
+    domain="d1",
+    category="single_table",
+    difficulty="easy",
+    probe=False,
+    latency=10.0,
+    candidates=1,
+    first_correct=None,
+    tokens=100,
+    source="measured",
+    cost=0.001,
+    skip=None,
+):
     correct = outcome in (outcomes.CORRECT, outcomes.PROBE_REJECTED)
     return Verdict(
-        case_id=case_id, case_fingerprint=f"fp-{case_id}", domain=domain, category=category, difficulty=difficulty,
-        tags=(), is_probe=probe, sample_index=0, generated_sql=None, outcome=outcome, correct=correct,
-        comparison_rule=None, reason=skip, score_exact=1.0 if correct else 0.0,
-        score_partial=1.0 if correct else 0.25, policy_rule=None, policy_name=None, candidate_count=candidates,
-        selected_candidate_index=0, first_candidate_correct=correct if first_correct is None else first_correct,
-        latency_ms=None if probe else latency, oracle_latency_ms=None if probe else 2.0, execution_ms=None,
-        input_tokens=None if probe else tokens, output_tokens=None if probe else tokens // 2,
-        token_source=None if probe else source, cost_usd=None if probe else cost, cached=None, cold_start=False,
-        mutation=None, skip_reason=skip,
+        case_id=case_id,
+        case_fingerprint=f"fp-{case_id}",
+        domain=domain,
+        category=category,
+        difficulty=difficulty,
+        tags=(),
+        is_probe=probe,
+        sample_index=0,
+        generated_sql=None,
+        outcome=outcome,
+        correct=correct,
+        comparison_rule=None,
+        reason=skip,
+        score_exact=1.0 if correct else 0.0,
+        score_partial=1.0 if correct else 0.25,
+        policy_rule=None,
+        policy_name=None,
+        candidate_count=candidates,
+        selected_candidate_index=0,
+        first_candidate_correct=correct if first_correct is None else first_correct,
+        latency_ms=None if probe else latency,
+        oracle_latency_ms=None if probe else 2.0,
+        execution_ms=None,
+        input_tokens=None if probe else tokens,
+        output_tokens=None if probe else tokens // 2,
+        token_source=None if probe else source,
+        cost_usd=None if probe else cost,
+        cached=None,
+        cold_start=False,
+        mutation=None,
+        skip_reason=skip,
     )
 
 
@@ -58,7 +93,7 @@ def test_all_skipped_gives_no_rate_rather_than_zero():
 def test_policy_precision_and_recall():
     frame = [
         _verdict("q1", outcomes.CORRECT),
-        _verdict("q2", outcomes.POLICY_REJECTED),          # a false positive: legitimate SQL rejected
+        _verdict("q2", outcomes.POLICY_REJECTED),  # a false positive: legitimate SQL rejected
         _verdict("p1", outcomes.PROBE_REJECTED, probe=True),
         _verdict("p2", outcomes.PROBE_REJECTED, probe=True),
         _verdict("p3", outcomes.PROBE_ALLOWED, probe=True),  # a false negative
@@ -75,8 +110,18 @@ def test_policy_precision_and_recall():
 
 def test_breakdowns_and_candidate_selection_uplift():
     frame = [
-        _verdict("a", outcomes.CORRECT, domain="x", category="time", difficulty="hard", candidates=3, first_correct=False),
-        _verdict("b", outcomes.WRONG_RESULT, domain="x", category="metric", difficulty="easy", candidates=3, first_correct=False),
+        _verdict(
+            "a", outcomes.CORRECT, domain="x", category="time", difficulty="hard", candidates=3, first_correct=False
+        ),
+        _verdict(
+            "b",
+            outcomes.WRONG_RESULT,
+            domain="x",
+            category="metric",
+            difficulty="easy",
+            candidates=3,
+            first_correct=False,
+        ),
         _verdict("c", outcomes.CORRECT, domain="y", category="time", difficulty="hard"),
     ]
     scores = score_run(frame)
@@ -125,8 +170,9 @@ def test_scores_hold_every_declared_metric_with_real_nested_values():
     assert list(scores) == list(scores.as_dict()) and set(scores) == {m.name for m in METRICS}
     assert scores.outcome_counts == {outcomes.CORRECT: 1, outcomes.SKIPPED: 1}
     assert isinstance(scores["warnings"], list) and scores.warnings == scores["warnings"]
-    assert scores.breakdown("domain") == {"d1": {"query_count": 1, "semantic_correctness_rate": 1.0,
-                                                 "sql_execution_success_rate": 1.0}}
+    assert scores.breakdown("domain") == {
+        "d1": {"query_count": 1, "semantic_correctness_rate": 1.0, "sql_execution_success_rate": 1.0}
+    }
 
 
 def test_run_scores_refuse_undeclared_or_missing_metrics():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import datetime
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import pytest
@@ -95,9 +96,19 @@ def test_model_describes_the_sample_database(model: SemanticModel) -> None:
     assert model.database == DATABASE_NAME
     assert model.reference_date == REFERENCE_DATE
     assert any("2026-06-30" in c for c in model.conventions)
-    assert {"watch_hours", "active_users", "completion_rate", "average_rating", "ad_revenue", "impressions",
-            "click_through_rate", "merchandise_revenue", "average_order_value", "monthly_recurring_revenue",
-            "churned_subscriptions"} <= {m.name for m in model.metrics}
+    assert {
+        "watch_hours",
+        "active_users",
+        "completion_rate",
+        "average_rating",
+        "ad_revenue",
+        "impressions",
+        "click_through_rate",
+        "merchandise_revenue",
+        "average_order_value",
+        "monthly_recurring_revenue",
+        "churned_subscriptions",
+    } <= {m.name for m in model.metrics}
     assert "watch time" in model.metric("watch_hours").synonyms
     assert "show" in model.table("anime").synonyms
     assert "viewers" in model.table("users").synonyms
@@ -149,9 +160,12 @@ def test_value_domains_match_the_data(model: SemanticModel, con) -> None:
     for table in model.tables:
         for column in table.columns:
             if column.values:
-                found = {r[0] for r in con.execute(
-                    f"SELECT DISTINCT {column.name}::VARCHAR FROM {table.name} WHERE {column.name} IS NOT NULL"
-                ).fetchall()}
+                found = {
+                    r[0]
+                    for r in con.execute(
+                        f"SELECT DISTINCT {column.name}::VARCHAR FROM {table.name} WHERE {column.name} IS NOT NULL"
+                    ).fetchall()
+                }
                 assert found <= set(column.values), f"{table.name}.{column.name}: {found - set(column.values)}"
                 checked += 1
     assert checked >= 10
@@ -174,19 +188,29 @@ def test_metric_definitions_compute_what_they_say(model: SemanticModel, con) -> 
         return float(con.execute(sql).fetchone()[0])
 
     assert value(metric_sql(model, "watch_hours")) == pytest.approx(
-        value("SELECT sum(seconds_watched) FROM watch_sessions") / 3600)
+        value("SELECT sum(seconds_watched) FROM watch_sessions") / 3600
+    )
     assert 0 < value(metric_sql(model, "click_through_rate")) < 0.2
     assert value(metric_sql(model, "click_through_rate")) == pytest.approx(
-        value("SELECT count(*) FILTER (WHERE clicked) / count(*) FROM ad_impressions"))
+        value("SELECT count(*) FILTER (WHERE clicked) / count(*) FROM ad_impressions")
+    )
     assert 0 < value(metric_sql(model, "completion_rate")) < 1
-    assert value(metric_sql(model, "merchandise_revenue")) == pytest.approx(value(
-        "SELECT sum(quantity * unit_price) FROM merch_order_lines JOIN merch_orders USING (order_id) "
-        "WHERE status IN ('completed', 'shipped')"))
-    assert value(metric_sql(model, "monthly_recurring_revenue")) == pytest.approx(value(
-        "SELECT sum(monthly_price) FROM subscriptions JOIN subscription_plans USING (plan_id) WHERE end_date IS NULL"))
+    assert value(metric_sql(model, "merchandise_revenue")) == pytest.approx(
+        value(
+            "SELECT sum(quantity * unit_price) FROM merch_order_lines JOIN merch_orders USING (order_id) "
+            "WHERE status IN ('completed', 'shipped')"
+        )
+    )
+    assert value(metric_sql(model, "monthly_recurring_revenue")) == pytest.approx(
+        value(
+            "SELECT sum(monthly_price) FROM subscriptions JOIN subscription_plans USING (plan_id) WHERE end_date IS NULL"
+        )
+    )
     may = metric_sql(model, "active_users", start=datetime.date(2026, 5, 1), end=datetime.date(2026, 6, 1))
-    assert value(may) == value("SELECT count(DISTINCT user_id) FROM watch_sessions "
-                               "WHERE started_at >= '2026-05-01' AND started_at < '2026-06-01'")
+    assert value(may) == value(
+        "SELECT count(DISTINCT user_id) FROM watch_sessions "
+        "WHERE started_at >= '2026-05-01' AND started_at < '2026-06-01'"
+    )
     assert value(may) < value(metric_sql(model, "active_users"))
 
 
@@ -262,6 +286,7 @@ def _set(path: list[Any], value: Any) -> Callable[[dict], None]:
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return edit
 
 
@@ -271,6 +296,7 @@ def _delete(path: list[Any]) -> Callable[[dict], None]:
         for key in path[:-1]:
             node = node[key]
         del node[path[-1]]
+
     return edit
 
 
@@ -281,7 +307,9 @@ INVALID_EDITS = {
         "tables.anime.columns.title.description: missing required key",
     ),
     "unknown column key": (
-        _set(["tables", "users", "columns", "email", "pii"], True), "tables.users.columns.email.pii: unknown key"),
+        _set(["tables", "users", "columns", "email", "pii"], True),
+        "tables.users.columns.email.pii: unknown key",
+    ),
     "metric on an unknown column": (
         _set(["metrics", "watch_hours", "sql"], "SUM(watch_sessions.minutes_watched)"),
         "metrics.watch_hours.sql: unknown column watch_sessions.minutes_watched",
@@ -291,13 +319,21 @@ INVALID_EDITS = {
         "metrics.ad_revenue.sql: column merch_order_lines.unit_price names a table that is not in the FROM clause",
     ),
     "metric with unparsable SQL": (
-        _set(["metrics", "impressions", "sql"], "COUNT(*"), "metrics.impressions.sql: SQL does not parse"),
+        _set(["metrics", "impressions", "sql"], "COUNT(*"),
+        "metrics.impressions.sql: SQL does not parse",
+    ),
     "metric from an unknown source": (
-        _set(["metrics", "clicks", "from"], "impressions_table"), "metrics.clicks.from: unknown source"),
+        _set(["metrics", "clicks", "from"], "impressions_table"),
+        "metrics.clicks.from: unknown source",
+    ),
     "time column outside the source": (
-        _set(["metrics", "clicks", "time_column"], "merch_orders.ordered_at"), "metrics.clicks.time_column"),
+        _set(["metrics", "clicks", "time_column"], "merch_orders.ordered_at"),
+        "metrics.clicks.time_column",
+    ),
     "relationship to an unknown column": (
-        _set(["relationships", 0, "to"], "studios.id"), "relationships[0].to: unknown column 'studios.id'"),
+        _set(["relationships", 0, "to"], "studios.id"),
+        "relationships[0].to: unknown column 'studios.id'",
+    ),
     "join path tables do not match its SQL": (
         _set(["join_paths", "anime_with_genres", "tables"], ["anime", "genres"]),
         "join_paths.anime_with_genres.sql: table 'anime_genres' is not part",
@@ -343,8 +379,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_duplicate_keys_are_rejected_with_their_line(tmp_path: Path) -> None:
-    text = MODEL_FILE.read_text().replace(
-        "  watch_hours:\n", "  watch_hours:\n    description: first\n", 1)
+    text = MODEL_FILE.read_text().replace("  watch_hours:\n", "  watch_hours:\n    description: first\n", 1)
     path = tmp_path / "dup.yml"
     path.write_text(text)
     line = text.splitlines().index("  watch_hours:") + 3  # the second `description` (1-based)

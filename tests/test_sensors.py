@@ -17,9 +17,16 @@ def evaluated(tmp_path, monkeypatch, isolated_home):
     data = tmp_path / "data"
     shutil.copytree(PROJECT_ROOT / "data", data)
     monkeypatch.setenv("NL2SQL_DATA", str(data))
-    case = {"id": "c-1", "domain": "d", "category": "single_table", "question": "How many titles?",
-            "database": "anime_platform", "expected_sql": "SELECT COUNT(*) AS n FROM anime", "tags": ["aggregate"],
-            "difficulty": "easy"}
+    case = {
+        "id": "c-1",
+        "domain": "d",
+        "category": "single_table",
+        "question": "How many titles?",
+        "database": "anime_platform",
+        "expected_sql": "SELECT COUNT(*) AS n FROM anime",
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+    }
     (data / "gold" / "tiny-v1.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
     registry = data / "gold" / "gold_sets.yml"
     registry.write_text(registry.read_text() + "  tiny-v1:\n    file: tiny-v1.jsonl\n    description: t\n")
@@ -47,8 +54,12 @@ def test_a_changed_model_config_requests_a_rerun_of_that_model_only(evaluated):
     models = data / "models.yml"
     text = models.read_text()
     assert "params: {temperature: 0, mutation_rate: 0.5, seed: 7}" in text
-    models.write_text(text.replace("params: {temperature: 0, mutation_rate: 0.5, seed: 7}",
-                                   "params: {temperature: 0, mutation_rate: 0.3, seed: 7}"))
+    models.write_text(
+        text.replace(
+            "params: {temperature: 0, mutation_rate: 0.5, seed: 7}",
+            "params: {temperature: 0, mutation_rate: 0.3, seed: 7}",
+        )
+    )
     requests = _requests(instance)
     assert len(requests) == 1
     assert requests[0].partition_key == dg.MultiPartitionKey({"gold": "tiny-v1", "model": "sql-mutant"})

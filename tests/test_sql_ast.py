@@ -8,10 +8,10 @@ import duckdb
 import pytest
 from sqlglot import exp
 
-from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.execution import release_sandboxes, run_query, statement_check
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy import SQLPolicyEngine, load_policy, read_database_schema
+from nl2sql_pipeline.sql import parse as sql_ast
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ import sqlite3
 import duckdb
 import pytest
 
-from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey, SqliteCopyError, copy_sqlite_to_duckdb
+from nl2sql_pipeline.execution import run_query
 
 SCRIPT = """
 CREATE TABLE country (code TEXT PRIMARY KEY, name TEXT);
@@ -45,8 +45,12 @@ def source(tmp_path):
 def _types(path):
     con = duckdb.connect(str(path), read_only=True)
     try:
-        return {(t, c): d for t, c, d in con.execute(
-            "SELECT table_name, column_name, data_type FROM information_schema.columns").fetchall()}
+        return {
+            (t, c): d
+            for t, c, d in con.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns"
+            ).fetchall()
+        }
     finally:
         con.close()
 
@@ -72,18 +76,30 @@ def test_keys_are_declared_where_the_data_allows_and_every_other_one_is_noted(so
     extra = ExtraKeys({"VISIT": ("city_id", "visitor_id")}, [ForeignKey("visit", ("visitor_id",), "city", ("id",))])
     copied = copy_sqlite_to_duckdb(source, tmp_path / "out.duckdb", extra)
     con = duckdb.connect(str(copied.path), read_only=True)
-    keys = sorted((t, k, tuple(c)) for t, k, c in con.execute(
-        "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
-        "WHERE constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')").fetchall())
-    unique = con.execute("SELECT table_name, constraint_column_names FROM duckdb_constraints() "
-                         "WHERE constraint_type = 'UNIQUE'").fetchall()
+    keys = sorted(
+        (t, k, tuple(c))
+        for t, k, c in con.execute(
+            "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
+            "WHERE constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY')"
+        ).fetchall()
+    )
+    unique = con.execute(
+        "SELECT table_name, constraint_column_names FROM duckdb_constraints() WHERE constraint_type = 'UNIQUE'"
+    ).fetchall()
     con.close()
     assert unique == [("person", ["email"])]  # what login(email) points at
-    assert keys == [("city", "FOREIGN KEY", ("country",)), ("city", "PRIMARY KEY", ("id",)),
-                    ("country", "PRIMARY KEY", ("code",)), ("login", "FOREIGN KEY", ("email",)),
-                    ("person", "PRIMARY KEY", ("id",)), ("visit", "PRIMARY KEY", ("city_id", "visitor_id"))]
-    assert "foreign key person(boss) -> person(id) not declared: a table referencing itself cannot be copied " \
+    assert keys == [
+        ("city", "FOREIGN KEY", ("country",)),
+        ("city", "PRIMARY KEY", ("id",)),
+        ("country", "PRIMARY KEY", ("code",)),
+        ("login", "FOREIGN KEY", ("email",)),
+        ("person", "PRIMARY KEY", ("id",)),
+        ("visit", "PRIMARY KEY", ("city_id", "visitor_id")),
+    ]
+    assert (
+        "foreign key person(boss) -> person(id) not declared: a table referencing itself cannot be copied "
         "with the key declared" in copied.notes
+    )
     assert "primary key dup(id) not declared: it holds NULL values" in copied.notes
     assert "foreign key visit(city_id) -> city(id) not declared: some values have no parent row" in copied.notes
     assert "foreign key visit(visitor_id) -> city(id) not declared: some values have no parent row" in copied.notes

@@ -12,15 +12,13 @@ from dataclasses import replace
 import duckdb
 import pytest
 
-from nl2sql_pipeline.results import frames as codec
-
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.execution import SandboxLimits
 from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.results import frames as codec
+from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import attempts_from_candidates
-from nl2sql_pipeline.stages import execute_attempts, judge, run_oracle
 
 
 @pytest.fixture
@@ -36,16 +34,40 @@ def db(tmp_path):
 
 
 def _case(case_id: str, sql, **extra):
-    return case_from_dict({"id": case_id, "domain": "d", "category": "single_table", "question": "q",
-                           "database": "tiny", "expected_sql": sql, **extra})
+    return case_from_dict(
+        {
+            "id": case_id,
+            "domain": "d",
+            "category": "single_table",
+            "question": "q",
+            "database": "tiny",
+            "expected_sql": sql,
+            **extra,
+        }
+    )
 
 
 def _candidates(rows):
     return [
-        CandidateRecord(case_id=c, case_fingerprint=f"fp-{c}", sample_index=s, candidate_index=i, generated_sql=sql,
-                        raw_reply=sql, error_class=err, error_message=None, latency_ms=5.0, input_tokens=10,
-                        output_tokens=5, token_source="measured", cost_usd=0.0, cached=False, mutation=None,
-                        model_config_hash="h", prompt_hash=None)
+        CandidateRecord(
+            case_id=c,
+            case_fingerprint=f"fp-{c}",
+            sample_index=s,
+            candidate_index=i,
+            generated_sql=sql,
+            raw_reply=sql,
+            error_class=err,
+            error_message=None,
+            latency_ms=5.0,
+            input_tokens=10,
+            output_tokens=5,
+            token_source="measured",
+            cost_usd=0.0,
+            cached=False,
+            mutation=None,
+            model_config_hash="h",
+            prompt_hash=None,
+        )
         for c, s, i, sql, err in rows
     ]
 
@@ -58,17 +80,24 @@ def _run(db, cases, candidates, **kwargs):
 
 
 def test_outcome_classes(db):
-    cases = [_case("ok", "SELECT COUNT(*) FROM anime"), _case("wrong", "SELECT COUNT(*) FROM anime"),
-             _case("err", "SELECT COUNT(*) FROM anime"), _case("pol", "SELECT COUNT(*) FROM anime"),
-             _case("gen", "SELECT COUNT(*) FROM anime"), _case("skip", "SELECT COUNT(*) FROM anime")]
-    candidates = _candidates([
-        ("ok", 0, 0, "SELECT COUNT(anime_id) FROM anime", None),
-        ("wrong", 0, 0, "SELECT COUNT(*) FROM anime WHERE format = 'TV'", None),
-        ("err", 0, 0, "SELECT nope FROM anime", None),
-        ("pol", 0, 0, "SELECT email FROM users", None),
-        ("gen", 0, 0, None, "no_sql"),
-        ("skip", 0, 0, None, "daily_quota_exhausted"),
-    ])
+    cases = [
+        _case("ok", "SELECT COUNT(*) FROM anime"),
+        _case("wrong", "SELECT COUNT(*) FROM anime"),
+        _case("err", "SELECT COUNT(*) FROM anime"),
+        _case("pol", "SELECT COUNT(*) FROM anime"),
+        _case("gen", "SELECT COUNT(*) FROM anime"),
+        _case("skip", "SELECT COUNT(*) FROM anime"),
+    ]
+    candidates = _candidates(
+        [
+            ("ok", 0, 0, "SELECT COUNT(anime_id) FROM anime", None),
+            ("wrong", 0, 0, "SELECT COUNT(*) FROM anime WHERE format = 'TV'", None),
+            ("err", 0, 0, "SELECT nope FROM anime", None),
+            ("pol", 0, 0, "SELECT email FROM users", None),
+            ("gen", 0, 0, None, "no_sql"),
+            ("skip", 0, 0, None, "daily_quota_exhausted"),
+        ]
+    )
     verdicts = _run(db, cases, candidates)
     assert verdicts.loc["ok", "outcome"] == outcomes.CORRECT and verdicts.loc["ok", "comparison_rule"]
     assert verdicts.loc["wrong", "outcome"] == outcomes.WRONG_RESULT and "row" in verdicts.loc["wrong", "reason"]
@@ -79,18 +108,24 @@ def test_outcome_classes(db):
 
 
 def test_any_acceptable_alternative_matches(db):
-    case = _case("alt", ["SELECT title FROM anime WHERE format = 'TV'", "SELECT title, format FROM anime WHERE format = 'TV'"])
-    verdicts = _run(db, [case], _candidates([("alt", 0, 0, "SELECT title, format FROM anime WHERE format <> 'Movie'", None)]))
+    case = _case(
+        "alt", ["SELECT title FROM anime WHERE format = 'TV'", "SELECT title, format FROM anime WHERE format = 'TV'"]
+    )
+    verdicts = _run(
+        db, [case], _candidates([("alt", 0, 0, "SELECT title, format FROM anime WHERE format <> 'Movie'", None)])
+    )
     assert verdicts.loc["alt", "outcome"] == outcomes.CORRECT
 
 
 def test_execution_consistency_picks_the_majority_result_and_reports_the_first(db):
     case = _case("sel", "SELECT COUNT(*) FROM anime", candidate_selection=3)
-    candidates = _candidates([
-        ("sel", 0, 0, "SELECT COUNT(*) FROM anime WHERE format = 'TV'", None),   # first: wrong
-        ("sel", 0, 1, "SELECT COUNT(*) FROM anime", None),
-        ("sel", 0, 2, "SELECT COUNT(title) FROM anime", None),                   # agrees with candidate 1
-    ])
+    candidates = _candidates(
+        [
+            ("sel", 0, 0, "SELECT COUNT(*) FROM anime WHERE format = 'TV'", None),  # first: wrong
+            ("sel", 0, 1, "SELECT COUNT(*) FROM anime", None),
+            ("sel", 0, 2, "SELECT COUNT(title) FROM anime", None),  # agrees with candidate 1
+        ]
+    )
     verdict = _run(db, [case], candidates).loc["sel"]
     assert verdict["selected_candidate_index"] == 1
     assert verdict["correct"] and not verdict["first_candidate_correct"]
@@ -107,8 +142,9 @@ def test_isolated_execution_kills_a_query_that_ignores_interrupt(db):
     case = _case("slow", "SELECT COUNT(*) FROM anime")
     hog = "SELECT length(repeat('x', 2000000000)) AS n"  # ignores interrupt: ~10 s in-process
     started = time.monotonic()
-    verdicts = _run(db, [case], _candidates([("slow", 0, 0, hog, None)]),
-                    limits=SandboxLimits(timeout_s=0.5), isolated=True)
+    verdicts = _run(
+        db, [case], _candidates([("slow", 0, 0, hog, None)]), limits=SandboxLimits(timeout_s=0.5), isolated=True
+    )
     assert verdicts.loc["slow", "outcome"] == outcomes.TIMEOUT
     assert time.monotonic() - started < 8
 
@@ -122,16 +158,33 @@ def test_the_stages_give_the_same_verdicts_through_the_frame_codec(db, tmp_path)
         frame.to_parquet(path, index=False)
         return pd.read_parquet(path)
 
-    cases = [_case("ok", "SELECT COUNT(*) FROM anime"), _case("pol", "SELECT COUNT(*) FROM anime"),
-             _case("gen", "SELECT COUNT(*) FROM anime"),
-             _case("sel", "SELECT COUNT(*) FROM anime", candidate_selection=2),
-             case_from_dict({"id": "probe", "domain": "d", "category": "policy_rejection", "question": "q",
-                             "database": "tiny", "expected_outcome": "policy_rejection",
-                             "policy_probe_sql": "DROP TABLE anime"})]
-    candidates = _candidates([("ok", 0, 0, "SELECT COUNT(anime_id) FROM anime", None),
-                              ("pol", 0, 0, "SELECT email FROM users", None), ("gen", 0, 0, None, "no_sql"),
-                              ("sel", 0, 0, "SELECT 2", None), ("sel", 0, 1, "SELECT COUNT(*) FROM anime", None),
-                              ("sel", 0, 2, "SELECT COUNT(title) FROM anime", None)])
+    cases = [
+        _case("ok", "SELECT COUNT(*) FROM anime"),
+        _case("pol", "SELECT COUNT(*) FROM anime"),
+        _case("gen", "SELECT COUNT(*) FROM anime"),
+        _case("sel", "SELECT COUNT(*) FROM anime", candidate_selection=2),
+        case_from_dict(
+            {
+                "id": "probe",
+                "domain": "d",
+                "category": "policy_rejection",
+                "question": "q",
+                "database": "tiny",
+                "expected_outcome": "policy_rejection",
+                "policy_probe_sql": "DROP TABLE anime",
+            }
+        ),
+    ]
+    candidates = _candidates(
+        [
+            ("ok", 0, 0, "SELECT COUNT(anime_id) FROM anime", None),
+            ("pol", 0, 0, "SELECT email FROM users", None),
+            ("gen", 0, 0, None, "no_sql"),
+            ("sel", 0, 0, "SELECT 2", None),
+            ("sel", 0, 1, "SELECT COUNT(*) FROM anime", None),
+            ("sel", 0, 2, "SELECT COUNT(title) FROM anime", None),
+        ]
+    )
     resolve = lambda _name: db  # noqa: E731
     oracle = run_oracle(cases, resolve)
     attempts = execute_attempts(cases, attempts_from_candidates(candidates), PolicyGate(resolve))
@@ -148,8 +201,17 @@ def test_the_stages_give_the_same_verdicts_through_the_frame_codec(db, tmp_path)
     stored = judge(stored_cases, stored_oracle, stored_attempts)
     untimed = lambda verdicts: [replace(v, execution_ms=None, oracle_latency_ms=None) for v in verdicts]  # noqa: E731
     assert untimed(stored) == untimed(in_memory)
-    assert [v.outcome for v in stored] == [v.outcome for v in in_memory] == [
-        outcomes.CORRECT, outcomes.POLICY_REJECTED, outcomes.GENERATION_ERROR, outcomes.CORRECT, outcomes.PROBE_REJECTED]
+    assert (
+        [v.outcome for v in stored]
+        == [v.outcome for v in in_memory]
+        == [
+            outcomes.CORRECT,
+            outcomes.POLICY_REJECTED,
+            outcomes.GENERATION_ERROR,
+            outcomes.CORRECT,
+            outcomes.PROBE_REJECTED,
+        ]
+    )
     assert codec.verdicts_from_frame(through_parquet(codec.verdicts_to_frame(stored), "verdicts")) == stored
 
 
@@ -169,8 +231,9 @@ def test_a_miss_reads_the_canonical_clause_items_the_oracle_stored(db, monkeypat
     parsed = []
     monkeypatch.setattr(judge_module, "parse_clauses", lambda sql: parsed.append(sql) or structure.parse_clauses(sql))
     candidate = "SELECT format, COUNT(*) AS n FROM anime WHERE anime_id > 1 GROUP BY format ORDER BY format"
-    attempts = execute_attempts(cases, attempts_from_candidates(_candidates([("miss", 0, 0, candidate, None)])),
-                                PolicyGate(resolve))
+    attempts = execute_attempts(
+        cases, attempts_from_candidates(_candidates([("miss", 0, 0, candidate, None)])), PolicyGate(resolve)
+    )
     verdict = judge(cases, stored, attempts)[0]
     assert verdict.outcome == outcomes.WRONG_RESULT and parsed == [candidate]  # the gold's items were not parsed again
     assert verdict.clause_scores["where"] == 0.0 and verdict.clause_scores["group_by"] == 1.0

@@ -6,8 +6,8 @@ from fractions import Fraction
 from math import comb
 
 import pytest
+from test_codec import _verdict
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.scoring.statistics import (
     StatisticsInputError,
     bootstrap_interval,
@@ -17,7 +17,7 @@ from nl2sql_pipeline.scoring.statistics import (
     paired_comparison,
     wilson_interval,
 )
-from test_codec import _verdict
+from nl2sql_pipeline.stages import outcomes
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven methods",
 # Stat Med 17:857-872, Table I, method 3 (Wilson score interval without continuity correction), 95%. These four
@@ -117,8 +117,15 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
 
 
 def _run(correct_ids, all_ids, **extra):
-    return [_verdict(case_id=c, outcome=outcomes.CORRECT if c in correct_ids else outcomes.WRONG_RESULT,
-                     correct=c in correct_ids, **extra) for c in all_ids]
+    return [
+        _verdict(
+            case_id=c,
+            outcome=outcomes.CORRECT if c in correct_ids else outcomes.WRONG_RESULT,
+            correct=c in correct_ids,
+            **extra,
+        )
+        for c in all_ids
+    ]
 
 
 def test_paired_comparison_counts_discordant_pairs_and_labels():
@@ -155,4 +162,3 @@ def test_case_variance_over_repeats():
     assert variance.cases == 2 and variance.samples_per_case == 2.0
     assert variance.inconsistent_cases == ("a",)
     assert variance.mean_case_variance == pytest.approx((0.25 + 0.0) / 2)
-

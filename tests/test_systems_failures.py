@@ -11,16 +11,15 @@ import pytest
 from fake_llm_server import FakeLLMServer, Reply
 from fake_system_server import FakeSystem, SystemReply
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.generation import GenerationCache, generate_candidates
 from nl2sql_pipeline.generation import failures as f
 from nl2sql_pipeline.generation.limiter import SharedRateLimiter
 from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.generation.systems.spec import SystemConfig
 from nl2sql_pipeline.gold.registry import load_gold_set
-from nl2sql_pipeline.stages.records import Attempt
 from nl2sql_pipeline.scoring.run_scores import score_run
-from nl2sql_pipeline.stages import judge
+from nl2sql_pipeline.stages import judge, outcomes
+from nl2sql_pipeline.stages.records import Attempt
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -35,14 +34,28 @@ def cases():
 
 def system_spec(url: str, **changes) -> ModelSpec:
     config = {"kind": "http", "url": url, "send_schema": False, **changes.pop("system", {})}
-    values = {"slug": "scripted-system", "kind": "http", "model": "system:scripted-system", "retry": FAST_RETRY,
-              "timeout_s": 2.0, "system": SystemConfig(**config), **changes}
+    values = {
+        "slug": "scripted-system",
+        "kind": "http",
+        "model": "system:scripted-system",
+        "retry": FAST_RETRY,
+        "timeout_s": 2.0,
+        "system": SystemConfig(**config),
+        **changes,
+    }
     return ModelSpec(**values)
 
 
 def litellm_spec(api_base: str, **changes) -> ModelSpec:
-    values = {"slug": "scripted", "kind": "litellm", "model": "openai/scripted", "api_base": api_base,
-              "retry": FAST_RETRY, "timeout_s": 2.0, **changes}
+    values = {
+        "slug": "scripted",
+        "kind": "litellm",
+        "model": "openai/scripted",
+        "api_base": api_base,
+        "retry": FAST_RETRY,
+        "timeout_s": 2.0,
+        **changes,
+    }
     return ModelSpec(**values)
 
 
@@ -55,7 +68,9 @@ def run_system(cases, *replies: SystemReply, default: SystemReply | None = None,
 def run_litellm(cases, *replies: Reply, default: Reply | None = None, **changes):
     from nl2sql_pipeline.generation import prompts
 
-    context = prompts.PromptContext({c.database: prompts.DatabasePromptText("t(x int)", "", "2026-06-30") for c in cases})
+    context = prompts.PromptContext(
+        {c.database: prompts.DatabasePromptText("t(x int)", "", "2026-06-30") for c in cases}
+    )
     with FakeLLMServer(replies, default=default) as server:
         records = generate_candidates(cases, litellm_spec(server.api_base, **changes), cache=None, context=context)
         return records, server.hits
@@ -69,11 +84,19 @@ def verdicts_of(cases, records):
     ("system_reply", "model_reply", "error_class", "hits"),
     [
         (SystemReply.error(401, "Invalid API key"), Reply.unauthorized(), f.AUTHENTICATION_ERROR, 1),
-        (SystemReply.error(403, "Forbidden: this key has no access"), Reply.error(403, "Forbidden: access denied"),
-         f.AUTHENTICATION_ERROR, 1),
+        (
+            SystemReply.error(403, "Forbidden: this key has no access"),
+            Reply.error(403, "Forbidden: access denied"),
+            f.AUTHENTICATION_ERROR,
+            1,
+        ),
         (SystemReply.error(402, "Payment required: add credits"), Reply.payment_required(), f.PAYMENT_REQUIRED, 1),
-        (SystemReply.error(429, "Rate limit reached for requests per day (RPD)", {"Retry-After": "432"}),
-         Reply.daily_quota(), f.DAILY_QUOTA_EXHAUSTED, 1),
+        (
+            SystemReply.error(429, "Rate limit reached for requests per day (RPD)", {"Retry-After": "432"}),
+            Reply.daily_quota(),
+            f.DAILY_QUOTA_EXHAUSTED,
+            1,
+        ),
     ],
     ids=["401", "403", "402", "429-daily"],
 )
@@ -93,7 +116,8 @@ def test_run_stopping_failures_match_the_litellm_path(cases, system_reply, model
 def test_429_with_retry_after_is_waited_for_then_retried(cases):
     started = time.monotonic()
     records, hits = run_system(
-        cases[:1], SystemReply.error(429, "Rate limit reached for requests per min", {"Retry-After": "0.4"}),
+        cases[:1],
+        SystemReply.error(429, "Rate limit reached for requests per min", {"Retry-After": "0.4"}),
         default=SystemReply.sql(cases[0].canonical_sql),
     )
     assert time.monotonic() - started >= 0.4
@@ -125,8 +149,8 @@ def test_connection_refused_is_skipped_not_counted_wrong(cases):
     spec = system_spec(url)
     records = generate_candidates(cases[:1], spec, cache=None, context=None)
     assert records[0].error_class == f.NOT_READY  # readiness probed the loopback port: nothing was sent
-    from nl2sql_pipeline.generation.systems.transport import call_system
     from nl2sql_pipeline.generation.systems.contract import SystemRequest
+    from nl2sql_pipeline.generation.systems.transport import call_system
 
     with pytest.raises(Exception) as info:
         call_system(spec, SystemRequest("r", "c", "q", "db"))
@@ -159,12 +183,17 @@ def test_no_sql_is_a_no_sql_generation_error_and_keeps_the_answer(cases):
     assert records[0].error_class == f.NO_SQL and "I cannot answer that." in records[0].error_message
     assert records[0].answer == "I cannot answer that."
     verdict = verdicts_of(cases[:1], records)[0]
-    assert (verdict.outcome, verdict.reason, verdict.answer) == (outcomes.GENERATION_ERROR, f.NO_SQL,
-                                                                 "I cannot answer that.")
+    assert (verdict.outcome, verdict.reason, verdict.answer) == (
+        outcomes.GENERATION_ERROR,
+        f.NO_SQL,
+        "I cannot answer that.",
+    )
 
 
 def test_a_failure_the_system_reports_itself_maps_by_its_status(cases):
-    records, _ = run_system(cases, default=SystemReply(body={"error": {"message": "quota: add credits", "status": 402}}))
+    records, _ = run_system(
+        cases, default=SystemReply(body={"error": {"message": "quota: add credits", "status": 402}})
+    )
     assert [r.error_class for r in records] == [f.PAYMENT_REQUIRED] * 3
 
 
@@ -210,8 +239,9 @@ def test_headers_come_from_the_environment(cases, monkeypatch):
 
 
 def test_the_shared_limiter_paces_a_system(cases, tmp_path):
-    limiter = SharedRateLimiter("system@test", requests_per_window=2, tokens_per_window=None, window_s=0.6,
-                                margin_s=0.0, state_dir=tmp_path)
+    limiter = SharedRateLimiter(
+        "system@test", requests_per_window=2, tokens_per_window=None, window_s=0.6, margin_s=0.0, state_dir=tmp_path
+    )
     with FakeSystem(default=SystemReply.sql("SELECT 1")) as system:
         started = time.monotonic()
         generate_candidates(cases, system_spec(system.url), cache=None, context=None, limiter=limiter)

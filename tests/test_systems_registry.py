@@ -42,11 +42,18 @@ def write(tmp_path, text: str):
 def test_system_entries_load_beside_models(tmp_path):
     specs = load_registry(write(tmp_path, GOOD))
     http, python, command = specs["my-http"], specs["my-python"], specs["my-command"]
-    assert (http.kind, http.system.url, http.timeout_s, http.version) == ("http", "http://127.0.0.1:9/nl2sql", 30.0,
-                                                                          "2026-06-01")
+    assert (http.kind, http.system.url, http.timeout_s, http.version) == (
+        "http",
+        "http://127.0.0.1:9/nl2sql",
+        30.0,
+        "2026-06-01",
+    )
     assert http.system.verify_tls is True and http.system.method == "POST"
     assert (python.system.target, dict(python.system.options), python.system.cache) == (
-        "nl2sql_pipeline.reference_system.service:answer", {"model": "gold-echo"}, False)
+        "nl2sql_pipeline.reference_system.service:answer",
+        {"model": "gold-echo"},
+        False,
+    )
     assert command.system.command == ("{python}", "-m", "nl2sql_pipeline.reference_system.command")
     assert (command.limits.requests_per_minute, command.retry.max_retries) == (60, 1)
     assert all(spec.is_system and not spec.is_offline for spec in specs.values())
@@ -57,8 +64,10 @@ def test_system_entries_load_beside_models(tmp_path):
     [
         ("kind: http\n    url: ftp://x/y", "models.yml:4: model 'bad', key 'url': 'ftp://x/y' is not an http(s) URL"),
         ("kind: http", "model 'bad', key 'url': missing required key"),
-        ("kind: http\n    url: http://x/\n    headers: {Authorization: Bearer abc}",
-         "key 'headers.Authorization': a credential written in the file"),
+        (
+            "kind: http\n    url: http://x/\n    headers: {Authorization: Bearer abc}",
+            "key 'headers.Authorization': a credential written in the file",
+        ),
         ("kind: http\n    url: http://x/\n    verify_tls: maybe", "key 'verify_tls': must be true or false"),
         ("kind: python\n    target: no_colon", "key 'target': 'no_colon' does not match"),
         ("kind: python\n    target: a.b:c\n    url: http://x/", "key 'url': unknown key"),
@@ -113,9 +122,18 @@ def test_the_contract_round_trips_and_validates():
     data = json.loads(json.dumps(request.to_json_dict()))
     assert data["contract"] == contract.CONTRACT_VERSION and "calibration" not in data
     assert contract.SystemRequest.from_json_dict(data) == request
-    response = contract.parse_response({"sql": " SELECT 1 ", "answer": "one", "columns": ["a"], "rows": [[1]],
-                                        "usage": {"input_tokens": 3, "output_tokens": 4}, "cost_usd": 0.5,
-                                        "timings_ms": {"total": 7}, "extra": "ignored"})
+    response = contract.parse_response(
+        {
+            "sql": " SELECT 1 ",
+            "answer": "one",
+            "columns": ["a"],
+            "rows": [[1]],
+            "usage": {"input_tokens": 3, "output_tokens": 4},
+            "cost_usd": 0.5,
+            "timings_ms": {"total": 7},
+            "extra": "ignored",
+        }
+    )
     assert (response.rows, response.usage.output_tokens, response.system_latency_ms) == (((1,),), 4, 7.0)
     assert contract.parse_response({"sql": "  "}).sql is None
     with pytest.raises(contract.SystemReportedError) as info:
@@ -128,22 +146,61 @@ def test_the_contract_round_trips_and_validates():
 def test_the_answer_columns_round_trip_through_the_codec():
     import dataclasses
 
-    from nl2sql_pipeline.results.frames import candidates_from_frame, candidates_to_frame, verdicts_from_frame, verdicts_to_frame
     from nl2sql_pipeline.generation.records import CandidateRecord
+    from nl2sql_pipeline.results.frames import (
+        candidates_from_frame,
+        candidates_to_frame,
+        verdicts_from_frame,
+        verdicts_to_frame,
+    )
     from nl2sql_pipeline.stages.records import Verdict
 
-    record = CandidateRecord(case_id="c", case_fingerprint="f", sample_index=0, candidate_index=0,
-                             generated_sql="SELECT 1", raw_reply="{}", error_class=None, error_message=None,
-                             latency_ms=3.0, input_tokens=None, output_tokens=None, token_source=None, cost_usd=0.5,
-                             cached=False, mutation=None, model_config_hash="h", prompt_hash="p", answer="one",
-                             system_rows='{"columns": ["a"], "rows": [[1]]}', system_latency_ms=2.0,
-                             cost_source="reported")
+    record = CandidateRecord(
+        case_id="c",
+        case_fingerprint="f",
+        sample_index=0,
+        candidate_index=0,
+        generated_sql="SELECT 1",
+        raw_reply="{}",
+        error_class=None,
+        error_message=None,
+        latency_ms=3.0,
+        input_tokens=None,
+        output_tokens=None,
+        token_source=None,
+        cost_usd=0.5,
+        cached=False,
+        mutation=None,
+        model_config_hash="h",
+        prompt_hash="p",
+        answer="one",
+        system_rows='{"columns": ["a"], "rows": [[1]]}',
+        system_latency_ms=2.0,
+        cost_source="reported",
+    )
     assert candidates_from_frame(candidates_to_frame([record])) == [record]
     values = {f.name: None for f in dataclasses.fields(Verdict)}
-    values.update(case_id="c", case_fingerprint="f", domain="d", category="k", tags=(), is_probe=False,
-                  sample_index=0, outcome="correct", correct=True, score_exact=1.0, score_partial=1.0,
-                  candidate_count=1, selected_candidate_index=0, first_candidate_correct=True, cold_start=False,
-                  answer="one", system_rows_vs_sql="mismatch", system_rows_disagree=True, system_rows_reason="r")
+    values.update(
+        case_id="c",
+        case_fingerprint="f",
+        domain="d",
+        category="k",
+        tags=(),
+        is_probe=False,
+        sample_index=0,
+        outcome="correct",
+        correct=True,
+        score_exact=1.0,
+        score_partial=1.0,
+        candidate_count=1,
+        selected_candidate_index=0,
+        first_candidate_correct=True,
+        cold_start=False,
+        answer="one",
+        system_rows_vs_sql="mismatch",
+        system_rows_disagree=True,
+        system_rows_reason="r",
+    )
     verdict = Verdict(**values)
     assert verdicts_from_frame(verdicts_to_frame([verdict])) == [verdict]
 

@@ -12,9 +12,9 @@ import pytest
 from nl2sql_pipeline.cases import Case, case_from_dict
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import SandboxLimits, run_query
-from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import judge
+from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow
 from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, check_on_variants, run_variant_oracle
 from nl2sql_pipeline.variants import boundary_literals, ensure_variants, literals
 from nl2sql_pipeline.variants.build import build_variant, read_source_schema
@@ -52,8 +52,16 @@ def home(tmp_path_factory):
 
 
 def _case(sql: str = GOLD, case_id: str = "q1", database: str = "shop") -> Case:
-    return case_from_dict({"id": case_id, "domain": "shop", "category": "single_table", "question": "How many?",
-                           "database": database, "expected_sql": sql})
+    return case_from_dict(
+        {
+            "id": case_id,
+            "domain": "shop",
+            "category": "single_table",
+            "question": "How many?",
+            "database": database,
+            "expected_sql": sql,
+        }
+    )
 
 
 def _content(path: Path) -> dict[str, list]:
@@ -86,15 +94,21 @@ def test_variants_are_built_deterministically(shop, tmp_path, home):
 def test_foreign_keys_hold_in_every_variant_while_rows_are_sampled(shop, home):
     for path in _variants(shop).paths:
         con = duckdb.connect(str(path), read_only=True)
-        orphans = con.execute("SELECT count(*) FROM orders o WHERE NOT EXISTS "
-                              "(SELECT 1 FROM customers c WHERE c.customer_id = o.customer_id)").fetchone()[0]
+        orphans = con.execute(
+            "SELECT count(*) FROM orders o WHERE NOT EXISTS "
+            "(SELECT 1 FROM customers c WHERE c.customer_id = o.customer_id)"
+        ).fetchone()[0]
         customers = con.execute("SELECT count(*) FROM customers").fetchone()[0]
         con.close()
         assert orphans == 0
         assert customers < 300 + 30  # sampled (some dropped), a few duplicated
     source = duckdb.connect(str(shop), read_only=True)  # the check itself can fail: the source has no orphans either
-    assert source.execute("SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) "
-                          "WHERE c.customer_id IS NULL").fetchone()[0] == 0
+    assert (
+        source.execute(
+            "SELECT count(*) FROM orders o LEFT JOIN customers c USING (customer_id) WHERE c.customer_id IS NULL"
+        ).fetchone()[0]
+        == 0
+    )
     source.close()
 
 
@@ -103,13 +117,16 @@ def test_a_self_reference_is_kept_too(tmp_path, home):
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE staff (id INTEGER PRIMARY KEY, boss INTEGER REFERENCES staff (id), name VARCHAR)")
     for level in range(9):  # DuckDB checks the key per statement: one level of the tree at a time
-        con.execute("INSERT INTO staff SELECT i, CASE WHEN i = 1 THEN NULL ELSE i // 2 END, 's' || i "
-                    f"FROM range({2 ** level}, {min(2 ** (level + 1), 501)}) t(i)")
+        con.execute(
+            "INSERT INTO staff SELECT i, CASE WHEN i = 1 THEN NULL ELSE i // 2 END, 's' || i "
+            f"FROM range({2**level}, {min(2 ** (level + 1), 501)}) t(i)"
+        )
     con.close()
     variant = ensure_variants(path, [], 1).paths[0]
     con = duckdb.connect(str(variant), read_only=True)
-    rows, orphans = con.execute("SELECT count(*), count(*) FILTER (boss IS NOT NULL AND boss NOT IN "
-                                "(SELECT id FROM staff)) FROM staff").fetchone()
+    rows, orphans = con.execute(
+        "SELECT count(*), count(*) FILTER (boss IS NOT NULL AND boss NOT IN (SELECT id FROM staff)) FROM staff"
+    ).fetchone()
     con.close()
     assert 0 < rows < 500 and orphans == 0  # a kept row's boss was kept, level by level
 
@@ -117,10 +134,15 @@ def test_a_self_reference_is_kept_too(tmp_path, home):
 def test_variants_hold_duplicates_nulls_boundary_values_and_views(shop, home):
     path = _variants(shop).paths[0]
     con = duckdb.connect(str(path), read_only=True)
-    duplicated = con.execute("SELECT count(*) FROM (SELECT customer_id, amount, note FROM orders "
-                             "GROUP BY ALL HAVING count(*) > 1)").fetchone()[0]
-    nulls = con.execute("SELECT count(*) FILTER (note IS NULL), count(*) FILTER (amount IS NULL) FROM orders").fetchone()
-    boundary = {r[0] for r in con.execute("SELECT DISTINCT amount FROM orders WHERE amount BETWEEN 99 AND 101").fetchall()}
+    duplicated = con.execute(
+        "SELECT count(*) FROM (SELECT customer_id, amount, note FROM orders GROUP BY ALL HAVING count(*) > 1)"
+    ).fetchone()[0]
+    nulls = con.execute(
+        "SELECT count(*) FILTER (note IS NULL), count(*) FILTER (amount IS NULL) FROM orders"
+    ).fetchone()
+    boundary = {
+        r[0] for r in con.execute("SELECT DISTINCT amount FROM orders WHERE amount BETWEEN 99 AND 101").fetchall()
+    }
     view_rows = con.execute("SELECT count(*) FROM big_orders").fetchone()[0]
     con.close()
     assert duplicated > 0  # copies under a fresh id
@@ -149,10 +171,20 @@ def _suite(shop: Path, case: Case, count: int = 3) -> VariantSuite:
 
 def _verdict(shop: Path, case: Case, candidate_sql: str, suite: VariantSuite | None):
     oracle = [OracleRow(case.id, case.fingerprint, 0, run_query(shop, case.expected_sql[0], LIMITS))]
-    attempt = Attempt(case.id, case.fingerprint, SOURCE_MODEL, 0, 0, candidate_sql, policy_allowed=True,
-                      executed=True, result=run_query(shop, candidate_sql, LIMITS))
-    [verdict] = judge([case], oracle, [attempt], CompareConfig(), resolve_database=lambda name: shop,
-                      limits=LIMITS, suite=suite)
+    attempt = Attempt(
+        case.id,
+        case.fingerprint,
+        SOURCE_MODEL,
+        0,
+        0,
+        candidate_sql,
+        policy_allowed=True,
+        executed=True,
+        result=run_query(shop, candidate_sql, LIMITS),
+    )
+    [verdict] = judge(
+        [case], oracle, [attempt], CompareConfig(), resolve_database=lambda name: shop, limits=LIMITS, suite=suite
+    )
     return verdict
 
 
@@ -170,8 +202,9 @@ def test_a_correct_rewrite_is_accepted_on_every_variant(shop, home):
     suite = _suite(shop, case)
     verdict = _verdict(shop, case, "SELECT count(*) AS n FROM orders WHERE 100 <= amount", suite)
     assert verdict.correct and verdict.test_suite_correct is True and verdict.test_suite_reason is None
-    check = check_on_variants(case, "SELECT count(*) AS n FROM orders WHERE 100 <= amount",
-                              suite.variants[case.id], CompareConfig(), LIMITS)
+    check = check_on_variants(
+        case, "SELECT count(*) AS n FROM orders WHERE 100 <= amount", suite.variants[case.id], CompareConfig(), LIMITS
+    )
     assert check.correct and check.checked == 3
 
 
@@ -203,8 +236,9 @@ def test_a_database_whose_variants_cannot_be_built_is_left_out(tmp_path, home):
 
 
 def test_a_variant_where_the_gold_fails_is_left_out(shop, home):
-    case = _case("SELECT count(*) AS n FROM orders WHERE CASE WHEN amount = 99 THEN error('on the bound') "
-                 "ELSE amount >= 100 END")
+    case = _case(
+        "SELECT count(*) AS n FROM orders WHERE CASE WHEN amount = 99 THEN error('on the bound') ELSE amount >= 100 END"
+    )
     suite = _suite(shop, case)
     usable = [v.usable for v in suite.variants[case.id]]
     assert usable.count(False) >= 1  # amount = 99 on every variant: the gold raises there...
@@ -224,7 +258,9 @@ def test_scores_report_test_suite_accuracy_the_disagreements_and_grade_rates(sho
     assert scores["test_suite_accuracy"] == pytest.approx(1 / 3)
     assert scores["test_suite_variants"] == 3
     assert [d["case_id"] for d in scores["test_suite_disagreements"]] == ["b"]
-    assert scores["pass_rate"] == pytest.approx(2 / 3) and scores["fail_rate"] + scores["partial_rate"] == pytest.approx(1 / 3)
+    assert scores["pass_rate"] == pytest.approx(2 / 3) and scores["fail_rate"] + scores[
+        "partial_rate"
+    ] == pytest.approx(1 / 3)
 
     from nl2sql_pipeline.report.console import console_run_report
     from nl2sql_pipeline.report.html import run_html
@@ -256,9 +292,22 @@ def test_on_the_built_in_gold_set_tsa_catches_a_mutant_ea_misses_and_never_rejec
         for case in cases:
             if not case.is_probe:
                 sql, _ = answer(model, OfflineRequest(case.id, case.canonical_sql, 0, 0), params)
-                attempts.append(Attempt(case.id, case.fingerprint, SOURCE_MODEL, 0, 0, sql, policy_allowed=True,
-                                        executed=True, result=run_query(resolve(case.database), sql, LIMITS)))
-        return [v for v in judge(cases, oracle, attempts, CompareConfig(), resolve, LIMITS, suite=suite) if not v.is_probe]
+                attempts.append(
+                    Attempt(
+                        case.id,
+                        case.fingerprint,
+                        SOURCE_MODEL,
+                        0,
+                        0,
+                        sql,
+                        policy_allowed=True,
+                        executed=True,
+                        result=run_query(resolve(case.database), sql, LIMITS),
+                    )
+                )
+        return [
+            v for v in judge(cases, oracle, attempts, CompareConfig(), resolve, LIMITS, suite=suite) if not v.is_probe
+        ]
 
     echo = verdicts("gold-echo", {})
     assert echo and all(v.correct and v.test_suite_correct for v in echo)  # never rejects gold-echo

@@ -18,7 +18,7 @@ from nl2sql_pipeline.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 
-QUERY = '{ assetNodes { assetKey { path } partitionDefinition { description } } }'
+QUERY = "{ assetNodes { assetKey { path } partitionDefinition { description } } }"
 
 
 def _free_port() -> int:
@@ -47,7 +47,11 @@ def test_dg_dev_serves_the_asset_graph(tmp_path):
     log = (tmp_path / "dagster-dev.log").open("w")
     process = subprocess.Popen(
         [str(dg), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -66,10 +70,20 @@ def test_dg_dev_serves_the_asset_graph(tmp_path):
         log.flush()
         assert nodes, f"dg dev did not serve the asset graph:\n{(tmp_path / 'dagster-dev.log').read_text()[-3000:]}"
         names = {"/".join(n["assetKey"]["path"]) for n in nodes}
-        assert {"sample_database", "gold_set", "oracle_results", "candidate_sql", "candidate_results",
-                "case_verdicts", "run_scores", "baselines"} <= names
-        errors = _graphql(port, '{ workspaceOrError { ... on Workspace { locationEntries { name '
-                                'locationOrLoadError { __typename } } } } }')
+        assert {
+            "sample_database",
+            "gold_set",
+            "oracle_results",
+            "candidate_sql",
+            "candidate_results",
+            "case_verdicts",
+            "run_scores",
+            "baselines",
+        } <= names
+        errors = _graphql(
+            port,
+            "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }",
+        )
         entries = errors["data"]["workspaceOrError"]["locationEntries"]
         assert entries and all(e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries)
     finally:

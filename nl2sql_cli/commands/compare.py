@@ -34,24 +34,39 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--database", required=True, metavar="DB",
+        "--database",
+        required=True,
+        metavar="DB",
         help="name of a built sample database (see `nl2sql-eval db build`) or path of a .duckdb file",
     )
     parser.add_argument("--expected-sql", required=True, metavar="SQL", help="the gold query, or @file.sql")
     parser.add_argument("--candidate-sql", required=True, metavar="SQL", help="the query to judge, or @file.sql")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--rel-tol", type=float, default=1e-9, metavar="X", help="relative float tolerance (default 1e-9)")
-    parser.add_argument("--abs-tol", type=float, default=1e-9, metavar="X", help="absolute float tolerance (default 1e-9)")
     parser.add_argument(
-        "--column-order", choices=COLUMN_ORDERS, default=COLUMN_ORDERS[0],
+        "--rel-tol", type=float, default=1e-9, metavar="X", help="relative float tolerance (default 1e-9)"
+    )
+    parser.add_argument(
+        "--abs-tol", type=float, default=1e-9, metavar="X", help="absolute float tolerance (default 1e-9)"
+    )
+    parser.add_argument(
+        "--column-order",
+        choices=COLUMN_ORDERS,
+        default=COLUMN_ORDERS[0],
         help="how candidate columns are aligned to expected ones (default %(default)s)",
     )
     parser.add_argument(
-        "--partial-threshold", type=float, default=0.5, metavar="X",
+        "--partial-threshold",
+        type=float,
+        default=0.5,
+        metavar="X",
         help="cell F1 from which a non-matching result is graded partial rather than fail (default 0.5)",
     )
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="per-query timeout in seconds (default 10)")
-    parser.add_argument("--row-cap", type=int, default=None, metavar="N", help="keep at most N rows per query (default 10000)")
+    parser.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="per-query timeout in seconds (default 10)"
+    )
+    parser.add_argument(
+        "--row-cap", type=int, default=None, metavar="N", help="keep at most N rows per query (default 10000)"
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -66,24 +81,29 @@ def _read_sql(option: str, value: str) -> str:
         try:
             sql = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise Nl2SqlError(f"{option} {value}: cannot read {path} ({exc.strerror}); pass SQL text or @existing.sql") from None
+            raise Nl2SqlError(
+                f"{option} {value}: cannot read {path} ({exc.strerror}); pass SQL text or @existing.sql"
+            ) from None
     if not sql.strip():
         raise Nl2SqlError(f"{option} is empty: pass a SELECT query (or @file.sql)")
     return sql
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from nl2sql_cli.database_arg import database_file_or_exit_code
     from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
     from nl2sql_pipeline.compare.diagnosis import diagnose
     from nl2sql_pipeline.compare.model import grade
     from nl2sql_pipeline.compare.structure import clause_scores, parse_clauses
-    from nl2sql_cli.database_arg import database_file_or_exit_code
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query
 
     config = CompareConfig(
-        rel_tol=args.rel_tol, abs_tol=args.abs_tol, column_order=args.column_order, partial_threshold=args.partial_threshold
+        rel_tol=args.rel_tol,
+        abs_tol=args.abs_tol,
+        column_order=args.column_order,
+        partial_threshold=args.partial_threshold,
     )
     overrides: dict[str, Any] = {}
     if args.timeout is not None:

@@ -19,13 +19,21 @@ DEFAULT_GOLD_SET = "multidomain-v1"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare-runs`` sub-command."""
     parser = subparsers.add_parser(
-        "compare-runs", help="compare two runs case by case (flips both ways, exact McNemar significance)",
+        "compare-runs",
+        help="compare two runs case by case (flips both ways, exact McNemar significance)",
         epilog="exit codes: 0 compared; 2 an unknown run id, a model never run on the gold set, or bad arguments",
     )
     parser.add_argument("runs", nargs="*", metavar="RUN_ID", help="two run ids (or unique prefixes) from --list")
-    parser.add_argument("--model", action="append", dest="models", metavar="SLUG",
-                        help="compare the latest runs of two models instead (give --model twice)")
-    parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold set of --model (default {DEFAULT_GOLD_SET})")
+    parser.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="SLUG",
+        help="compare the latest runs of two models instead (give --model twice)",
+    )
+    parser.add_argument(
+        "--gold-set", default=DEFAULT_GOLD_SET, help=f"gold set of --model (default {DEFAULT_GOLD_SET})"
+    )
     parser.add_argument("--list", action="store_true", help="list the recorded runs and exit")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page of the comparison")
@@ -33,15 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list_runs() -> int:
-    from nl2sql_pipeline.scoring.formatting import format_rate
     from nl2sql_pipeline.results.read import recorded_runs
+    from nl2sql_pipeline.scoring.formatting import format_rate
 
     runs = recorded_runs()
     if not runs:
         print("no recorded runs (run `nl2sql-eval run` first)")
     for run in runs:
-        print(f"{run['run_id']}  {run['recorded_at']}  {run['gold_set']}  {run['model']}  "
-              f"correctness {format_rate(run.get('semantic_correctness_rate'))}")
+        print(
+            f"{run['run_id']}  {run['recorded_at']}  {run['gold_set']}  {run['model']}  "
+            f"correctness {format_rate(run.get('semantic_correctness_rate'))}"
+        )
     return EXIT_OK
 
 
@@ -68,7 +78,8 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"error: {exc}", flush=True)
         return EXIT_BAD_INPUT
     comparison = compare_verdicts(
-        first.verdicts, second.verdicts,
+        first.verdicts,
+        second.verdicts,
         label_a=f"{first.model} on {first.gold_set} (run {first.run_id})",
         label_b=f"{second.model} on {second.gold_set} (run {second.run_id})",
     )

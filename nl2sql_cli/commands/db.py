@@ -34,8 +34,13 @@ def register(subparsers: Any) -> None:
     build.set_defaults(handler=_build)
 
     info = actions.add_parser("info", help="describe a database: file, schemas, tables and rows")
-    info.add_argument("database", nargs="?", default=None, metavar="NAME",
-                      help=f"a registered name or a .duckdb path (default {DATABASE_NAME})")
+    info.add_argument(
+        "database",
+        nargs="?",
+        default=None,
+        metavar="NAME",
+        help=f"a registered name or a .duckdb path (default {DATABASE_NAME})",
+    )
     info.add_argument("--name", default=None, help=argparse.SUPPRESS)
     info.add_argument("--json", action="store_true", help="print as JSON")
     info.set_defaults(handler=_info)
@@ -46,8 +51,13 @@ def register(subparsers: Any) -> None:
     reg = actions.add_parser("register", help="add a DuckDB file to the registry under a name")
     reg.add_argument("name", metavar="NAME", help="the name cases use in 'database'")
     reg.add_argument("path", metavar="PATH", help="the .duckdb file (stored as an absolute path)")
-    reg.add_argument("--schema", action="append", default=[], dest="schemas",
-                     help="a schema to expose (repeatable; default: every non-system schema)")
+    reg.add_argument(
+        "--schema",
+        action="append",
+        default=[],
+        dest="schemas",
+        help="a schema to expose (repeatable; default: every non-system schema)",
+    )
     reg.add_argument("--semantic-model", default=None, help="a semantic-model YAML describing it (optional)")
     reg.set_defaults(handler=_register)
 
@@ -97,8 +107,10 @@ def _build(args: argparse.Namespace) -> int:
         print(json.dumps({"path": str(path), **manifest}, indent=2, sort_keys=True))
         return EXIT_OK
     print(f"{verb}: {path}")
-    print(f"seed={manifest.get('seed')} scale={manifest.get('scale')} builder={manifest.get('builder_version')} "
-          f"content_hash={manifest.get('content_hash')}")
+    print(
+        f"seed={manifest.get('seed')} scale={manifest.get('scale')} builder={manifest.get('builder_version')} "
+        f"content_hash={manifest.get('content_hash')}"
+    )
     _print_counts(manifest.get("row_counts", {}))
     return EXIT_OK
 
@@ -123,12 +135,22 @@ def _info(args: argparse.Namespace) -> int:
     manifest = read_manifest(path) if resolved.kind is DatabaseKind.SAMPLE else None
     described = str(entry.semantic_model) if entry is not None and entry.semantic_model else None
     if args.json:
-        print(json.dumps({
-            "name": reference, "path": str(path), "kind": resolved.kind.value,
-            "registry_entry": entry.source if entry else None,
-            "schemas": sorted({t.schema for t in tables}, key=lambda s: (s != "main", s)),
-            "semantic_model": described, "manifest": manifest, "row_counts": rows,
-        }, indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "name": reference,
+                    "path": str(path),
+                    "kind": resolved.kind.value,
+                    "registry_entry": entry.source if entry else None,
+                    "schemas": sorted({t.schema for t in tables}, key=lambda s: (s != "main", s)),
+                    "semantic_model": described,
+                    "manifest": manifest,
+                    "row_counts": rows,
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return EXIT_OK
     print(f"database: {reference} ({resolved.kind.value})")
     print(f"file: {path}")
@@ -159,7 +181,9 @@ def _row_counts(path: Any, qualified: list[str]) -> dict[str, int]:
         counts = {}
         for name in qualified:
             schema, table = name.split(".", 1)
-            sql = f'SELECT count(*) FROM "{schema.replace(chr(34), chr(34) * 2)}"."{table.replace(chr(34), chr(34) * 2)}"'
+            sql = (
+                f'SELECT count(*) FROM "{schema.replace(chr(34), chr(34) * 2)}"."{table.replace(chr(34), chr(34) * 2)}"'
+            )
             counts[table if schema == "main" else name] = int(con.execute(sql).fetchone()[0])
         return counts
     finally:
@@ -208,7 +232,9 @@ def _register(args: argparse.Namespace) -> int:
 
     try:
         entry = register_database(
-            args.name, Path(args.path), schemas=tuple(args.schemas),
+            args.name,
+            Path(args.path),
+            schemas=tuple(args.schemas),
             semantic_model=Path(args.semantic_model) if args.semantic_model else None,
         )
     except ConfigError as exc:

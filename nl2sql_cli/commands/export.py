@@ -18,12 +18,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from nl2sql_pipeline.results.formats import FORMATS
 
     parser = subparsers.add_parser(
-        "export", help="export every stored run's verdicts, scores and leaderboard; DuckDB views over them",
+        "export",
+        help="export every stored run's verdicts, scores and leaderboard; DuckDB views over them",
         epilog="exit codes: 0 exported; 2 no stored run yet, or neither --out nor --duckdb",
     )
     parser.add_argument("--out", metavar="DIR", help="write verdicts, run_scores and leaderboard files here")
     parser.add_argument("--format", choices=FORMATS, default="parquet", help="file format of --out (default parquet)")
-    parser.add_argument("--duckdb", metavar="FILE", help="create or refresh a DuckDB file of views over the stored Parquet")
+    parser.add_argument(
+        "--duckdb", metavar="FILE", help="create or refresh a DuckDB file of views over the stored Parquet"
+    )
     parser.set_defaults(handler=_handle)
 
 

@@ -96,8 +96,12 @@ def _validate(args: argparse.Namespace) -> int:
         out.notes.extend(introspection_notes(checked, resolver))
     out.cases, out.checked = summarize(cases), checked
     if problems:
-        return out.finish(EXIT_BAD_INPUT, problems=problems, errors=missing,
-                          what=f"{path} against its databases ({', '.join(checked)})")
+        return out.finish(
+            EXIT_BAD_INPUT,
+            problems=problems,
+            errors=missing,
+            what=f"{path} against its databases ({', '.join(checked)})",
+        )
     if missing:
         return out.finish(EXIT_ENVIRONMENT, errors=missing)
     return out.finish(EXIT_OK)
@@ -126,11 +130,22 @@ class _ValidateOutput:
         if self.as_json:
             import json
 
-            print(json.dumps({
-                "file": str(self.path), "ok": code == EXIT_OK, "exit_code": code, "cases": self.cases,
-                "checked_databases": self.checked, "problems": list(problems), "errors": list(errors),
-                "flags": self.flags, "notes": self.notes,
-            }, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "file": str(self.path),
+                        "ok": code == EXIT_OK,
+                        "exit_code": code,
+                        "cases": self.cases,
+                        "checked_databases": self.checked,
+                        "problems": list(problems),
+                        "errors": list(errors),
+                        "flags": self.flags,
+                        "notes": self.notes,
+                    },
+                    indent=2,
+                )
+            )
             return code
         for note in self.notes:
             print(f"note: {note}", file=sys.stderr)
@@ -193,19 +208,25 @@ MAX_LISTED_DROPS = 20
 def _import_format(args: argparse.Namespace) -> int:
     """``gold import --format spider|bird|defog|plain``: databases copied beside OUT, gold SQL converted
     to DuckDB and checked; every query left out is listed (stderr) and in the report file."""
+    from nl2sql_pipeline.dialect.sqlite_copy import SqliteCopyError
     from nl2sql_pipeline.errors import CaseValidationError
     from nl2sql_pipeline.gold.formats import import_benchmark
-    from nl2sql_pipeline.dialect.sqlite_copy import SqliteCopyError
 
     source, out = Path(args.file), Path(args.out)
     unused = [f"--{name}" for name in ("domain", "category", "database") if getattr(args, name)]
     if unused:
-        print(f"error: {', '.join(unused)} cannot be used with --format (the benchmark names its databases; "
-              "domains are database ids, categories are inferred)", file=sys.stderr)
+        print(
+            f"error: {', '.join(unused)} cannot be used with --format (the benchmark names its databases; "
+            "domains are database ids, categories are inferred)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     try:
         result = import_benchmark(
-            args.format, source, out, source_dialect=args.source_dialect,
+            args.format,
+            source,
+            out,
+            source_dialect=args.source_dialect,
             databases=Path(args.databases) if args.databases else None,
         )
     except CaseValidationError as exc:
@@ -217,8 +238,10 @@ def _import_format(args: argparse.Namespace) -> int:
     dropped = [q for q in result.queries if q.sql is None]
     for query in dropped[:MAX_LISTED_DROPS]:
         reason = query.reason.splitlines()[0] if query.reason else ""
-        print(f"left out {query.case_id}[{query.alternative}] ({query.location}): {query.status}: {reason}",
-              file=sys.stderr)
+        print(
+            f"left out {query.case_id}[{query.alternative}] ({query.location}): {query.status}: {reason}",
+            file=sys.stderr,
+        )
     if len(dropped) > MAX_LISTED_DROPS:
         print(f"... and {len(dropped) - MAX_LISTED_DROPS} more in {result.report_path}", file=sys.stderr)
     print(result.summary())
@@ -238,8 +261,11 @@ def _register_imported(result) -> None:
         entry = registered.get(database.db_id)
         if entry is not None:
             same = Path(entry.path).resolve() == file
-            print(f"{'already registered' if same else 'not registered (name taken by ' + str(entry.path) + ')'}: "
-                  f"{database.db_id}", file=sys.stdout if same else sys.stderr)
+            print(
+                f"{'already registered' if same else 'not registered (name taken by ' + str(entry.path) + ')'}: "
+                f"{database.db_id}",
+                file=sys.stdout if same else sys.stderr,
+            )
             continue
         try:
             register_database(database.db_id, file)
@@ -334,8 +360,16 @@ def register(subparsers: Any) -> None:
 
     validate = actions.add_parser("validate", help="check a gold-set file strictly (.jsonl, .yml, .csv)")
     validate.add_argument("file", metavar="FILE", help="the gold-set file")
-    validate.add_argument("--database", metavar="DB", help="the database of cases that name none (a registered name or a .duckdb path); every case is checked against its own database")
-    validate.add_argument("--json", action="store_true", help="print one JSON object: problems, errors, notes and the gold triage's flags (label, kind, blocking, reason)")
+    validate.add_argument(
+        "--database",
+        metavar="DB",
+        help="the database of cases that name none (a registered name or a .duckdb path); every case is checked against its own database",
+    )
+    validate.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: problems, errors, notes and the gold triage's flags (label, kind, blocking, reason)",
+    )
     validate.set_defaults(handler=_validate)
 
     imports = actions.add_parser(
@@ -355,17 +389,20 @@ def register(subparsers: Any) -> None:
         "and its gold SQL converted to DuckDB and checked (report: OUT.import-report.json)",
     )
     imports.add_argument(
-        "--source-dialect", metavar="DIALECT",
+        "--source-dialect",
+        metavar="DIALECT",
         help="dialect of the gold SQL with --format (default: sqlite for spider/bird, postgres for defog, "
         "duckdb for plain; any sqlglot dialect)",
     )
     imports.add_argument(
-        "--register", action="store_true",
+        "--register",
+        action="store_true",
         help="with --format: also register each copied database by its benchmark id in data/databases.yml "
         "(so `db list` / `db info` show it; a name already registered to another file is left as it is)",
     )
     imports.add_argument(
-        "--databases", metavar="DIR",
+        "--databases",
+        metavar="DIR",
         help="with --format: the folder holding <db>.sqlite, <db>/<db>.sqlite or <db>.duckdb "
         "(default: the benchmark's own database folder, or the file's folder)",
     )
@@ -383,7 +420,8 @@ def register(subparsers: Any) -> None:
         help=f"which built-in set: multidomain-v1 or multidomain-v2 (default: {DEFAULT_GENERATED_SET})",
     )
     generate.add_argument(
-        "--out", metavar="PATH", help="where to write it (default: data/gold/<the set's file>, e.g. "
-        f"{DEFAULT_GENERATED_FILE})"
+        "--out",
+        metavar="PATH",
+        help=f"where to write it (default: data/gold/<the set's file>, e.g. {DEFAULT_GENERATED_FILE})",
     )
     generate.set_defaults(handler=_generate)

@@ -14,7 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("models", help="list the models of data/models.yml and whether they can run")
     actions = parser.add_subparsers(dest="models_command", metavar="ACTION")
     list_parser = actions.add_parser(
-        "list", help="slug, kind, litellm model, api_base, prices, limits and readiness of every model")
+        "list", help="slug, kind, litellm model, api_base, prices, limits and readiness of every model"
+    )
     list_parser.add_argument("--json", action="store_true", help="print a JSON array instead of a table")
     list_parser.add_argument("--registry", metavar="PATH", help="a models.yml other than data/models.yml")
     list_parser.set_defaults(handler=list_models)
@@ -46,8 +47,11 @@ def model_prices(spec) -> tuple[float | None, float | None, str | None]:
     entry = litellm.model_cost.get(spec.model) or litellm.model_cost.get(spec.model.split("/", 1)[-1])
     if not entry or entry.get("input_cost_per_token") is None or entry.get("output_cost_per_token") is None:
         return None, None, None
-    return (round(float(entry["input_cost_per_token"]) * 1_000_000, 6),
-            round(float(entry["output_cost_per_token"]) * 1_000_000, 6), PRICES_LITELLM)
+    return (
+        round(float(entry["input_cost_per_token"]) * 1_000_000, 6),
+        round(float(entry["output_cost_per_token"]) * 1_000_000, 6),
+        PRICES_LITELLM,
+    )
 
 
 def model_rows(registry_path: str | None = None) -> list[dict[str, Any]]:
@@ -97,8 +101,11 @@ def _price_text(row: dict[str, Any]) -> str:
 
 def _limits_text(row: dict[str, Any]) -> str:
     """``rpm 500, tpm 200000, conc 8``, or ``-`` when the model has no limits."""
-    parts = [f"{label} {row[key]}" for label, key in (("rpm", "requests_per_minute"), ("tpm", "tokens_per_minute"),
-                                                      ("conc", "max_concurrency")) if row[key] is not None]
+    parts = [
+        f"{label} {row[key]}"
+        for label, key in (("rpm", "requests_per_minute"), ("tpm", "tokens_per_minute"), ("conc", "max_concurrency"))
+        if row[key] is not None
+    ]
     return ", ".join(parts) or "-"
 
 
@@ -113,8 +120,16 @@ def list_models(args: argparse.Namespace) -> int:
         return EXIT_OK
     headers = ("slug", "kind", "model", "api_base", "$/1M in/out", "limits", "rerun", "ready")
     table = [
-        (r["slug"], r["kind"], r["model"], r["api_base"] or "-", _price_text(r), _limits_text(r), r["rerun"],
-         "yes" if r["ready"] else f"no: {r['reason']}")
+        (
+            r["slug"],
+            r["kind"],
+            r["model"],
+            r["api_base"] or "-",
+            _price_text(r),
+            _limits_text(r),
+            r["rerun"],
+            "yes" if r["ready"] else f"no: {r['reason']}",
+        )
         for r in rows
     ]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers[:-1])]

@@ -20,12 +20,18 @@ DEFAULT_GOLD_SET = "multidomain-v1"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``report`` sub-command."""
     parser = subparsers.add_parser(
-        "report", help="report stored runs: bars, intervals, breakdowns, causes, cost split; --html for a page",
+        "report",
+        help="report stored runs: bars, intervals, breakdowns, causes, cost split; --html for a page",
         epilog="exit codes: 0 reported; 2 an unknown run id, a model never run on the gold set, or bad arguments",
     )
     parser.add_argument("run_id", nargs="?", metavar="RUN_ID", help="a run id (or unique prefix) of the baselines file")
-    parser.add_argument("--model", action="append", dest="models", metavar="SLUG",
-                        help="the latest run of this model on --gold-set; repeatable")
+    parser.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="SLUG",
+        help="the latest run of this model on --gold-set; repeatable",
+    )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument("--html", metavar="FILE", help="also write the self-contained HTML report to FILE")
     parser.set_defaults(handler=_handle)

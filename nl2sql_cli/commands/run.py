@@ -34,57 +34,85 @@ DEFAULT_MODELS = ("gold-echo", "sql-mutant")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` sub-command."""
-    parser = subparsers.add_parser("run", help="evaluate models on a gold set (materializes the Dagster graph)", epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases; 4 a materialization or the gold preflight failed")
+    parser = subparsers.add_parser(
+        "run",
+        help="evaluate models on a gold set (materializes the Dagster graph)",
+        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases; 4 a materialization or the gold preflight failed",
+    )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
-        "--model", action="append", dest="models", metavar="SLUG",
+        "--model",
+        action="append",
+        dest="models",
+        metavar="SLUG",
         help=f"model slug from data/models.yml; repeatable (default: {', '.join(DEFAULT_MODELS)})",
     )
     parser.add_argument("--repeat", type=int, default=1, metavar="N", help="sample each case N times (default 1)")
     parser.add_argument(
-        "--policy", metavar="NAME_OR_FILE",
+        "--policy",
+        metavar="NAME_OR_FILE",
         help="evaluate under this SQL policy instead of each case's own (a name under data/policies/ or a YAML file)",
     )
     parser.add_argument(
-        "--isolated", action="store_true",
+        "--isolated",
+        action="store_true",
         help="run candidate SQL in a worker process killed at its timeout: the backstop for the rare query that "
         "ignores DuckDB's interrupt (about 1.3 ms more per query)",
     )
     parser.add_argument(
-        "--min-semantic-correct", "--min-correctness", type=_rate, metavar="RATE", dest="min_semantic_correct",
+        "--min-semantic-correct",
+        "--min-correctness",
+        type=_rate,
+        metavar="RATE",
+        dest="min_semantic_correct",
         help="gate: exit 1 when a model's semantic_correctness_rate is below RATE (0..1)",
     )
     parser.add_argument(
-        "--min-execution-success", type=_rate, metavar="RATE",
+        "--min-execution-success",
+        type=_rate,
+        metavar="RATE",
         help="gate: exit 1 when a model's sql_execution_success_rate is below RATE (probe-only runs exempt)",
     )
     parser.add_argument(
-        "--min-policy-recall", type=_rate, metavar="RATE",
+        "--min-policy-recall",
+        type=_rate,
+        metavar="RATE",
         help="gate: exit 1 when a model's policy_rejection_recall is below RATE (runs without probes exempt)",
     )
     parser.add_argument(
-        "--max-regression", type=_rate, metavar="DELTA",
+        "--max-regression",
+        type=_rate,
+        metavar="DELTA",
         help="gate: exit 1 when a model's semantic_correctness_rate fell by more than DELTA (0..1, e.g. 0.02) "
         "against its baseline (its latest earlier fully evaluated run on the same gold set, policies and comparator)",
     )
     parser.add_argument(
-        "--max-skipped-share", type=_rate, metavar="SHARE",
+        "--max-skipped-share",
+        type=_rate,
+        metavar="SHARE",
         help="exit 3 when more than SHARE of a model's query cases were skipped (no key, quota, rate limit, "
         "timeout); a run that evaluated nothing always exits 3. Unset gates come from the model's gates: in models.yml",
     )
     parser.add_argument(
-        "--lock-wait", type=float, default=3600.0, metavar="SECONDS",
+        "--lock-wait",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
         help="how long to wait while another evaluation of the same gold set and model is in progress "
         "(default 3600; 0: refuse at once)",
     )
     parser.add_argument(
-        "--force", action="store_true",
+        "--force",
+        action="store_true",
         help="evaluate the models again even when nothing changed (by default a model whose latest fully evaluated run has "
         "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
         "its stored scores are printed)",
     )
     parser.add_argument(
-        "--test-suite-variants", type=int, default=3, metavar="K",
+        "--test-suite-variants",
+        type=int,
+        default=3,
+        metavar="K",
         help="test-suite accuracy: also run every correct candidate on K seeded variants of its database (rows "
         "sampled with foreign keys kept, duplicated, shuffled, NULLs, boundary values of the gold's literals; built "
         "once per gold version under the storage root) and count it correct only if it matches everywhere "
@@ -92,7 +120,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
-        "-q", "--quiet", action="store_true",
+        "-q",
+        "--quiet",
+        action="store_true",
         help="no progress while it runs (by default: a live bar per model and stage on a terminal, plain "
         "'progress ...' lines every NL2SQL_PROGRESS_INTERVAL seconds otherwise; always on stderr)",
     )
@@ -115,18 +145,29 @@ def _handle(args: argparse.Namespace) -> int:
         print("error: --repeat must be >= 1", flush=True)
         return 2
     if args.test_suite_variants < 0:
-        print("error: --test-suite-variants must be >= 0 (0 turns test-suite accuracy off)", file=sys.stderr, flush=True)
+        print(
+            "error: --test-suite-variants must be >= 0 (0 turns test-suite accuracy off)", file=sys.stderr, flush=True
+        )
         return 2
     from nl2sql_pipeline.runs.gates import GateThresholds
 
     thresholds = GateThresholds(
-        max_skipped_share=args.max_skipped_share, min_execution_success=args.min_execution_success,
-        min_semantic_correct=args.min_semantic_correct, min_policy_recall=args.min_policy_recall,
+        max_skipped_share=args.max_skipped_share,
+        min_execution_success=args.min_execution_success,
+        min_semantic_correct=args.min_semantic_correct,
+        min_policy_recall=args.min_policy_recall,
         max_regression=args.max_regression,
     )
     return run_evaluation(
-        args.gold_set, list(args.models or DEFAULT_MODELS), repeat=args.repeat, policy=args.policy, isolated=args.isolated,
-        thresholds=thresholds, as_json=args.json, lock_wait_s=args.lock_wait, force=args.force,
+        args.gold_set,
+        list(args.models or DEFAULT_MODELS),
+        repeat=args.repeat,
+        policy=args.policy,
+        isolated=args.isolated,
+        thresholds=thresholds,
+        as_json=args.json,
+        lock_wait_s=args.lock_wait,
+        force=args.force,
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
     )
@@ -207,46 +248,84 @@ def run_evaluation(
     code = _check_inputs(gold_set)
     if code is not None:
         return code
-    given = (thresholds or GateThresholds()).over({"min_semantic_correct": min_correctness,
-                                                   "max_regression": max_regression})
+    given = (thresholds or GateThresholds()).over(
+        {"min_semantic_correct": min_correctness, "max_regression": max_regression}
+    )
 
     def waiting(message: str) -> None:
         print(f"WAITING: {message}", file=sys.stderr, flush=True)
 
     try:
-        outcome = None if force else stored_outcome(gold_set, models, repeat=repeat, policy=policy,
-                                                    test_suite_variants=test_suite_variants)
+        outcome = (
+            None
+            if force
+            else stored_outcome(gold_set, models, repeat=repeat, policy=policy, test_suite_variants=test_suite_variants)
+        )
         if outcome is None:
             from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
 
             with _progress_shown(quiet):
-                outcome = evaluate(gold_set, models, repeat=repeat, policy=policy, isolated=isolated, thresholds=given,
-                                   lock_wait_s=lock_wait_s, on_wait=waiting, force=force,
-                                   test_suite_variants=test_suite_variants)
+                outcome = evaluate(
+                    gold_set,
+                    models,
+                    repeat=repeat,
+                    policy=policy,
+                    isolated=isolated,
+                    thresholds=given,
+                    lock_wait_s=lock_wait_s,
+                    on_wait=waiting,
+                    force=force,
+                    test_suite_variants=test_suite_variants,
+                )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for slug, run_id in outcome.reused.items():
-        print(f"REUSED {slug}: nothing changed since run {run_id}; its stored scores stand (--force runs it again)",
-              file=sys.stderr)
+        print(
+            f"REUSED {slug}: nothing changed since run {run_id}; its stored scores stand (--force runs it again)",
+            file=sys.stderr,
+        )
     for run_id in outcome.reaped_runs:
-        print(f"NOTE: run {run_id} was left in progress by a process that no longer exists; marked failed",
-              file=sys.stderr)
+        print(
+            f"NOTE: run {run_id} was left in progress by a process that no longer exists; marked failed",
+            file=sys.stderr,
+        )
     runs = [{"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()]
-    gates = check_gates(list(outcome.scores.values()), paths.baselines_db_path(),
-                        lambda model: thresholds_for_model(given, model))
+    gates = check_gates(
+        list(outcome.scores.values()), paths.baselines_db_path(), lambda model: thresholds_for_model(given, model)
+    )
     if as_json:
         from nl2sql_pipeline.results.frames import JSON_METRICS
 
         # nested metrics stay JSON text in this output, as the run_scores Parquet stores them
-        stored = [{**r, "scores": {k: (json.dumps(v, sort_keys=True) if k in JSON_METRICS else v)
-                                   for k, v in r["scores"].items()}} for r in runs]
-        print(json.dumps({"runs": stored, "skipped_models": outcome.skipped_models, "failures": outcome.failures,
-                          "preflight_problems": outcome.preflight_problems,
-                          "preflight_flags": outcome.preflight_triage, "baseline_comparison": gates.lines,
-                          "gate_failures": gates.messages(), "incomplete": [f.message for f in gates.failures if f.incomplete], "asset_checks": outcome.checks,
-                          "asset_check_messages": outcome.check_messages,
-                          "reused": outcome.reused}, default=str, indent=2))
+        stored = [
+            {
+                **r,
+                "scores": {
+                    k: (json.dumps(v, sort_keys=True) if k in JSON_METRICS else v) for k, v in r["scores"].items()
+                },
+            }
+            for r in runs
+        ]
+        print(
+            json.dumps(
+                {
+                    "runs": stored,
+                    "skipped_models": outcome.skipped_models,
+                    "failures": outcome.failures,
+                    "preflight_problems": outcome.preflight_problems,
+                    "preflight_flags": outcome.preflight_triage,
+                    "baseline_comparison": gates.lines,
+                    "gate_failures": gates.messages(),
+                    "incomplete": [f.message for f in gates.failures if f.incomplete],
+                    "asset_checks": outcome.checks,
+                    "asset_check_messages": outcome.check_messages,
+                    "reused": outcome.reused,
+                },
+                default=str,
+                indent=2,
+            )
+        )
     else:
         if runs:
             print(_detailed_report(gold_set, runs))

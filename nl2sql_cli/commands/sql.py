@@ -28,23 +28,28 @@ def register(subparsers: Any) -> None:
         description="Run one SELECT query on a sample database in the sandbox and print the result.",
     )
     parser.add_argument(
-        "--database", required=True, metavar="DB",
+        "--database",
+        required=True,
+        metavar="DB",
         help="name of a built sample database (see `nl2sql-eval db build`) or path of a .duckdb file",
     )
     parser.add_argument("--sql", required=True, metavar="SQL", help="the query; '-' reads it from stdin")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="wall-clock timeout in seconds (default 10)")
+    parser.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="wall-clock timeout in seconds (default 10)"
+    )
     parser.add_argument("--row-cap", type=int, default=None, metavar="N", help="keep at most N rows (default 10000)")
     parser.add_argument(
-        "--isolated", action="store_true",
+        "--isolated",
+        action="store_true",
         help="run in a worker process that is killed if the query ignores the timeout",
     )
     parser.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_cli.database_arg import database_file_or_exit_code
+    from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.execution import SandboxError, SandboxLimits, run_query, run_query_isolated
 
@@ -102,9 +107,7 @@ def format_table(columns: list[str], rows: list[tuple], max_rows: int = MAX_TEXT
     """An aligned text table of the first ``max_rows`` rows (numbers right-aligned, NULL for None)."""
     shown = rows[:max_rows]
     cells = [[_cell(value) for value in row] for row in shown]
-    numeric = [
-        bool(shown) and all(_is_number(row[i]) or row[i] is None for row in shown) for i in range(len(columns))
-    ]
+    numeric = [bool(shown) and all(_is_number(row[i]) or row[i] is None for row in shown) for i in range(len(columns))]
     widths = [max([len(str(name))] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
 
     def line(values: list[str]) -> str:

@@ -56,7 +56,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DEFAULT_CONFIG = CompareConfig()
-ROW_STEP_NAMES = frozenset({"multiset_exact", "float_tolerance", "column_permutation", "row_count_mismatch", "multiset_mismatch"})
+ROW_STEP_NAMES = frozenset(
+    {"multiset_exact", "float_tolerance", "column_permutation", "row_count_mismatch", "multiset_mismatch"}
+)
 """The step rules that read rows: in the engine, everything from the first of them on is done by ``engine``."""
 
 
@@ -160,7 +162,9 @@ def _compare_query_results(
     return comparison
 
 
-def compare_whole(expected: QueryResult, candidate: QueryResult, source: EngineSource, config: CompareConfig) -> Comparison:
+def compare_whole(
+    expected: QueryResult, candidate: QueryResult, source: EngineSource, config: CompareConfig
+) -> Comparison:
     """The column rules on the column names, then the rows of both whole results compared in the engine."""
     with _gc_paused():
         state = ComparisonState(

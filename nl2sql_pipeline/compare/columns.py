@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from itertools import permutations
 from typing import TYPE_CHECKING
 
-from nl2sql_pipeline.compare.model import Comparison
 from nl2sql_pipeline.compare.matching import counters_equivalent, match_rows
-from nl2sql_pipeline.compare.wording import plural
+from nl2sql_pipeline.compare.model import Comparison
 from nl2sql_pipeline.compare.values import NUMERIC_KINDS, TEMPORAL_KINDS, ValueContext, kind_of
+from nl2sql_pipeline.compare.wording import plural
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.compare.state import ComparisonState
@@ -55,7 +55,9 @@ def describe_name_differences(missing: list[str], extra: list[str]) -> str:
     """``column 'genre' missing from candidate; candidate has extra column 'kind'``."""
     parts = []
     if missing:
-        parts.append(f"{'column' if len(missing) == 1 else 'columns'} {', '.join(map(repr, missing))} missing from candidate")
+        parts.append(
+            f"{'column' if len(missing) == 1 else 'columns'} {', '.join(map(repr, missing))} missing from candidate"
+        )
     if extra:
         parts.append(f"candidate has extra {'column' if len(extra) == 1 else 'columns'} {', '.join(map(repr, extra))}")
     return "; ".join(parts)
@@ -225,11 +227,9 @@ def _pair_rest_by_similarity(state: ComparisonState, pairs: dict[int, int]) -> N
     exp_families = {i: _families(state.expected_types[i]) for i in exp_left}
     cand_families = {j: _families(state.candidate_types[j]) for j in cand_left}
     scored = sorted(
-        (
-            (-(_similarity(state, i, j) if _may_pair(exp_families[i], cand_families[j]) else 0.0), abs(i - j), i, j)
-            for i in exp_left
-            for j in cand_left
-        )
+        (-(_similarity(state, i, j) if _may_pair(exp_families[i], cand_families[j]) else 0.0), abs(i - j), i, j)
+        for i in exp_left
+        for j in cand_left
     )
     used: set[int] = set()
     for _, _, i, j in scored:

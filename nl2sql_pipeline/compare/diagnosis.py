@@ -58,7 +58,10 @@ def wrong_order_or_direction(given: DiagnosisInput) -> Finding | None:
         return None
     exp_order, cand_order = given.items("order_by")
     if exp_order and exp_order != cand_order:
-        return "wrong_order_or_direction", f"ORDER BY {_listed(exp_order)} expected, got {_listed(cand_order) or 'none'}"
+        return (
+            "wrong_order_or_direction",
+            f"ORDER BY {_listed(exp_order)} expected, got {_listed(cand_order) or 'none'}",
+        )
     return None
 
 
@@ -130,7 +133,10 @@ def wrong_grouping(given: DiagnosisInput) -> Finding | None:
         return None
     exp_items, cand_items = given.items("group_by")
     if exp_items != cand_items:
-        return "wrong_grouping", f"GROUP BY {_listed(exp_items) or 'none'} expected, got {_listed(cand_items) or 'none'}"
+        return (
+            "wrong_grouping",
+            f"GROUP BY {_listed(exp_items) or 'none'} expected, got {_listed(cand_items) or 'none'}",
+        )
     return None
 
 

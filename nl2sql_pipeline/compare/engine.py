@@ -32,7 +32,7 @@ from nl2sql_pipeline.compare.values import ColumnPair
 from nl2sql_pipeline.compare.wording import format_row, plural
 
 if TYPE_CHECKING:
-    from nl2sql_pipeline.execution import QueryResult, SandboxLimits
+    from nl2sql_pipeline.execution import SandboxLimits
 
 logger = logging.getLogger(__name__)
 
@@ -141,12 +141,12 @@ def _fill(template: str, plan: _Plan, texts: list[str], widths: tuple[int, int],
         group_extras=group_extras,
         tolerance_groups=(
             "count(*) FILTER (WHERE " + " OR ".join(f"(isfinite({m}) AND {m} <> 0)" for m in mins.values()) + ")"
-        ) if raws else "0",
+        )
+        if raws
+        else "0",
         residue_fields=", ".join(["n_all", "n_diff", *plan.key_names, *(mins[p] for p in plan.float_positions)]),
         raw_names=", ".join(raws) if raws else "1",
-        residue_raw_columns=", ".join(
-            raw_or_key for raw_or_key in _raw_row_columns(plan)
-        ),
+        residue_raw_columns=", ".join(raw_or_key for raw_or_key in _raw_row_columns(plan)),
         residue_cap=RESIDUE_CAP,
         **extra,
     )
@@ -192,7 +192,7 @@ def _value(key_values: tuple, plan: _Plan) -> tuple:
 
 def _fold_positions(plan: _Plan) -> list[int]:
     """The value position (one per column pair) of each float key."""
-    out, position = [], 0
+    position = 0
     starts = {}
     for index, keys in enumerate(plan.pairs):
         starts[position] = index
@@ -200,15 +200,16 @@ def _fold_positions(plan: _Plan) -> list[int]:
     return [starts[p] for p in plan.float_positions]
 
 
-def engine_counts(source: EngineSource, exp_types: list[str], cand_types: list[str],
-                  alignment: tuple[int, ...], config: CompareConfig) -> EngineCounts:
+def engine_counts(
+    source: EngineSource, exp_types: list[str], cand_types: list[str], alignment: tuple[int, ...], config: CompareConfig
+) -> EngineCounts:
     """Compare the whole results under ``alignment``; raises EngineComparisonError when it cannot."""
     try:
         plan = _plan(exp_types, cand_types, alignment, config)
     except UnsupportedPairError as exc:
         raise EngineComparisonError(f"no in-engine key for {exc}") from exc
     widths = (len(exp_types), len(cand_types))
-    (n_all, n_diff, matched, tolerance_groups, differing, residue), = _run(source, MULTISET_SQL, plan, widths)
+    ((n_all, n_diff, matched, tolerance_groups, differing, residue),) = _run(source, MULTISET_SQL, plan, widths)
     n_all, n_diff = int(n_all), int(n_diff)
     n_e, n_c = (n_all + n_diff) // 2, (n_all - n_diff) // 2
     groups = []
@@ -282,8 +283,9 @@ def _describe(counts: EngineCounts) -> str:
     return "; ".join(parts)
 
 
-def compare_aligned_in_engine(state: ComparisonState, source: EngineSource, exp_types: list[str],
-                              cand_types: list[str]) -> Comparison:
+def compare_aligned_in_engine(
+    state: ComparisonState, source: EngineSource, exp_types: list[str], cand_types: list[str]
+) -> Comparison:
     """The verdict under the state's alignment, compared in the engine (row rules of ``rows`` mirrored)."""
     alignment = state.alignment
     assert alignment is not None
@@ -302,20 +304,27 @@ def compare_aligned_in_engine(state: ComparisonState, source: EngineSource, exp_
     if counts.matched == counts.expected_count == counts.candidate_count:
         verdict = state.matched(aligned)
         return replace(
-            verdict, reason=f"{verdict.reason}; {note}", expected_rows=counts.expected_count,
+            verdict,
+            reason=f"{verdict.reason}; {note}",
+            expected_rows=counts.expected_count,
             candidate_rows=counts.candidate_count,
         )
     total = counts.expected_count + counts.candidate_count
     score = 2.0 * counts.matched / total if total else 1.0
     if counts.expected_count != counts.candidate_count:
-        rule, reason = "row_count_mismatch", (
-            f"expected {plural(counts.expected_count, 'row')}, candidate returned {counts.candidate_count}: "
-            f"{_describe(counts)}"
+        rule, reason = (
+            "row_count_mismatch",
+            (
+                f"expected {plural(counts.expected_count, 'row')}, candidate returned {counts.candidate_count}: "
+                f"{_describe(counts)}"
+            ),
         )
     else:
         rule, reason = "multiset_mismatch", f"rows differ: {_describe(counts)}"
     verdict = state.mismatched(rule, reason, score)
     return replace(
-        verdict, reason=f"{verdict.reason}; {note}", expected_rows=counts.expected_count,
+        verdict,
+        reason=f"{verdict.reason}; {note}",
+        expected_rows=counts.expected_count,
         candidate_rows=counts.candidate_count,
     )

@@ -63,8 +63,16 @@ def family(duckdb_type: str) -> str | None:
 
 
 PYTHON_KIND = {
-    "int": "int", "decimal": "decimal", "float": "float", "str": "str", "bool": "bool", "date": "date",
-    "timestamp": "timestamp", "timestamptz": "timestamp", "time": "time", "timetz": "time",
+    "int": "int",
+    "decimal": "decimal",
+    "float": "float",
+    "str": "str",
+    "bool": "bool",
+    "date": "date",
+    "timestamp": "timestamp",
+    "timestamptz": "timestamp",
+    "time": "time",
+    "timetz": "time",
 }
 """The Python value kind (``values.kind_of``) of each family, for naming the value rules a match used."""
 
@@ -183,7 +191,10 @@ def _string_coercion(str_col: str, other_col: str, other: str, rel_tol: float) -
         raw_str, raw_other = f"(({coerced}) + 0.0)", f"({other_value} + 0.0)"
         scale = bucket_scale(rel_tol)
         return PairKeys(
-            (float_bucket(raw_str, scale), rest), (float_bucket(raw_other, scale), "NULL::VARCHAR"), True, raw_str, raw_other
+            (float_bucket(raw_str, scale), rest),
+            (float_bucket(raw_other, scale), "NULL::VARCHAR"),
+            True,
+            raw_str,
+            raw_other,
         )
     return PairKeys((coerced, rest), (other_value, "NULL::VARCHAR"))
-

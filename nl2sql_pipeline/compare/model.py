@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
-from nl2sql_pipeline.compare.names import COLUMN_ORDERS, COMPARATOR_VERSION  # noqa: F401 (re-exported)
+from nl2sql_pipeline.compare.names import COLUMN_ORDERS, COMPARATOR_VERSION
 from nl2sql_pipeline.errors import ConfigError, Nl2SqlError
 
 MAX_PERMUTATION_COLUMNS = 6
@@ -30,8 +31,10 @@ class CompareConfig:
     """A non-matching case whose cell F1 reaches this is graded ``partial`` (below: ``fail``)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.partial_threshold, bool) or not isinstance(self.partial_threshold, (int, float)) or not (
-            0 <= self.partial_threshold <= 1
+        if (
+            isinstance(self.partial_threshold, bool)
+            or not isinstance(self.partial_threshold, (int, float))
+            or not (0 <= self.partial_threshold <= 1)
         ):
             raise ConfigError(
                 f"CompareConfig.partial_threshold={self.partial_threshold!r} is invalid: use a number in [0, 1] (default 0.5)"

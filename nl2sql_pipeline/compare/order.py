@@ -22,11 +22,11 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.model import CompareConfig
 from nl2sql_pipeline.compare.rules import CANONICALISER
 from nl2sql_pipeline.compare.values import canonicalise_pair
+from nl2sql_pipeline.sql import parse as sql_ast
 
 ORDER_NOT_REQUIRED = "not_required"
 ORDER_OK = "ok"

@@ -62,7 +62,9 @@ def with_order(
         check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only, same_rows)
         if check.status == ORDER_WRONG:
             return comparison.evolve(
-                match=False, rule="row_order_mismatch", reason=f"same rows in a different order: {check.detail}",
+                match=False,
+                rule="row_order_mismatch",
+                reason=f"same rows in a different order: {check.detail}",
                 order=check,
             )
         if check.status in (ORDER_PARTIAL, ORDER_UNCHECKED) or shown_only:
@@ -74,7 +76,9 @@ def with_order(
     return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
 
 
-def _split(rows: Sequence[Sequence[Any]], keys: list[tuple], boundary: tuple, config: CompareConfig) -> tuple[list, list]:
+def _split(
+    rows: Sequence[Sequence[Any]], keys: list[tuple], boundary: tuple, config: CompareConfig
+) -> tuple[list, list]:
     rest, tied = [], []
     for row, key in zip(rows, keys):
         (tied if all(values_close(a, b, config) for a, b in zip(key, boundary)) else rest).append(tuple(row))
@@ -101,9 +105,10 @@ def _limit_ties(
     boundary = exp_keys[-1]
     exp_rest, exp_tied = _split(expected.rows, exp_keys, boundary, config)
     cand_rest, cand_tied = _split(candidate.rows, cand_keys, boundary, config)
-    if len(exp_tied) != len(cand_tied) or not compare_rows(
-        expected.columns, exp_rest, candidate.columns, cand_rest, config
-    ).match:
+    if (
+        len(exp_tied) != len(cand_tied)
+        or not compare_rows(expected.columns, exp_rest, candidate.columns, cand_rest, config).match
+    ):
         return None
     unlimited_sql = without_limit(expected_sql)
     full = rerun(unlimited_sql) if rerun is not None and unlimited_sql is not None else None

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from nl2sql_pipeline.compare.model import CompareConfig, Comparison, ComparisonInputError
 from nl2sql_pipeline.compare.matching import RowMatch, match_rows
-from nl2sql_pipeline.compare.wording import plural
+from nl2sql_pipeline.compare.model import CompareConfig, Comparison, ComparisonInputError
 from nl2sql_pipeline.compare.values import Canonicaliser, ColumnPair, canonicalise_pair
+from nl2sql_pipeline.compare.wording import plural
 
 
 @dataclass
@@ -45,7 +45,11 @@ def credit(rows: RowMatch, width: int) -> dict[str, float]:
             cells += sum((Counter(exp_values) & Counter(cand_values)).values())
     total = width * (rows.expected_count + rows.candidate_count)
     cell_f1 = 1.0 if total == 0 else 2.0 * cells / total
-    return {"row_precision": round(precision, 6), "row_recall": round(recall, 6), "cell_f1": round(min(cell_f1, 1.0), 6)}
+    return {
+        "row_precision": round(precision, 6),
+        "row_recall": round(recall, 6),
+        "cell_f1": round(min(cell_f1, 1.0), 6),
+    }
 
 
 def all_rows_match(count: int) -> str:
@@ -213,7 +217,9 @@ class ComparisonState:
         for index, pair in enumerate(aligned.pairs):
             used = pair.rules_used()
             if used:
-                details.append(f"column {self.column_label(index, aligned)}: {pair.describe()} ({self.rule_name(used)})")
+                details.append(
+                    f"column {self.column_label(index, aligned)}: {pair.describe()} ({self.rule_name(used)})"
+                )
         if aligned.rows.tolerance_matched:
             details.append(
                 f"{plural(aligned.rows.tolerance_matched, 'row')} equal within float tolerance "
@@ -235,7 +241,11 @@ class ComparisonState:
             reason = f"{reason}; {self.alignment_note(self.aligned())}"
         extra = credit(self.aligned().rows, len(self.expected_columns)) if self.alignment is not None else {}
         return Comparison(
-            match=False, rule=rule, reason=self._with_notes(reason), score=round(score, 6), alignment=self.alignment,
+            match=False,
+            rule=rule,
+            reason=self._with_notes(reason),
+            score=round(score, 6),
+            alignment=self.alignment,
             **extra,
         )
 

@@ -39,13 +39,16 @@ class ClauseItems:
 
     def to_json(self) -> str:
         """The items as JSON (sorted, stamped with ``CLAUSE_ITEMS_VERSION``), for the oracle's stored rows."""
-        return json.dumps({
-            "version": CLAUSE_ITEMS_VERSION,
-            "items": {clause: sorted(self.items[clause]) for clause in CLAUSES},
-            "distinct": self.distinct,
-            "aggregates": sorted(self.aggregates),
-            "join_kinds": sorted(self.join_kinds),
-        }, separators=(",", ":"))
+        return json.dumps(
+            {
+                "version": CLAUSE_ITEMS_VERSION,
+                "items": {clause: sorted(self.items[clause]) for clause in CLAUSES},
+                "distinct": self.distinct,
+                "aggregates": sorted(self.aggregates),
+                "join_kinds": sorted(self.join_kinds),
+            },
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> ClauseItems | None:
@@ -103,7 +106,11 @@ def _clause_items(tree: exp.Expr) -> ClauseItems | None:
         if node is None:
             return frozenset()
         inner = node.this if isinstance(node, (exp.Where, exp.Having)) else node
-        return frozenset(text(part) for part in inner.flatten()) if isinstance(inner, exp.And) else frozenset({text(inner)})
+        return (
+            frozenset(text(part) for part in inner.flatten())
+            if isinstance(inner, exp.And)
+            else frozenset({text(inner)})
+        )
 
     projections = frozenset(text(p.this if isinstance(p, exp.Alias) else p) for p in select.expressions)
     from_items: set[str] = set()

@@ -60,9 +60,7 @@ _KIND_OF_TYPE: dict[type, str] = {
 
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER_RE = re.compile(r"[+-]?\d+")
-_DATETIME_RE = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
-)
+_DATETIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
 _TIME_RE = re.compile(r"\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?")
 
 
@@ -330,7 +328,9 @@ class ColumnPair:
 
     def describe(self) -> str:
         """The two columns' kinds, e.g. ``int vs float``."""
-        return f"{'/'.join(sorted(self.expected_kinds)) or 'NULL'} vs {'/'.join(sorted(self.candidate_kinds)) or 'NULL'}"
+        return (
+            f"{'/'.join(sorted(self.expected_kinds)) or 'NULL'} vs {'/'.join(sorted(self.candidate_kinds)) or 'NULL'}"
+        )
 
 
 def canonicalise_pair(

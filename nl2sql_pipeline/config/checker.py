@@ -20,8 +20,9 @@ import datetime
 import difflib
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from nl2sql_pipeline.errors import ConfigError
 
@@ -54,8 +55,14 @@ def type_name(value: Any) -> str:
     """A readable name of a value's type for messages (YAML/JSON terms where they exist)."""
     if value is None:
         return "null"
-    for kind, name in ((bool, "boolean"), (str, "string"), (int, "integer"), (float, "number"),
-                       (list, "list"), (dict, "mapping")):
+    for kind, name in (
+        (bool, "boolean"),
+        (str, "string"),
+        (int, "integer"),
+        (float, "number"),
+        (list, "list"),
+        (dict, "mapping"),
+    ):
         if isinstance(value, kind):
             return name
     return type(value).__name__
@@ -80,7 +87,7 @@ class Field:
     above: float | None = None
     maximum: float | None = None
     pattern: re.Pattern[str] | None = None
-    items: "Field | None" = None
+    items: Field | None = None
     fix: str | None = None
     allow_empty: bool = False
     nullable: bool = False
@@ -149,7 +156,7 @@ class Checker:
             key = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", key) if re.search(r"[.\[]", key) else ""
         return None
 
-    def within(self, context: str) -> "Checker":
+    def within(self, context: str) -> Checker:
         """A checker sharing this one's problems whose messages carry ``context``."""
         child = Checker(self.source, context=context, error=self.error)
         child.problems = self.problems
@@ -185,16 +192,21 @@ class Checker:
         allowed = list(fields)
         for name in value:
             if name not in fields and name not in skip:
-                self.problem(line_of(value, name) or line, key_path(key, name), "unknown key",
-                             unknown_key_fix(name, allowed))
+                self.problem(
+                    line_of(value, name) or line, key_path(key, name), "unknown key", unknown_key_fix(name, allowed)
+                )
         out: dict[str, Any] = {}
         for name, field in fields.items():
             raw = value.get(name)
             where = line_of(value, name) or line
             if raw is None:
                 if field.required and not (field.nullable and name in value):
-                    self.problem(where, key_path(key, name), "missing required key",
-                                 f"add '{name}: ...'" + (f"; {field.fix}" if field.fix else ""))
+                    self.problem(
+                        where,
+                        key_path(key, name),
+                        "missing required key",
+                        f"add '{name}: ...'" + (f"; {field.fix}" if field.fix else ""),
+                    )
                 out[name] = field.default
                 continue
             out[name] = self.value(raw, field, key=key_path(key, name), line=where)
@@ -204,19 +216,26 @@ class Checker:
         """Check one value against ``field``; the value (stripped strings, floats for numbers) or None."""
         kind = field.kind
         if kind is not object and not _is_kind(value, kind, field.allow_empty):
-            self.problem(line, key, f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {value!r}",
-                         field.fix or _TYPE_FIXES.get(kind, "fix the value"))
+            self.problem(
+                line,
+                key,
+                f"must be {_TYPE_WORDS.get(kind, kind.__name__)}, got {value!r}",
+                field.fix or _TYPE_FIXES.get(kind, "fix the value"),
+            )
             return None
         if kind is str:
             value = value.strip()
         if kind is datetime.date and isinstance(value, str):
             value = datetime.date.fromisoformat(value)
         if field.choices is not None and value not in field.choices:
-            self.problem(line, key, f"unknown value {value!r}",
-                         field.fix or f"use one of: {', '.join(map(str, field.choices))}")
+            self.problem(
+                line, key, f"unknown value {value!r}", field.fix or f"use one of: {', '.join(map(str, field.choices))}"
+            )
             return None
         if field.pattern is not None and not field.pattern.fullmatch(value):
-            self.problem(line, key, f"{value!r} does not match {field.pattern.pattern}", field.fix or "fix the spelling")
+            self.problem(
+                line, key, f"{value!r} does not match {field.pattern.pattern}", field.fix or "fix the spelling"
+            )
             return None
         if kind in (int, float) and not self._in_range(value, field, key, line):
             return None
@@ -242,8 +261,9 @@ class Checker:
             (field.maximum, lambda b: value <= b, "<="),
         ):
             if bound is not None and not ok(bound):
-                self.problem(line, key, f"must be {text} {bound:g}, got {value!r}",
-                             field.fix or f"use a value {text} {bound:g}")
+                self.problem(
+                    line, key, f"must be {text} {bound:g}, got {value!r}", field.fix or f"use a value {text} {bound:g}"
+                )
                 return False
         return True
 

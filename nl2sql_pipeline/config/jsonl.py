@@ -13,9 +13,10 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from nl2sql_pipeline.config.checker import format_problem
 
@@ -60,7 +61,7 @@ def decode_utf8_lines(raw: bytes, source: str) -> tuple[list[str | None], list[s
     """
     offset = 0
     if raw.startswith(UTF8_BOM):
-        raw = raw[len(UTF8_BOM):]
+        raw = raw[len(UTF8_BOM) :]
         offset = len(UTF8_BOM)
     lines: list[str | None] = []
     problems: list[str] = []
@@ -97,7 +98,9 @@ def parse_jsonl(
         try:
             value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
         except json.JSONDecodeError as exc:
-            problems.append(format_problem(source, number, f"malformed JSON at column {exc.colno}: {exc.msg}", line_fix))
+            problems.append(
+                format_problem(source, number, f"malformed JSON at column {exc.colno}: {exc.msg}", line_fix)
+            )
             continue
         except _DuplicateKeyError as exc:
             problems.append(format_problem(source, number, f"key '{exc}' appears twice", "keep one of them"))

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
@@ -80,8 +81,12 @@ def parse_entries(check: Checker, entries: Any, base_dir: Path, *, key: str = "d
         line = line_of(entries, name)
         before = len(check.problems)
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-            check.problem(line, f"{key}.{name}", "is not a database name",
-                          "use letters, digits, '.', '_' and '-', starting with a letter or digit")
+            check.problem(
+                line,
+                f"{key}.{name}",
+                "is not a database name",
+                "use letters, digits, '.', '_' and '-', starting with a letter or digit",
+            )
         values = check.mapping(entry, ENTRY_FIELDS, key=f"{key}.{name}", line=line)
         if values is None or len(check.problems) > before:
             continue
@@ -93,14 +98,22 @@ def parse_entries(check: Checker, entries: Any, base_dir: Path, *, key: str = "d
         elif values["file"]:
             path = (base_dir / Path(values["file"]).expanduser()).resolve()
         else:
-            check.problem(line, f"{key}.{name}", "names no database file",
-                          "add 'file: <path>.duckdb' (or 'sample: true' for a built sample database)")
+            check.problem(
+                line,
+                f"{key}.{name}",
+                "names no database file",
+                "add 'file: <path>.duckdb' (or 'sample: true' for a built sample database)",
+            )
             continue
         schemas = values["schemas"]
         bad = [s for s in schemas or () if s.lower() in SYSTEM_SCHEMAS]
         if bad:
-            check.problem(line_of(entry, "schemas") or line, f"{key}.{name}.schemas",
-                          f"{', '.join(bad)} is a system catalog schema", "expose only the database's own schemas")
+            check.problem(
+                line_of(entry, "schemas") or line,
+                f"{key}.{name}.schemas",
+                f"{', '.join(bad)} is a system catalog schema",
+                "expose only the database's own schemas",
+            )
             continue
         model = values["semantic_model"]
         found[name] = DatabaseEntry(
@@ -134,7 +147,9 @@ def load_database_registry(path: Path | None = None) -> dict[str, DatabaseEntry]
     if cached is None:
         _, data = read_yaml(path, ConfigError, missing="create it with a 'databases:' mapping")
         check = Checker(path)
-        top = check.mapping(data, TOP_FIELDS, unknown_fix="write a top-level 'databases:' mapping of name -> entry") or {}
+        top = (
+            check.mapping(data, TOP_FIELDS, unknown_fix="write a top-level 'databases:' mapping of name -> entry") or {}
+        )
         cached = parse_entries(check, top.get("databases") or {}, path.parent)
         check.raise_if_problems()
         if len(_LOADED) > 64:
@@ -147,8 +162,14 @@ def load_database_registry(path: Path | None = None) -> dict[str, DatabaseEntry]
 _LOADED: dict[tuple[str, int, int, str], dict[str, DatabaseEntry]] = {}
 
 
-def register_database(name: str, file: Path, *, registry: Path | None = None,
-                      schemas: tuple[str, ...] = (), semantic_model: Path | None = None) -> DatabaseEntry:
+def register_database(
+    name: str,
+    file: Path,
+    *,
+    registry: Path | None = None,
+    schemas: tuple[str, ...] = (),
+    semantic_model: Path | None = None,
+) -> DatabaseEntry:
     """Append an entry ``name -> file`` to the registry (created when absent); returns the checked entry.
 
     Raises ``ConfigError`` when the name is taken or invalid, or the file is not an existing file.
@@ -179,6 +200,8 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def merged(global_entries: Mapping[str, DatabaseEntry], inline: Mapping[str, DatabaseEntry]) -> dict[str, DatabaseEntry]:
+def merged(
+    global_entries: Mapping[str, DatabaseEntry], inline: Mapping[str, DatabaseEntry]
+) -> dict[str, DatabaseEntry]:
     """The registry a gold set sees: the global entries, with its inline entries taking precedence."""
     return {**global_entries, **inline}

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.databases.registry import DatabaseEntry, load_database_registry, registry_path
@@ -153,7 +153,9 @@ class CaseDatabases:
     _resolved: dict[str, ResolvedDatabase] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_registry(cls, base_dir: Path | None = None, inline: Mapping[str, DatabaseEntry] | None = None) -> "CaseDatabases":
+    def from_registry(
+        cls, base_dir: Path | None = None, inline: Mapping[str, DatabaseEntry] | None = None
+    ) -> CaseDatabases:
         """The global registry (``data/databases.yml``) plus ``inline`` entries, relative paths under ``base_dir``."""
         return cls({**load_database_registry(), **(inline or {})}, base_dir)
 
@@ -175,9 +177,11 @@ class CaseDatabases:
         entry = self.entry(reference)
         return entry.schemas if entry is not None else None
 
-    def missing(self, references: "set[str] | list[str]") -> list[DatabaseNotFoundError]:
+    def missing(self, references: set[str] | list[str]) -> list[DatabaseNotFoundError]:
         """The not-found error of every reference whose file is missing, in sorted order."""
-        return [self.resolve(r).not_found_error() for r in sorted(set(references)) if not self.resolve(r).path.is_file()]
+        return [
+            self.resolve(r).not_found_error() for r in sorted(set(references)) if not self.resolve(r).path.is_file()
+        ]
 
 
 def default_registry_path() -> Path:

@@ -293,7 +293,9 @@ def _creation_order(tables: Mapping[str, SourceTable], fks: Sequence[ForeignKey]
 # ------------------------------------------------------------------------------------------ copy
 
 
-def _normalize_extra(tables: Mapping[str, SourceTable], extra: ExtraKeys) -> tuple[dict[str, tuple[str, ...]], list[ForeignKey]]:
+def _normalize_extra(
+    tables: Mapping[str, SourceTable], extra: ExtraKeys
+) -> tuple[dict[str, tuple[str, ...]], list[ForeignKey]]:
     """Extra keys with table names resolved to the SQLite spelling (unknown tables dropped)."""
     pks: dict[str, tuple[str, ...]] = {}
     for name, cols in extra.primary_keys.items():
@@ -337,8 +339,12 @@ def plan_keys(con: sqlite3.Connection, tables: Mapping[str, SourceTable], extra:
     uniques: dict[str, list[tuple[str, ...]]] = {}
     fks: list[ForeignKey] = []
     for fk in [fk for t in sorted(tables) for fk in tables[t].foreign_keys] + extra_fks:
-        identity = (fk.table.lower(), tuple(c.lower() for c in fk.columns), fk.parent.lower(),
-                    tuple(c.lower() for c in fk.parent_columns))
+        identity = (
+            fk.table.lower(),
+            tuple(c.lower() for c in fk.columns),
+            fk.parent.lower(),
+            tuple(c.lower() for c in fk.parent_columns),
+        )
         if identity in seen:
             continue
         seen.add(identity)
@@ -361,9 +367,7 @@ def plan_keys(con: sqlite3.Connection, tables: Mapping[str, SourceTable], extra:
 
 
 def _create_table_sql(table: SourceTable, plan: KeyPlan) -> str:
-    parts = [
-        f"{quote(c.name)} {c.duckdb_type}{' NOT NULL' if c.not_null else ''}" for c in table.columns
-    ]
+    parts = [f"{quote(c.name)} {c.duckdb_type}{' NOT NULL' if c.not_null else ''}" for c in table.columns]
     key = plan.primary.get(table.name, ())
     fks = [fk for fk in plan.foreign if fk.table == table.name]
     if key:
@@ -417,7 +421,9 @@ def _copy_views(
     pending: dict[str, str] = {}
     problems: dict[str, str] = {}
     for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view' ORDER BY name"):
-        select = re.sub(r"(?is)^\s*CREATE\s+(TEMP\w*\s+)?VIEW\s+(IF\s+NOT\s+EXISTS\s+)?.+?\s+AS\s+", "", sql or "", count=1)
+        select = re.sub(
+            r"(?is)^\s*CREATE\s+(TEMP\w*\s+)?VIEW\s+(IF\s+NOT\s+EXISTS\s+)?.+?\s+AS\s+", "", sql or "", count=1
+        )
         try:
             pending[name] = convert_sql(select, "sqlite", columns).sql
         except ConversionError as exc:

@@ -106,7 +106,9 @@ def _is_grouped(column: exp.Column, grouped_names: set[str]) -> bool:
     return not table and any(g.endswith(f".{name}") for g in grouped_names)
 
 
-def _bare_columns(part: exp.Expression, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]) -> list[exp.Column]:
+def _bare_columns(
+    part: exp.Expression, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]
+) -> list[exp.Column]:
     """Columns of ``part`` outside any aggregate and not grouped."""
     if part.sql().lower() in grouped_sql:
         return []

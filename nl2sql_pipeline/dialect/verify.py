@@ -69,7 +69,10 @@ def run_sqlite(path: Path, sql: str, limits: SandboxLimits = SandboxLimits()) ->
         con.close()
     truncated = len(rows) > limits.row_cap
     return QueryResult(
-        ok=True, columns=columns, rows=[tuple(r) for r in rows[: limits.row_cap]], truncated=truncated,
+        ok=True,
+        columns=columns,
+        rows=[tuple(r) for r in rows[: limits.row_cap]],
+        truncated=truncated,
         elapsed_ms=(time.monotonic() - started) * 1000,
     )
 
@@ -96,7 +99,9 @@ def verify_conversion(
             return ConversionCheck(SOURCE_FAILED, f"the original fails in SQLite: {expected.error_message}")
     actual = run_query(duckdb_path, converted.sql, limits)
     if not actual.ok:
-        return ConversionCheck(DUCKDB_FAILED, f"the conversion fails in DuckDB ({actual.error_class}): {actual.error_message}")
+        return ConversionCheck(
+            DUCKDB_FAILED, f"the conversion fails in DuckDB ({actual.error_class}): {actual.error_message}"
+        )
     if expected is None:
         return ConversionCheck(RUNS, "runs in DuckDB; no source engine to compare results with")
     comparison = compare_results(expected.columns, expected.rows, actual.columns, actual.rows, POSITIONAL)

@@ -27,8 +27,10 @@ class SandboxLimits:
 
     def __post_init__(self) -> None:
         problems = []
-        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) or not (
-            math.isfinite(self.timeout_s) and self.timeout_s > 0
+        if (
+            isinstance(self.timeout_s, bool)
+            or not isinstance(self.timeout_s, (int, float))
+            or not (math.isfinite(self.timeout_s) and self.timeout_s > 0)
         ):
             problems.append(f"timeout_s={self.timeout_s!r} must be a positive number of seconds")
         if isinstance(self.row_cap, bool) or not isinstance(self.row_cap, int) or self.row_cap < 0:

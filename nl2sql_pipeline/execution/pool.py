@@ -258,8 +258,8 @@ def run_query(db_path: Path | str, sql: str, limits: SandboxLimits = SandboxLimi
 def held_sandboxes() -> Iterator[Callable[[Path | str, str, SandboxLimits], QueryResult]]:
     """A ``run_query`` for one stage that holds each database's pooled sandbox until the block ends.
 
-        with held_sandboxes() as run:
-            results = [run(db_path, sql, limits) for sql in texts]
+    with held_sandboxes() as run:
+        results = [run(db_path, sql, limits) for sql in texts]
     """
     hold = HeldSandboxes(POOL)
     try:

@@ -26,7 +26,7 @@ class QueryResult:
     elapsed_ms: float = 0.0
 
     @classmethod
-    def failure(cls, error_class: str, message: str, elapsed_ms: float = 0.0) -> "QueryResult":
+    def failure(cls, error_class: str, message: str, elapsed_ms: float = 0.0) -> QueryResult:
         """A result for a query that was refused or failed."""
         if error_class not in ERROR_CLASSES:
             raise ValueError(f"unknown error class {error_class!r}; expected one of {ERROR_CLASSES}")

@@ -106,7 +106,7 @@ class Sandbox:
         self.folder = sandbox_folder(self.db_path, limits)
         self._con: duckdb.DuckDBPyConnection | None = _open_locked_down(self.db_path, self.folder, limits)
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -57,9 +57,7 @@ def parse_single_query(sql: str) -> duckdb.Statement:
         return statement
     if kind == duckdb.StatementType.MULTI and _is_dynamic_pivot(sql, statement):
         return statement
-    raise StatementRefused(
-        f"statement type {_type_name(statement)} is not a query; only a single SELECT query may run"
-    )
+    raise StatementRefused(f"statement type {_type_name(statement)} is not a query; only a single SELECT query may run")
 
 
 def statement_check(sql: str) -> str | None:

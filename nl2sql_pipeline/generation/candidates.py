@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.progress import ProgressTracker
 from nl2sql_pipeline.generation import (
     CandidateRecord,
     GenerationCache,
@@ -16,11 +15,17 @@ from nl2sql_pipeline.generation import (
     get_model,
     prompt_context_for_cases,
 )
+from nl2sql_pipeline.progress import ProgressTracker
 
 
 def generate_for_gold_set(
-    cases: list[Case], model: str, *, samples: int = 1, use_cache: bool = True,
-    resolve_database: Callable[[str], Path] | None = None, progress: ProgressTracker | None = None,
+    cases: list[Case],
+    model: str,
+    *,
+    samples: int = 1,
+    use_cache: bool = True,
+    resolve_database: Callable[[str], Path] | None = None,
+    progress: ProgressTracker | None = None,
 ) -> tuple[list[CandidateRecord], dict[str, Any]]:
     """Generate candidates of ``model`` for every query case; returns the records and a summary.
 

@@ -132,8 +132,13 @@ class _Tally:
 
 
 def _failed(
-    request: CallRequest, spec: ModelSpec, failure: ProviderFailure, digest: str, tally: _Tally,
-    turn: int, latency_ms: float | None = None,
+    request: CallRequest,
+    spec: ModelSpec,
+    failure: ProviderFailure,
+    digest: str,
+    tally: _Tally,
+    turn: int,
+    latency_ms: float | None = None,
 ) -> CandidateRecord:
     n_turns = len(request.user_turns)
     where = f"turn {turn + 1} of {n_turns}: " if n_turns > 1 and turn < n_turns - 1 else ""
@@ -170,7 +175,8 @@ def _answered(
         filtered = (call.finish_reason or "") in FILTERED_FINISH_REASONS
         error_class = CONTENT_FILTERED if filtered else NO_SQL
         error_message = (
-            f"the provider filtered the reply (finish_reason={call.finish_reason})" if filtered
+            f"the provider filtered the reply (finish_reason={call.finish_reason})"
+            if filtered
             else "the reply holds no SQL"
         )
     return CandidateRecord(

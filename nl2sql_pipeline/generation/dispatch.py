@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nl2sql_pipeline.generation.client import call_model, warm_up
-from nl2sql_pipeline.generation.inflight import ConcurrencySlots, NoSlots, SharedSlots, SlotWaitStopped
 from nl2sql_pipeline.generation.failures import PROVIDER_ERROR, ProviderFailure, classify_exception
+from nl2sql_pipeline.generation.inflight import ConcurrencySlots, NoSlots, SharedSlots, SlotWaitStopped
 from nl2sql_pipeline.generation.limiter import LimiterStopped, NoLimit, RateLimiter, SharedRateLimiter, provider_key
 from nl2sql_pipeline.generation.prompts import Message, messages_chars
 from nl2sql_pipeline.generation.records import ModelCall
@@ -51,8 +51,9 @@ class RunControl:
                 return
             self.stop_failure, self.stop_case = failure, case_id
         self.stop_event.set()
-        logger.warning("run stopped after %s on case %s: %s; nothing more is sent", failure.error_class, case_id,
-                       failure.message)
+        logger.warning(
+            "run stopped after %s on case %s: %s; nothing more is sent", failure.error_class, case_id, failure.message
+        )
 
     def abort(self, reason: str) -> None:
         """Stop the run because of an error outside any provider (the caller re-raises it)."""
@@ -167,8 +168,9 @@ def dispatch(
         attempts += 1
         if failure is None:
             return Dispatched(call, None, attempts)
-        logger.warning("%s on case %s (attempt %d): %s: %s", spec.slug, case_id, attempts, failure.error_class,
-                       failure.message)
+        logger.warning(
+            "%s on case %s (attempt %d): %s: %s", spec.slug, case_id, attempts, failure.error_class, failure.message
+        )
         if failure.stops_run:
             control.trip(failure, case_id)
             return Dispatched(None, failure, attempts)

@@ -196,11 +196,18 @@ def _transport_class(chain: list[BaseException]) -> str | None:
     if "ConnectError" in names:  # httpx.ConnectError: no TCP connection (refused, unreachable, DNS)
         return CONNECTION_REFUSED
     if any(isinstance(e, TimeoutError) for e in chain) or names & {
-        "Timeout", "APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"
+        "Timeout",
+        "APITimeoutError",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "TimeoutException",
     }:
         return TIMEOUT
     if names & {"RemoteProtocolError", "ReadError", "WriteError", "ConnectionResetError", "BrokenPipeError"} or any(
-        isinstance(e, (ConnectionResetError, BrokenPipeError)) for e in chain  # subclasses: a system's process died
+        isinstance(e, (ConnectionResetError, BrokenPipeError))
+        for e in chain  # subclasses: a system's process died
     ):
         return PROVIDER_ERROR  # the connection broke mid-request: worth a retry
     return None

@@ -19,7 +19,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.progress import STAGE_GENERATE, ProgressTracker, tracking
 from nl2sql_pipeline.generation.cache import GenerationCache
 from nl2sql_pipeline.generation.client import call_model, completion_kwargs, configure_litellm
 from nl2sql_pipeline.generation.conversation import CallRequest, cached_call, plan_calls
@@ -28,8 +27,9 @@ from nl2sql_pipeline.generation.dispatch import RunControl, limiter_for, slots_f
 from nl2sql_pipeline.generation.limiter import RateLimiter
 from nl2sql_pipeline.generation.prompts import PromptContext
 from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall, generation_summary
-from nl2sql_pipeline.generation.tracked import report_record, tracked
 from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, model_readiness
+from nl2sql_pipeline.generation.tracked import report_record, tracked
+from nl2sql_pipeline.progress import STAGE_GENERATE, ProgressTracker, tracking
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,11 @@ def _generate(
         from nl2sql_pipeline.generation.systems.generate import generate_system_candidates
 
         records = generate_system_candidates(
-            cases, spec, cache=cache, context=context, samples=samples,
+            cases,
+            spec,
+            cache=cache,
+            context=context,
+            samples=samples,
             control=RunControl(limiter=limiter if limiter is not None else limiter_for(spec), slots=slots_for(spec)),
             readiness=_ReadinessOnce(spec),
             workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
@@ -133,7 +137,9 @@ def _generate(
     if context is None:
         from nl2sql_pipeline.errors import GenerationError
 
-        raise GenerationError(f"model {spec.slug}: a PromptContext is needed to build prompts (prompt_context_for_cases)")
+        raise GenerationError(
+            f"model {spec.slug}: a PromptContext is needed to build prompts (prompt_context_for_cases)"
+        )
     requests = plan_calls(cases, spec, context, samples)
     tracker.begin(len(requests))
     run_unit = tracked(_run_unit, tracker)

@@ -27,11 +27,11 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import GenerationError
@@ -123,9 +123,15 @@ class SharedRateLimiter:
         except FileNotFoundError:
             data = None
         except (OSError, ValueError) as exc:
-            logger.warning("rate limiter %s: unreadable state %s (%s); starting a new window", self.key, self.state_path, exc)
+            logger.warning(
+                "rate limiter %s: unreadable state %s (%s); starting a new window", self.key, self.state_path, exc
+            )
             data = None
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION or not isinstance(data.get("events"), list):
+        if (
+            not isinstance(data, dict)
+            or data.get("version") != STATE_VERSION
+            or not isinstance(data.get("events"), list)
+        ):
             data = {"version": STATE_VERSION, "events": [], "paused_until": 0.0}
         return data
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from nl2sql_pipeline.generation.few_shot import FewShotSet
 from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS, SystemConfig
@@ -34,8 +35,6 @@ DEFAULT_TIMEOUT_S = 120.0
 OFFLINE_PROVIDER = "nl2sql-offline"
 OFFLINE_MODEL_NAMES: tuple[str, ...] = ("gold-echo", "sql-mutant")
 DEFAULT_PROMPT_TEMPLATE = "nl2sql-v1"
-
-
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,6 @@ class ModelSpec:
     def is_system(self) -> bool:
         """True for a team's own system (``kind: http | python | command``), called through its contract."""
         return self.system is not None
-
 
 
 def file_content_hash(path: Path) -> str | None:

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.config.jsonl import parse_jsonl
 from nl2sql_pipeline.errors import ConfigError, GenerationError
 from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL
 from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.generation.registry import ModelSpec, PredictionsSource
-from nl2sql_pipeline.config.jsonl import parse_jsonl
 
 MAX_LISTED = 5
 
@@ -80,16 +80,22 @@ def _read_jsonl(path: Path, queries: list[Case], probes: set[str]) -> list[Predi
         number, data = item.line, item.value
         where = f"{path}:{number}"
         if not isinstance(data.get("case_id"), str):
-            raise PredictionsError(f"{where}: each line needs a string \"case_id\" (and \"sql\")")
+            raise PredictionsError(f'{where}: each line needs a string "case_id" (and "sql")')
         case_id, sql = data["case_id"], data.get("sql", None)
         if "sql" not in data or not (sql is None or isinstance(sql, str)):
-            raise PredictionsError(f"{where}: case {case_id!r}: \"sql\" must be a string or null")
+            raise PredictionsError(f'{where}: case {case_id!r}: "sql" must be a string or null')
         if case_id in found:
-            raise PredictionsError(f"{where}: case {case_id!r} again (first on line {found[case_id].line}); keep one line per case")
+            raise PredictionsError(
+                f"{where}: case {case_id!r} again (first on line {found[case_id].line}); keep one line per case"
+            )
         if case_id in probes:
-            raise PredictionsError(f"{where}: case {case_id!r} is a policy probe; probes are never generated, remove the line")
+            raise PredictionsError(
+                f"{where}: case {case_id!r} is a policy probe; probes are never generated, remove the line"
+            )
         if case_id not in wanted:
-            raise PredictionsError(f"{where}: case {case_id!r} is not in the gold set (a prediction for another gold set?)")
+            raise PredictionsError(
+                f"{where}: case {case_id!r} is not in the gold set (a prediction for another gold set?)"
+            )
         found[case_id] = Prediction(case_id, clean_sql(sql), item.text, number)
     missing = [case.id for case in queries if case.id not in found]
     if missing:
@@ -153,9 +159,9 @@ def prediction_records(cases: list[Case], spec: ModelSpec, samples: int = 1) -> 
                     generated_sql=prediction.sql,
                     raw_reply=prediction.raw,
                     error_class=None if prediction.sql is not None else NO_SQL,
-                    error_message=None if prediction.sql is not None else (
-                        f"{spec.predictions.path}:{prediction.line}: no SQL for this case"
-                    ),
+                    error_message=None
+                    if prediction.sql is not None
+                    else (f"{spec.predictions.path}:{prediction.line}: no SQL for this case"),
                     latency_ms=None,
                     input_tokens=None,
                     output_tokens=None,

@@ -60,7 +60,9 @@ def build_prompt_context(
     texts: dict[str, DatabasePromptText] = {}
     for name in sorted(set(databases)):
         entry = _registry_entry(resolve_database, name)
-        model_path = entry.semantic_model if entry is not None and entry.semantic_model else default_semantic_model_path()
+        model_path = (
+            entry.semantic_model if entry is not None and entry.semantic_model else default_semantic_model_path()
+        )
         model_file = _file_identity(model_path) if semantic_model is None else None
         db_path = resolve_database(name)
         db_file = _file_identity(db_path)
@@ -125,7 +127,9 @@ def _database_texts(
     if model is None:
         logger.info(
             "database %r has no semantic model: its prompt schema is introspected from %s "
-            "(to describe it, add 'semantic_model: <file>' to its entry in data/databases.yml)", name, db_path,
+            "(to describe it, add 'semantic_model: <file>' to its entry in data/databases.yml)",
+            name,
+            db_path,
         )
         return DatabasePromptText(
             schema_text=introspected_schema_text(db_path, *_introspection_settings(entry)),
@@ -214,7 +218,11 @@ def _store(key: tuple, texts: DatabasePromptText) -> None:
     """Store ``texts`` for ``key`` (atomically; a failure to write only costs the next process a read)."""
     path = _stored_path(key)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    data = {"schema_text": texts.schema_text, "semantic_text": texts.semantic_text, "reference_date": texts.reference_date}
+    data = {
+        "schema_text": texts.schema_text,
+        "semantic_text": texts.semantic_text,
+        "reference_date": texts.reference_date,
+    }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(data), encoding="utf-8")

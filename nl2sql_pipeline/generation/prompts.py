@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_string  # json.dumps' own string encoder (ensure_ascii=False)
 from pathlib import Path
 from string import Template
-from typing import Mapping, Sequence
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import ConfigError, GenerationError
@@ -97,8 +97,7 @@ def parse_template(name: str, text: str, source: str = "<template>") -> PromptTe
             raise ConfigError(f"{source}: {label} section: {exc} (write $$ for a literal dollar sign)") from exc
         if unknown:
             raise ConfigError(
-                f"{source}: {label} section uses unknown placeholder(s) {sorted(unknown)} "
-                f"(allowed: {sorted(allowed)})"
+                f"{source}: {label} section uses unknown placeholder(s) {sorted(unknown)} (allowed: {sorted(allowed)})"
             )
     if "question" not in _placeholders(user):
         raise ConfigError(f"{source}: the user section must contain ${{question}}")
@@ -218,7 +217,7 @@ def _message_json(message: Message) -> bytes:
     role, content = message["role"], message["content"]
     if type(role) is str and type(content) is str:
         # what json.dumps writes for this dict (ensure_ascii=False, compact separators), without its encoder setup
-        return f'{{"role":{_json_string(role)},"content":{_json_string(content)}}}'.encode("utf-8")
+        return f'{{"role":{_json_string(role)},"content":{_json_string(content)}}}'.encode()
     return json.dumps({"role": role, "content": content}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 

@@ -110,4 +110,3 @@ def generation_summary(records: list[CandidateRecord]) -> dict[str, Any]:
         "estimated_tokens": any(r.token_source == "estimated" for r in records),
         "cost_usd": None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None)),
     }
-

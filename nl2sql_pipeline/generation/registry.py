@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 from nl2sql_pipeline import paths
@@ -45,12 +46,12 @@ from nl2sql_pipeline.generation.model_spec import (  # noqa: F401 - re-exported:
     RetryPolicy,
     file_content_hash,
 )
-from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS
 from nl2sql_pipeline.generation.readiness import (  # noqa: F401 - re-exported for existing callers
     READINESS_TIMEOUT_S,
     Readiness,
     model_readiness,
 )
+from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS
 
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 TEMPLATE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -83,8 +84,13 @@ PREDICTIONS_KEYS: frozenset[str] = frozenset({"kind", "path", "format", "descrip
 # The gates a model may set for itself (names of nl2sql_pipeline.runs.gates.GateThresholds; rates in 0..1).
 GATE_FIELDS: dict[str, Field] = {
     name: Field(float, minimum=0, maximum=1, fix="use a fraction within [0, 1]")
-    for name in ("max_skipped_share", "min_execution_success", "min_semantic_correct", "min_policy_recall",
-                 "max_regression")
+    for name in (
+        "max_skipped_share",
+        "min_execution_success",
+        "min_semantic_correct",
+        "min_policy_recall",
+        "max_regression",
+    )
 }
 OFFLINE_UNUSED_KEYS: tuple[str, ...] = ("api_base", "api_key_env", "retry", "timeout_s")
 LIMIT_FIELDS: dict[str, Field] = {
@@ -101,8 +107,19 @@ LIMIT_KEYS: tuple[str, ...] = tuple(LIMIT_FIELDS)
 RETRY_KEYS: tuple[str, ...] = tuple(RETRY_FIELDS)
 # Set by the generate loop itself (the registry has its own keys for them): refused in params.
 RESERVED_PARAMS: frozenset[str] = frozenset(
-    {"model", "messages", "api_base", "base_url", "api_key", "metadata", "stream", "timeout", "max_retries",
-     "num_retries", "mock_response"}
+    {
+        "model",
+        "messages",
+        "api_base",
+        "base_url",
+        "api_key",
+        "metadata",
+        "stream",
+        "timeout",
+        "max_retries",
+        "num_retries",
+        "mock_response",
+    }
 )
 _RESERVED_FIXES: dict[str, str] = {
     "timeout": "use the entry's timeout_s key",
@@ -162,7 +179,7 @@ def _check_api_base(check: Checker, api_base: str | None, line: int | None) -> s
         check.problem(line, "api_base", f"{api_base!r} is not an http(s) URL", "write e.g. http://127.0.0.1:8000/v1")
         return None
     try:
-        parsed.port
+        _ = parsed.port  # raises ValueError for a port out of range
     except ValueError:
         check.problem(line, "api_base", f"bad port in {api_base!r}", "use a port within 1..65535")
         return None
@@ -188,8 +205,12 @@ def _check_retry(check: Checker, raw: Any, line: int | None) -> RetryPolicy:
     base = values.get("base_delay_s") or _DEFAULT_RETRY.base_delay_s
     ceiling = values.get("max_delay_s") or _DEFAULT_RETRY.max_delay_s
     if ceiling < base:
-        check.problem(line_of(raw, "max_delay_s") or line, "retry.max_delay_s", f"{ceiling} is below base_delay_s {base}",
-                      "raise max_delay_s")
+        check.problem(
+            line_of(raw, "max_delay_s") or line,
+            "retry.max_delay_s",
+            f"{ceiling} is below base_delay_s {base}",
+            "raise max_delay_s",
+        )
     max_retries = values.get("max_retries")
     return RetryPolicy(
         max_retries=_DEFAULT_RETRY.max_retries if max_retries is None else max_retries,
@@ -204,8 +225,12 @@ def _check_few_shot(check: Checker, name: str | None, line: int | None) -> FewSh
     try:
         return load_few_shot(name)
     except ConfigError as exc:
-        check.problem(line, "few_shot", f"few-shot set {name!r} cannot be loaded",
-                      "fix the file under data/prompts/few_shot/ or the name; its problems follow")
+        check.problem(
+            line,
+            "few_shot",
+            f"few-shot set {name!r} cannot be loaded",
+            "fix the file under data/prompts/few_shot/ or the name; its problems follow",
+        )
         check.problems.extend(str(exc).splitlines())
         return None
 
@@ -225,8 +250,12 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
     fields = {name: ENTRY_FIELDS[name] for name in ENTRY_FIELDS if name in PREDICTIONS_KEYS}
     for name in entry:
         if name in ALLOWED_KEYS and name not in PREDICTIONS_KEYS:
-            check.problem(line_of(entry, name), name, "not used by kind: predictions",
-                          f"allowed keys: {', '.join(sorted(PREDICTIONS_KEYS))}")
+            check.problem(
+                line_of(entry, name),
+                name,
+                "not used by kind: predictions",
+                f"allowed keys: {', '.join(sorted(PREDICTIONS_KEYS))}",
+            )
     values = check.mapping(entry, fields, line=line_of(entry), skip=tuple(ALLOWED_KEYS - PREDICTIONS_KEYS))
     if values is None or values["path"] is None or values["format"] is None:
         return None
@@ -246,14 +275,20 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
 def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> ModelSpec | None:
     if not isinstance(slug, str) or not SLUG_RE.match(slug):
         check.problem(
-            line, None, f"model slug {slug!r} is invalid",
+            line,
+            None,
+            f"model slug {slug!r} is invalid",
             "use lowercase letters, digits, '.', '_', '-', starting with a letter or digit; slugs are partition keys",
         )
         return None
     check = check.within(f"model {slug!r}")
     if not isinstance(entry, dict):
-        check.problem(line, None, f"entry must be a mapping of keys, got {type(entry).__name__}",
-                      "write kind:, model: ... under the slug")
+        check.problem(
+            line,
+            None,
+            f"entry must be a mapping of keys, got {type(entry).__name__}",
+            "write kind:, model: ... under the slug",
+        )
         return None
     kind = entry.get("kind")
     if kind is not None and kind not in KINDS:
@@ -264,8 +299,15 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
     if kind in SYSTEM_KINDS:
         from nl2sql_pipeline.generation.systems.registry_entry import parse_system_entry
 
-        return parse_system_entry(check, slug, entry, check_version=_check_version, check_retry=_check_retry,
-                                  check_prices=_check_prices, limit_fields=LIMIT_FIELDS)
+        return parse_system_entry(
+            check,
+            slug,
+            entry,
+            check_version=_check_version,
+            check_retry=_check_retry,
+            check_prices=_check_prices,
+            limit_fields=LIMIT_FIELDS,
+        )
     fields = {name: field for name, field in ENTRY_FIELDS.items() if name not in ("path", "format")}
     for name in ("path", "format"):
         if entry.get(name) is not None:
@@ -278,19 +320,25 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
         provider, _, name = model.partition("/")
         if provider != OFFLINE_PROVIDER or name not in OFFLINE_MODEL_NAMES:
             known = ", ".join(f"{OFFLINE_PROVIDER}/{n}" for n in OFFLINE_MODEL_NAMES)
-            check.problem(line_of(entry, "model"), "model", f"{model!r} is not a built-in offline model",
-                          f"use one of {known}")
+            check.problem(
+                line_of(entry, "model"), "model", f"{model!r} is not a built-in offline model", f"use one of {known}"
+            )
     elif model is not None and model.startswith(f"{OFFLINE_PROVIDER}/"):
         check.problem(line_of(entry, "model"), "model", f"{model!r} is served offline", "use kind: offline")
     if kind == KIND_OFFLINE:
         for name in OFFLINE_UNUSED_KEYS:
             if entry.get(name) is not None:
-                check.problem(line_of(entry, name), name, "not used by offline models",
-                              "remove it or use kind: litellm")
+                check.problem(
+                    line_of(entry, name), name, "not used by offline models", "remove it or use kind: litellm"
+                )
     template = values["prompt_template"] or DEFAULT_PROMPT_TEMPLATE
     if not (prompts_dir() / f"{template}.txt").is_file():
-        check.problem(line_of(entry, "prompt_template"), "prompt_template",
-                      f"no template file {prompts_dir() / (template + '.txt')}", "add it or fix the name")
+        check.problem(
+            line_of(entry, "prompt_template"),
+            "prompt_template",
+            f"no template file {prompts_dir() / (template + '.txt')}",
+            "add it or fix the name",
+        )
     limits = check.mapping(values["limits"], LIMIT_FIELDS, key="limits", line=line_of(entry, "limits")) or {}
     spec = ModelSpec(
         slug=slug,
@@ -363,22 +411,33 @@ def _still_current(specs: Mapping[str, ModelSpec]) -> bool:
                 return False
         if spec.predictions is not None and file_content_hash(spec.predictions.path) != spec.predictions.content_hash:
             return False
-        if spec.predictions is None and spec.system is None and not (templates / f"{spec.prompt_template}.txt").is_file():
+        if (
+            spec.predictions is None
+            and spec.system is None
+            and not (templates / f"{spec.prompt_template}.txt").is_file()
+        ):
             return False
     return True
 
 
 def _load_registry(registry_path: Path) -> dict[str, ModelSpec]:
-    _, document = read_yaml(registry_path, ConfigError, missing="model registry not found: create it, or set $NL2SQL_DATA")
+    _, document = read_yaml(
+        registry_path, ConfigError, missing="model registry not found: create it, or set $NL2SQL_DATA"
+    )
     check = Checker(registry_path)
     top = check.mapping(
-        document, {"models": Field(dict, required=True, fix="write one 'models:' mapping of slug -> entry")},
+        document,
+        {"models": Field(dict, required=True, fix="write one 'models:' mapping of slug -> entry")},
         unknown_fix="the top level is exactly one key 'models:' mapping slug -> entry",
     )
     models = (top or {}).get("models")
     if top is not None and models is not None and not models:
-        check.problem(line_of(document, "models"), "models", "must be a non-empty mapping of slug -> entry",
-                      "register at least one model")
+        check.problem(
+            line_of(document, "models"),
+            "models",
+            "must be a non-empty mapping of slug -> entry",
+            "register at least one model",
+        )
     specs: dict[str, ModelSpec] = {}
     for slug, entry in (models or {}).items():
         spec = _parse_entry(check, slug, entry, line_of(models, slug))

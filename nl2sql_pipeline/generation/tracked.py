@@ -17,9 +17,15 @@ CRASHED = "crashed"  # the unit raised (the run re-raises it)
 def report_record(tracker: ProgressTracker, record: CandidateRecord, *, started: bool = True) -> None:
     """Tell ``tracker`` that the unit of ``record`` ended: calls, retries, tokens, cost, failure cause."""
     tracker.unit_finished(
-        calls=record.calls, attempts=record.attempts, cached=record.cached, input_tokens=record.input_tokens,
-        output_tokens=record.output_tokens, cost_usd=record.cost_usd,
-        cost_expected=record.raw_reply is not None or record.cached, failure=record.error_class, started=started,
+        calls=record.calls,
+        attempts=record.attempts,
+        cached=record.cached,
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cost_usd=record.cost_usd,
+        cost_expected=record.raw_reply is not None or record.cached,
+        failure=record.error_class,
+        started=started,
     )
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -24,6 +25,7 @@ from nl2sql_pipeline.cases import (
     Case,
     case_from_dict,
 )
+from nl2sql_pipeline.config.jsonl import json_type_name as _type_name
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.records import (
     FOLLOW_UP_CATEGORY,
@@ -35,7 +37,6 @@ from nl2sql_pipeline.gold.records import (
     problem,
     unknown_field_problems,
 )
-from nl2sql_pipeline.config.jsonl import json_type_name as _type_name
 
 logger = logging.getLogger(__name__)
 
@@ -184,9 +185,7 @@ def validate_case_dict(
         )
     category = data.get("category")
     if isinstance(category, str) and category.strip() and category != category.strip():
-        problems.append(
-            problem(source, line, f"category {category!r} has surrounding spaces", "remove them")
-        )
+        problems.append(problem(source, line, f"category {category!r} has surrounding spaces", "remove them"))
     if "difficulty" in data:
         difficulty = data["difficulty"]
         if not isinstance(difficulty, str) or difficulty not in DIFFICULTIES:
@@ -248,9 +247,7 @@ def validate_case_dict(
     return problems
 
 
-def _rejection_problems(
-    data: Mapping[str, Any], source: str, line: int, missing: Callable[[str], None]
-) -> list[str]:
+def _rejection_problems(data: Mapping[str, Any], source: str, line: int, missing: Callable[[str], None]) -> list[str]:
     """Problems of the expected_sql / policy-probe pairing; ``missing`` records a missing field."""
     problems: list[str] = []
     category = data.get("category")
@@ -357,5 +354,5 @@ def validate_records(
 
 def _problem_line(text: str, source: str) -> int:
     """The line number of a problem of ``source`` (0 for a file-level problem), to sort by line."""
-    match = re.match(r"(\d+):", text[len(source) + 1:]) if text.startswith(f"{source}:") else None
+    match = re.match(r"(\d+):", text[len(source) + 1 :]) if text.startswith(f"{source}:") else None
     return int(match.group(1)) if match else 0

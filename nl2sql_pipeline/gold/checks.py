@@ -4,7 +4,7 @@ functions; and the prompt-injection cases' own rules. Each returns problems (emp
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from nl2sql_pipeline.cases import CATEGORIES, DIFFICULTIES, Case
 from nl2sql_pipeline.gold.sql_analysis import sql_skeleton, structural_tags
@@ -103,7 +103,6 @@ def _check_case(case: Case, id_infix: str | None = None) -> list[str]:
         extra = sorted(declared - derived)
         problems.append(f"{case.id}: tags do not match the SQL (add {missing}, remove {extra})")
     return problems
-
 
 
 def _prompt_texts(case: Case) -> list[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -28,7 +28,6 @@ def _referenced_tables(sql: str) -> set[str]:
     return names
 
 
-
 def validate_cases_against_database(cases: Sequence[Case], db_path: Path) -> list[str]:
     """Problems of cases whose expected SQL (or follow-up SQL) reads a table the database lacks.
 
@@ -39,7 +38,9 @@ def validate_cases_against_database(cases: Sequence[Case], db_path: Path) -> lis
 
     db_path = Path(db_path)
     if not db_path.is_file():
-        raise DatabaseNotFoundError(f"{db_path}: no such database file (build the sample database, register the file, or fix the case's database)")
+        raise DatabaseNotFoundError(
+            f"{db_path}: no such database file (build the sample database, register the file, or fix the case's database)"
+        )
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         rows = con.execute(

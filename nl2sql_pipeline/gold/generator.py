@@ -18,13 +18,12 @@ functions. Any problem raises :class:`GoldTemplateError`. This module composes t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from nl2sql_pipeline import paths
-
-from nl2sql_pipeline.config import jsonl
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.config import jsonl
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.gold.checks import carries_injection, check_gold_set, check_injection_cases
 from nl2sql_pipeline.gold.sql_analysis import parse_sql, sql_skeleton, structural_tags
@@ -63,14 +62,48 @@ from nl2sql_pipeline.gold.vocabulary import (
 logger = logging.getLogger(__name__)
 
 __all__ = [  # the generator's own API and the names other modules import from here
-    "BUILTIN_GOLD_FILE", "BUILTIN_GOLD_SETS", "CATEGORY_PLAN", "DATABASE", "DEFAULT_SEED", "DOMAIN_PREFIXES",
-    "GOLD_SET_NAME", "GOLD_SET_V2_NAME", "INJECTION_ID_INFIX", "INJECTION_PHRASES", "INJECTION_SLOTS",
-    "INJECTION_TAG", "PROBE_TAGS", "PROMPT_TAGS", "QUERY_TAGS", "SEMANTIC_MODEL", "SQL_DIALECT",
-    "TAG_VOCABULARY", "TEMPLATE_DIR", "TEMPLATE_DIR_V2", "V2_GOLD_FILE", "CaseTemplate", "GoldTemplateError",
-    "builtin_gold_path", "carries_injection", "check_gold_set", "check_injection_cases",
-    "generate_injection_cases", "generate_multidomain_v1", "generate_multidomain_v2", "gold_set_path",
-    "injection_slot_values", "injection_texts", "load_templates", "parse_sql", "render_case", "render_jsonl",
-    "sql_literal", "sql_skeleton", "structural_tags", "write_builtin_gold", "write_gold_set",
+    "BUILTIN_GOLD_FILE",
+    "BUILTIN_GOLD_SETS",
+    "CATEGORY_PLAN",
+    "DATABASE",
+    "DEFAULT_SEED",
+    "DOMAIN_PREFIXES",
+    "GOLD_SET_NAME",
+    "GOLD_SET_V2_NAME",
+    "INJECTION_ID_INFIX",
+    "INJECTION_PHRASES",
+    "INJECTION_SLOTS",
+    "INJECTION_TAG",
+    "PROBE_TAGS",
+    "PROMPT_TAGS",
+    "QUERY_TAGS",
+    "SEMANTIC_MODEL",
+    "SQL_DIALECT",
+    "TAG_VOCABULARY",
+    "TEMPLATE_DIR",
+    "TEMPLATE_DIR_V2",
+    "V2_GOLD_FILE",
+    "CaseTemplate",
+    "GoldTemplateError",
+    "builtin_gold_path",
+    "carries_injection",
+    "check_gold_set",
+    "check_injection_cases",
+    "generate_injection_cases",
+    "generate_multidomain_v1",
+    "generate_multidomain_v2",
+    "gold_set_path",
+    "injection_slot_values",
+    "injection_texts",
+    "load_templates",
+    "parse_sql",
+    "render_case",
+    "render_jsonl",
+    "sql_literal",
+    "sql_skeleton",
+    "structural_tags",
+    "write_builtin_gold",
+    "write_gold_set",
 ]
 
 
@@ -82,7 +115,6 @@ def generate_multidomain_v1(seed: int = DEFAULT_SEED, template_dir: Path | None 
         raise GoldTemplateError(problems)
     logger.info("generated %d cases of %s (seed %d)", len(cases), GOLD_SET_NAME, seed)
     return cases
-
 
 
 def generate_injection_cases(seed: int = DEFAULT_SEED, template_dir: Path | None = None) -> list[Case]:

@@ -17,18 +17,18 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
+from nl2sql_pipeline.config.jsonl import write_jsonl_lines
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
-from nl2sql_pipeline.config.jsonl import write_jsonl_lines
-from nl2sql_pipeline.sql.features import sql_features
 from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.records import (
     JSONL_SUFFIXES,
@@ -41,6 +41,7 @@ from nl2sql_pipeline.gold.records import (
     read_utf8_text,
     unknown_field_problems,
 )
+from nl2sql_pipeline.sql.features import sql_features
 
 logger = logging.getLogger(__name__)
 
@@ -246,9 +247,7 @@ def _map_csv_cell(name: str, cell: str, source: str, line: int) -> tuple[Any, li
     return cell.strip(), []
 
 
-def read_csv_records(
-    text: str, source: str, options: ImportOptions, id_prefix: str
-) -> tuple[list[RawCase], list[str]]:
+def read_csv_records(text: str, source: str, options: ImportOptions, id_prefix: str) -> tuple[list[RawCase], list[str]]:
     """Parse CSV rows into raw cases, each located at the physical line its row starts on."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     problems: list[str] = []
@@ -307,9 +306,7 @@ def read_csv_records(
     return records, problems
 
 
-def _map_csv_header(
-    row: Sequence[str], source: str, line: int
-) -> tuple[list[str | None], list[str], list[str]]:
+def _map_csv_header(row: Sequence[str], source: str, line: int) -> tuple[list[str | None], list[str], list[str]]:
     """Native field names of the header's columns (``None`` for unknown ones), the unknown-column
     problems, and the problems that make the rows unreadable (no question or SQL column, clashes)."""
     names = [_normalize_header(cell) for cell in row]

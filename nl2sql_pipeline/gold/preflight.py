@@ -86,9 +86,18 @@ def run_preflight(
                 label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
                 clock = clock_functions(sql)
                 if clock:
-                    report.add([TriageFlag(label, CLOCK_DEPENDENT, (
-                        f"reads the clock ({', '.join(clock)}): the stored gold result goes stale as the date "
-                        "changes (write the date as a literal, e.g. DATE '2026-06-30')"))])
+                    report.add(
+                        [
+                            TriageFlag(
+                                label,
+                                CLOCK_DEPENDENT,
+                                (
+                                    f"reads the clock ({', '.join(clock)}): the stored gold result goes stale as the date "
+                                    "changes (write the date as a literal, e.g. DATE '2026-06-30')"
+                                ),
+                            )
+                        ]
+                    )
                 first = run_query(db_path, sql, limits)
                 report.queries_run += 1
                 if not first.ok:
@@ -100,8 +109,10 @@ def run_preflight(
                 try:
                     second = worker.run(db_path, sql, other_limits)
                 except Nl2SqlError as exc:  # the worker process could not start or answer
-                    report.problems.append(f"{label}: could not run the expected SQL with threads={other_limits.threads} "
-                                           f"in a worker process ({exc})")
+                    report.problems.append(
+                        f"{label}: could not run the expected SQL with threads={other_limits.threads} "
+                        f"in a worker process ({exc})"
+                    )
                     continue
                 report.queries_run += 1
                 thread = thread_flags(label, sql, first, second, db_path, limits, config)
@@ -112,7 +123,9 @@ def run_preflight(
                 if not self_score.match:
                     report.problems.append(f"{label}: gold does not match itself ({self_score.reason}): comparator bug")
                 report.add(result_flags(label, first))
-                flags, probes = limit_flags(label, sql, lambda text, lim: run_query(db_path, text, lim), limits, config)
+                flags, probes = limit_flags(
+                    label, sql, lambda text, lim, db=db_path: run_query(db, text, lim), limits, config
+                )
                 report.queries_run += probes
                 report.add(flags)
                 if gate is not None:

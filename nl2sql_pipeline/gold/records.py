@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from nl2sql_pipeline.config.checker import format_problem
 from nl2sql_pipeline.config.jsonl import UTF8_BOM, decode_utf8_lines, parse_jsonl

@@ -69,17 +69,29 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
     """Check one registry entry; return it, or None when it has problems (recorded in ``check``)."""
     before = len(check.problems)
     if not isinstance(key, str) or not SLUG_PATTERN.fullmatch(key):
-        check.problem(line, None, f"gold-set key {key!r} is not a slug",
-                      "use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit")
+        check.problem(
+            line,
+            None,
+            f"gold-set key {key!r} is not a slug",
+            "use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
     values = check.mapping(entry, ENTRY_DECLARATIONS, key=f"gold_sets.{key}", line=line)
     if values is None or values["file"] is None:
         return None
     file_name = values["file"]
     path = (gold_dir / file_name).resolve()
     if Path(file_name).is_absolute() or not path.is_relative_to(gold_dir.resolve()):
-        check.problem(line_of(entry, "file") or line, f"gold_sets.{key}.file", f"points outside {gold_dir}",
-                      "give a path relative to the gold folder, without '..'")
-    inline = parse_entries(check, values["databases"], gold_dir, key=f"gold_sets.{key}.databases") if values["databases"] else {}
+        check.problem(
+            line_of(entry, "file") or line,
+            f"gold_sets.{key}.file",
+            f"points outside {gold_dir}",
+            "give a path relative to the gold folder, without '..'",
+        )
+    inline = (
+        parse_entries(check, values["databases"], gold_dir, key=f"gold_sets.{key}.databases")
+        if values["databases"]
+        else {}
+    )
     if len(check.problems) > before:
         return None
     return GoldSetInfo(key=key, path=path, description=values["description"] or "", databases=inline)

@@ -15,9 +15,27 @@ BRIDGE_TABLE = "anime_genres"
 # query tags that are features of the same name (see nl2sql_pipeline.sql.features.FEATURES)
 _FEATURE_TAGS: frozenset[str] = frozenset(
     {
-        "join", "left_join", "multi_hop", "aggregate", "window", "group_by", "having", "filter", "order_by",
-        "top_n", "distinct", "case_when", "cte", "set_op", "ratio", "string_match", "date_trunc",
-        "null_handling", "date_range", "subquery", "correlated_subquery",
+        "join",
+        "left_join",
+        "multi_hop",
+        "aggregate",
+        "window",
+        "group_by",
+        "having",
+        "filter",
+        "order_by",
+        "top_n",
+        "distinct",
+        "case_when",
+        "cte",
+        "set_op",
+        "ratio",
+        "string_match",
+        "date_trunc",
+        "null_handling",
+        "date_range",
+        "subquery",
+        "correlated_subquery",
     }
 )
 
@@ -38,7 +56,6 @@ def sql_skeleton(sql: str | exp.Expression) -> str:
     tree = parse_sql(sql) if isinstance(sql, str) else sql
     stripped = tree.copy().transform(lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node)
     return stripped.sql(dialect=SQL_DIALECT, normalize=True, comments=False)
-
 
 
 def structural_tags(sql: str | exp.Expression) -> frozenset[str]:

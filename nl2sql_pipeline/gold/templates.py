@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from nl2sql_pipeline.cases import OUTCOME_POLICY_REJECTION, Case, Turn
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
@@ -85,10 +86,13 @@ def load_templates(template_dir: Path | None = None) -> list[CaseTemplate]:
             problems.extend(exc.problems)
             continue
         check = Checker(path, error=lambda message: GoldTemplateError(message.splitlines()))
-        top = check.mapping(document, {
-            "domain": Field(str, required=True, choices=(domain,), fix=f"write domain: {domain}"),
-            "cases": Field(list, required=True, fix="write 'cases:' holding a list of templates"),
-        })
+        top = check.mapping(
+            document,
+            {
+                "domain": Field(str, required=True, choices=(domain,), fix=f"write domain: {domain}"),
+                "cases": Field(list, required=True, fix="write 'cases:' holding a list of templates"),
+            },
+        )
         cases = (top or {}).get("cases") or []
         for index, raw in enumerate(cases):
             template = _template_from_mapping(check, raw, domain, f"cases[{index}]", line_of(cases, index))
@@ -108,11 +112,17 @@ def _template_from_mapping(check: Checker, raw: Any, domain: str, key: str, line
     sql = values["sql"]
     sql_list = [sql] if isinstance(sql, str) else list(sql or [])
     if not all(isinstance(s, str) and s.strip() for s in sql_list):
-        check.problem(line_of(raw, "sql") or line, f"{key}.sql", "must be a string or a list of strings",
-                      "write the expected SQL, or a list of acceptable alternatives")
+        check.problem(
+            line_of(raw, "sql") or line,
+            f"{key}.sql",
+            "must be a string or a list of strings",
+            "write the expected SQL, or a list of acceptable alternatives",
+        )
     context = []
     for index, turn in enumerate(values["context"] or []):
-        turn_values = check.mapping(turn, TURN_FIELDS, key=f"{key}.context[{index}]", line=line_of(raw["context"], index))
+        turn_values = check.mapping(
+            turn, TURN_FIELDS, key=f"{key}.context[{index}]", line=line_of(raw["context"], index)
+        )
         if turn_values is not None and None not in turn_values.values():
             context.append((turn_values["question"], turn_values["sql"]))
     if len(check.problems) > before:
@@ -180,7 +190,9 @@ def _fill(text: str, binding: Mapping[str, Any], *, as_sql: bool, where: str) ->
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in binding:
-            raise GoldTemplateError([f"{where}: slot {{{name}}} has no value (define it in 'slots' or every 'choices' entry)"])
+            raise GoldTemplateError(
+                [f"{where}: slot {{{name}}} has no value (define it in 'slots' or every 'choices' entry)"]
+            )
         value = binding[name]
         return sql_literal(value) if as_sql else _text_value(value)
 

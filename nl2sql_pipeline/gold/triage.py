@@ -31,11 +31,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.order import key_sequences, order_spec
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
+from nl2sql_pipeline.sql import parse as sql_ast
 
 logger = logging.getLogger(__name__)
 
@@ -55,15 +55,34 @@ MANY_THREADS = 4
 
 _CLOCK_EXPRESSIONS: tuple[type[exp.Expression], ...] = tuple(
     getattr(exp, name)
-    for name in ("CurrentDate", "CurrentTime", "CurrentTimestamp", "CurrentDatetime", "Localtime", "Localtimestamp",
-                 "CurrentTimestampLTZ")
+    for name in (
+        "CurrentDate",
+        "CurrentTime",
+        "CurrentTimestamp",
+        "CurrentDatetime",
+        "Localtime",
+        "Localtimestamp",
+        "CurrentTimestampLTZ",
+    )
     if hasattr(exp, name)
 )
-_CLOCK_FUNCTIONS = frozenset({
-    "now", "today", "current_date", "current_time", "current_timestamp", "current_localtime",
-    "current_localtimestamp", "get_current_time", "get_current_timestamp", "localtime", "localtimestamp",
-    "transaction_timestamp", "statement_timestamp",
-})
+_CLOCK_FUNCTIONS = frozenset(
+    {
+        "now",
+        "today",
+        "current_date",
+        "current_time",
+        "current_timestamp",
+        "current_localtime",
+        "current_localtimestamp",
+        "get_current_time",
+        "get_current_timestamp",
+        "localtime",
+        "localtimestamp",
+        "transaction_timestamp",
+        "statement_timestamp",
+    }
+)
 """Clock functions sqlglot leaves as anonymous calls (lower case)."""
 
 Run = Callable[[str, SandboxLimits], QueryResult]
@@ -129,8 +148,13 @@ def other_thread_count(limits: SandboxLimits) -> SandboxLimits:
 
 
 def thread_flags(
-    label: str, sql: str, first: QueryResult, second: QueryResult, db_path: Path | None,
-    limits: SandboxLimits, config: CompareConfig,
+    label: str,
+    sql: str,
+    first: QueryResult,
+    second: QueryResult,
+    db_path: Path | None,
+    limits: SandboxLimits,
+    config: CompareConfig,
 ) -> list[TriageFlag]:
     """``thread_dependent`` when the two runs (different thread counts) give different results.
 
@@ -139,8 +163,11 @@ def thread_flags(
     """
     other = other_thread_count(limits).threads
     if not second.ok:
-        return [TriageFlag(label, THREAD_DEPENDENT,
-                           f"fails with threads={other} ({second.error_class}: {second.error_message})")]
+        return [
+            TriageFlag(
+                label, THREAD_DEPENDENT, f"fails with threads={other} ({second.error_class}: {second.error_message})"
+            )
+        ]
     source = EngineSource(db_path, sql, sql, limits) if db_path is not None else None
     same = compare_query_results(first, second, config, source)
     if same.match:
@@ -183,7 +210,9 @@ def _probe(tree: exp.Expression, rows: int, hidden_keys: Sequence[exp.Expression
     return probe.sql(dialect="duckdb")
 
 
-def limit_flags(label: str, sql: str, run: Run, limits: SandboxLimits, config: CompareConfig) -> tuple[list[TriageFlag], int]:
+def limit_flags(
+    label: str, sql: str, run: Run, limits: SandboxLimits, config: CompareConfig
+) -> tuple[list[TriageFlag], int]:
     """``limit_without_order`` / ``limit_ties`` for an outermost literal LIMIT, and the number of queries run.
 
     The query is run again without its OFFSET and with ``LIMIT offset + k + 1``: the rows just outside the
@@ -204,10 +233,15 @@ def limit_flags(label: str, sql: str, run: Run, limits: SandboxLimits, config: C
         total = len(probe.rows)
         if total > end or (shape.offset and total > shape.offset):
             window = f"LIMIT {shape.limit}" + (f" OFFSET {shape.offset}" if shape.offset else "")
-            return [TriageFlag(label, LIMIT_WITHOUT_ORDER,
-                               f"{window} without ORDER BY keeps {min(total, end) - shape.offset} of more rows "
-                               "in no defined order: which rows the gold returns is arbitrary (add an ORDER BY "
-                               "that tells every row apart)")], 1
+            return [
+                TriageFlag(
+                    label,
+                    LIMIT_WITHOUT_ORDER,
+                    f"{window} without ORDER BY keeps {min(total, end) - shape.offset} of more rows "
+                    "in no defined order: which rows the gold returns is arbitrary (add an ORDER BY "
+                    "that tells every row apart)",
+                )
+            ], 1
         return [], 1
     spec = order_spec(sql)
     if spec is None:
@@ -229,13 +263,21 @@ def limit_flags(label: str, sql: str, run: Run, limits: SandboxLimits, config: C
         return [], 1
     keys, _ = key_sequences(probe_spec, probe.rows, probe.rows, tuple(range(len(probe.columns))))
     texts = ", ".join(f"{k.text}{' DESC' if k.descending else ''}" for k in spec.keys)
-    for before, after, where in ((end - 1, end, f"LIMIT {shape.limit}"), (shape.offset - 1, shape.offset, f"OFFSET {shape.offset}")):
+    for before, after, where in (
+        (end - 1, end, f"LIMIT {shape.limit}"),
+        (shape.offset - 1, shape.offset, f"OFFSET {shape.offset}"),
+    ):
         if before < 0 or after >= len(keys):
             continue
         if all(values_close(a, b, config) for a, b in zip(keys[before], keys[after])):
             tied = sum(1 for key in keys if all(values_close(a, b, config) for a, b in zip(key, keys[after])))
-            return [TriageFlag(label, LIMIT_TIES,
-                               f"rows {before + 1} and {after + 1} tie on every sort key (ORDER BY {texts}) across "
-                               f"the {where} boundary ({tied} tied rows seen): the gold keeps one valid choice of "
-                               "them; candidates keeping another are accepted (rule limit_ties)")], 1
+            return [
+                TriageFlag(
+                    label,
+                    LIMIT_TIES,
+                    f"rows {before + 1} and {after + 1} tie on every sort key (ORDER BY {texts}) across "
+                    f"the {where} boundary ({tied} tied rows seen): the gold keeps one valid choice of "
+                    "them; candidates keeping another are accepted (rule limit_ties)",
+                )
+            ], 1
     return [], 1

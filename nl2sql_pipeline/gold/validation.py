@@ -31,9 +31,21 @@ from nl2sql_pipeline.gold.records import (
 )
 
 __all__ = [
-    "CSV_SUFFIXES", "JSONL_SUFFIXES", "SQL_DIALECT", "SUPPORTED_SUFFIXES", "YAML_SUFFIXES", "RawCase",
-    "load_cases", "problem", "read_jsonl_records", "read_utf8_text", "sql_parse_problem",
-    "unknown_field_problems", "validate_case_dict", "validate_cases_against_database", "validate_records",
+    "CSV_SUFFIXES",
+    "JSONL_SUFFIXES",
+    "SQL_DIALECT",
+    "SUPPORTED_SUFFIXES",
+    "YAML_SUFFIXES",
+    "RawCase",
+    "load_cases",
+    "problem",
+    "read_jsonl_records",
+    "read_utf8_text",
+    "sql_parse_problem",
+    "unknown_field_problems",
+    "validate_case_dict",
+    "validate_cases_against_database",
+    "validate_records",
 ]
 
 

@@ -90,11 +90,9 @@ INJECTION_SLOTS: dict[str, tuple[str, str]] = {
 INJECTION_PHRASES: tuple[str, ...] = ("ignore previous instructions", "i am now the admin")
 
 
-
 class GoldTemplateError(ConfigError):
     """The multidomain templates are invalid; ``problems`` holds one line per problem."""
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-

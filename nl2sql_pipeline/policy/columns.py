@@ -221,10 +221,7 @@ class _DeniedScope:
             if part in self.denied_names:
                 qualifier = parts[index - 1] if index else None
                 if qualifier is None or qualifier in self.refs_by_alias or qualifier not in self.other_aliases:
-                    return (
-                        f"column {column.sql(dialect='duckdb')} references denied column "
-                        f"{self.denied_names[part]}"
-                    )
+                    return f"column {column.sql(dialect='duckdb')} references denied column {self.denied_names[part]}"
             if index == last and part in self.refs_by_alias:
                 ref = self.refs_by_alias[part][0]
                 return (

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import duckdb
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from nl2sql_pipeline.sql import parse as sql_ast
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.policy.model import Policy, function_pattern_matches
 from nl2sql_pipeline.policy.schema import DatabaseSchema
+from nl2sql_pipeline.sql import parse as sql_ast
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -54,7 +55,7 @@ class CompiledPolicy:
     allowed_table_functions: frozenset[str]
 
     @classmethod
-    def of(cls, policy: Policy) -> "CompiledPolicy":
+    def of(cls, policy: Policy) -> CompiledPolicy:
         """Compile ``policy`` once for many checks."""
         return cls(
             policy=policy,
@@ -153,7 +154,7 @@ class QueryContext:
     @functools.cached_property
     def tree(self) -> exp.Expr:
         """The one sqlglot expression of the text."""
-        self.tokens  # a tokenizer error is reported as such, before any parse error
+        _ = self.tokens  # a tokenizer error is reported as such, before any parse error
         try:
             expressions = sql_ast.statements(self.sql)
         except SqlglotError as exc:

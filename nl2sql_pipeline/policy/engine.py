@@ -32,14 +32,12 @@ class SQLPolicyEngine:
         self.schema = schema
         self._compiled = CompiledPolicy.of(policy)
         self._decisions: dict[str, PolicyDecision] = {}
-        missing = sorted(
-            table for table in self._compiled.denied_by_table if not schema.has_relation(table)
-        )
+        missing = sorted(table for table in self._compiled.denied_by_table if not schema.has_relation(table))
         if missing:
             logger.info("policy %s denies columns of tables absent from the database: %s", policy.name, missing)
 
     @classmethod
-    def for_database(cls, db_path: str | Path, policy: str | Path | Policy = "default") -> "SQLPolicyEngine":
+    def for_database(cls, db_path: str | Path, policy: str | Path | Policy = "default") -> SQLPolicyEngine:
         """An engine for the database file ``db_path`` and a policy given by name, path or value."""
         resolved = policy if isinstance(policy, Policy) else load_policy(policy)
         return cls(resolved, read_database_schema(db_path))
@@ -63,7 +61,7 @@ class SQLPolicyEngine:
                 reason = rule.check(ctx)
             except QueryParseError as exc:
                 return self._reject(PARSE_RULE, f"{exc}; fix the syntax (the policy rejects what it cannot parse)")
-            except Exception as exc:  # noqa: BLE001 - fail closed on any analysis failure
+            except Exception as exc:
                 logger.warning("policy rule %s failed on %r: %s", rule.name, sql[:200], exc, exc_info=True)
                 return self._reject(rule.name, f"the {rule.name} rule could not analyse the query ({exc}); rejected")
             if reason is not None:

@@ -185,7 +185,9 @@ def _cte_columns(ref: TableRef) -> list[str]:
                     alias = cte.args.get("alias")
                     declared = [c.name.lower() for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
                     query = cte.this
-                    return declared or ([n.lower() for n in query.named_selects] if isinstance(query, exp.Query) else [])
+                    return declared or (
+                        [n.lower() for n in query.named_selects] if isinstance(query, exp.Query) else []
+                    )
         node = node.parent
     return []
 

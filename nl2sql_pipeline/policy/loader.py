@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
@@ -30,8 +31,9 @@ POLICY_SUFFIXES: tuple[str, ...] = (".yml", ".yaml")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _BUDGET_FIX = "write an integer {}, or null for no budget"
 POLICY_FIELDS: dict[str, Field] = {
-    "name": Field(str, required=True, pattern=re.compile(_NAME_RE.pattern.strip("^$")),
-                  fix="use letters, digits, '_', '-', '.'"),
+    "name": Field(
+        str, required=True, pattern=re.compile(_NAME_RE.pattern.strip("^$")), fix="use letters, digits, '_', '-', '.'"
+    ),
     "allowed_tables": Field(object, required=True),
     "denied_columns": Field(object, required=True, nullable=True),
     "max_limit": Field(int, required=True, nullable=True, minimum=1, fix=_BUDGET_FIX.format(">= 1")),
@@ -39,8 +41,11 @@ POLICY_FIELDS: dict[str, Field] = {
     "forbid_cartesian": Field(bool, required=True),
     "denied_functions": Field(object, required=True, nullable=True),
     "allowed_table_functions": Field(object, required=True, nullable=True),
-    "allowed_schemas": Field(list, items=Field(str, pattern=re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")),
-                             fix="write allowed_schemas: [main, sales] (default: the schemas the registry exposes)"),
+    "allowed_schemas": Field(
+        list,
+        items=Field(str, pattern=re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")),
+        fix="write allowed_schemas: [main, sales] (default: the schemas the registry exposes)",
+    ),
 }
 POLICY_KEYS: tuple[str, ...] = tuple(POLICY_FIELDS)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
@@ -116,20 +121,32 @@ def policy_from_mapping(data: Any, source: str | Path = "<policy>") -> Policy:
     for function in allowed_table_functions:
         line = line_of(data, "allowed_table_functions")
         if function.endswith("*"):
-            check.problem(line, "allowed_table_functions", f"{function!r} must be a plain name, not a pattern",
-                          "list table functions by their full name")
+            check.problem(
+                line,
+                "allowed_table_functions",
+                f"{function!r} must be a plain name, not a pattern",
+                "list table functions by their full name",
+            )
             continue
         clash = [p for p in BUILTIN_DENIED_FUNCTIONS + denied_functions if function_pattern_matches(p, function)]
         if clash:
-            check.problem(line, "allowed_table_functions",
-                          f"lists {function!r}, which is a denied function (matches {clash[0]!r})", "remove it")
+            check.problem(
+                line,
+                "allowed_table_functions",
+                f"lists {function!r}, which is a denied function (matches {clash[0]!r})",
+                "remove it",
+            )
     allowed_tables = _allowed_tables(check, data)
     denied_columns = _denied_columns(check, data)
     schemas = values.get("allowed_schemas")
     for schema in schemas or ():
         if schema.lower() in ("information_schema", "pg_catalog"):
-            check.problem(line_of(data, "allowed_schemas"), "allowed_schemas",
-                          f"{schema!r} is a system catalog schema", "list only the database's own schemas")
+            check.problem(
+                line_of(data, "allowed_schemas"),
+                "allowed_schemas",
+                f"{schema!r} is a system catalog schema",
+                "list only the database's own schemas",
+            )
     check.raise_if_problems()
     where = str(source)
     return Policy(
@@ -163,14 +180,19 @@ def _allowed_tables(check: Checker, data: Mapping[str, Any]) -> Any:
     if value == ALL_TABLES:
         return ALL_TABLES
     if not isinstance(value, list) or not value:
-        check.problem(line, "allowed_tables", f'must be "*" or a non-empty list of table names, got {value!r}',
-                      'write allowed_tables: "*" or [anime, studios]')
+        check.problem(
+            line,
+            "allowed_tables",
+            f'must be "*" or a non-empty list of table names, got {value!r}',
+            'write allowed_tables: "*" or [anime, studios]',
+        )
         return ()
     tables = []
     for index, item in enumerate(value):
         if not isinstance(item, str) or not _IDENT_RE.match(item):
-            check.problem(line_of(value, index) or line, "allowed_tables", f"{item!r} is not a table name",
-                          "write e.g. anime")
+            check.problem(
+                line_of(value, index) or line, "allowed_tables", f"{item!r} is not a table name", "write e.g. anime"
+            )
             continue
         tables.append(item.lower())
     return tuple(sorted(set(tables)))
@@ -180,15 +202,23 @@ def _denied_columns(check: Checker, data: Mapping[str, Any]) -> tuple[str, ...]:
     value = data.get("denied_columns") or []
     line = line_of(data, "denied_columns")
     if not isinstance(value, list):
-        check.problem(line, "denied_columns", f"must be a list of table.column strings, got {value!r}",
-                      "write denied_columns: [users.email]")
+        check.problem(
+            line,
+            "denied_columns",
+            f"must be a list of table.column strings, got {value!r}",
+            "write denied_columns: [users.email]",
+        )
         return ()
     columns = []
     for index, item in enumerate(value):
         parts = item.split(".") if isinstance(item, str) else []
         if len(parts) != 2 or not all(_IDENT_RE.match(part) for part in parts):
-            check.problem(line_of(value, index) or line, "denied_columns", f"{item!r} is not of the form table.column",
-                          "write e.g. users.email")
+            check.problem(
+                line_of(value, index) or line,
+                "denied_columns",
+                f"{item!r} is not of the form table.column",
+                "write e.g. users.email",
+            )
             continue
         columns.append(item.lower())
     return tuple(sorted(set(columns)))
@@ -203,8 +233,12 @@ def _function_list(check: Checker, data: Mapping[str, Any], key: str) -> tuple[s
     names = []
     for index, item in enumerate(value):
         if not isinstance(item, str) or not _FUNCTION_RE.match(item):
-            check.problem(line_of(value, index) or line, key, f"{item!r} is not a function name",
-                          "letters, digits, '_'; a trailing '*' makes a prefix")
+            check.problem(
+                line_of(value, index) or line,
+                key,
+                f"{item!r} is not a function name",
+                "letters, digits, '_'; a trailing '*' makes a prefix",
+            )
             continue
         names.append(item.lower())
     return tuple(sorted(set(names)))

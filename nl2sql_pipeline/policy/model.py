@@ -141,9 +141,7 @@ class Policy:
         """The policy's content as plain data (what ``content_hash`` hashes)."""
         return {
             "name": self.name,
-            "allowed_tables": self.allowed_tables
-            if self.allowed_tables == ALL_TABLES
-            else sorted(self.allowed_tables),
+            "allowed_tables": self.allowed_tables if self.allowed_tables == ALL_TABLES else sorted(self.allowed_tables),
             "denied_columns": sorted(self.denied_columns),
             "max_limit": self.max_limit,
             "max_joins": self.max_joins,

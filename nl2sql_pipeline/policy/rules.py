@@ -17,7 +17,8 @@ join into CTEs does not evade it.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import duckdb
 from sqlglot import exp
@@ -41,10 +42,41 @@ SYSTEM_NAME_PREFIXES: tuple[str, ...] = ("duckdb_", "pragma_", "sqlite_", "pg_",
 
 def _forbidden_node_types() -> tuple[type[exp.Expr], ...]:
     names = (
-        "DML", "DDL", "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable",
-        "Into", "Copy", "Set", "Pragma", "Use", "Transaction", "Commit", "Rollback", "Describe", "Show",
-        "Summarize", "Attach", "Detach", "Install", "Export", "Analyze", "Cache", "Uncache", "Refresh",
-        "LoadData", "Grant", "Revoke", "Declare", "Execute", "Kill",
+        "DML",
+        "DDL",
+        "Insert",
+        "Update",
+        "Delete",
+        "Merge",
+        "Create",
+        "Drop",
+        "Alter",
+        "TruncateTable",
+        "Into",
+        "Copy",
+        "Set",
+        "Pragma",
+        "Use",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Describe",
+        "Show",
+        "Summarize",
+        "Attach",
+        "Detach",
+        "Install",
+        "Export",
+        "Analyze",
+        "Cache",
+        "Uncache",
+        "Refresh",
+        "LoadData",
+        "Grant",
+        "Revoke",
+        "Declare",
+        "Execute",
+        "Kill",
     )
     return tuple(getattr(exp, name) for name in names if isinstance(getattr(exp, name, None), type))
 

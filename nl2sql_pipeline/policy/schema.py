@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import duckdb
 
@@ -62,7 +62,7 @@ class DatabaseSchema:
     @classmethod
     def from_columns(
         cls, relations: Mapping[str, list[str] | tuple[str, ...]], catalog: str = "memory"
-    ) -> "DatabaseSchema":
+    ) -> DatabaseSchema:
         """Build a schema from plain data (tests, other engines): ``{"users": ["user_id", "email"]}``."""
         return cls(
             catalog=catalog.lower(),

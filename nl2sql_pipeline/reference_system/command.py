@@ -25,8 +25,14 @@ def serve(stdin=sys.stdin, stdout=sys.stdout) -> int:
         except ValueError as exc:
             reply = {"contract": "nl2sql-system/1", "error": {"message": f"request is not JSON: {exc}", "status": 400}}
         else:
-            reply = answer_json(data) if isinstance(data, dict) else {
-                "contract": "nl2sql-system/1", "error": {"message": "request must be a JSON object", "status": 400}}
+            reply = (
+                answer_json(data)
+                if isinstance(data, dict)
+                else {
+                    "contract": "nl2sql-system/1",
+                    "error": {"message": "request must be a JSON object", "status": 400},
+                }
+            )
         stdout.write(json.dumps(reply, ensure_ascii=False, default=str) + "\n")
         stdout.flush()
     return 0

@@ -25,10 +25,10 @@ PATH = "/nl2sql"
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server API
+    def log_message(self, format: str, *args: Any) -> None:
         logger.debug(format, *args)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         if self.path.rstrip("/") != PATH:
             self._send(404, {"error": {"message": f"no route {self.path}; POST {PATH}", "status": 404}})
             return

@@ -145,6 +145,6 @@ def answer_json(data: dict[str, Any]) -> dict[str, Any]:
         return answer(request).to_json_dict()
     except ReferenceSystemError as exc:
         return {"contract": CONTRACT_VERSION, "error": {"message": str(exc), "status": exc.status_code}}
-    except Exception as exc:  # noqa: BLE001 - reported through the contract, the service keeps serving
+    except Exception as exc:
         logger.exception("request %s failed", data.get("request_id"))
         return {"contract": CONTRACT_VERSION, "error": {"message": f"{type(exc).__name__}: {exc}", "status": 500}}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.report.tables import RateRow, RunReport
+from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.scoring.statistics import Interval, paired_comparison
 
 BAR_WIDTH = 20
@@ -41,8 +41,10 @@ def _usd(value: float) -> str:
 
 def rate_line(label: str, row: RateRow, width: int) -> str:
     """``label  ████░░  33.3% [12.1%, 64.6%]  3/9``."""
-    return (f"{label.ljust(width)}  {bar(row.rate)}  {format_rate(row.rate).rjust(6)} "
-            f"{format_interval(row.interval, format_rate).ljust(17)} {row.fraction}")
+    return (
+        f"{label.ljust(width)}  {bar(row.rate)}  {format_rate(row.rate).rjust(6)} "
+        f"{format_interval(row.interval, format_rate).ljust(17)} {row.fraction}"
+    )
 
 
 def _headline(report: RunReport) -> list[str]:
@@ -51,16 +53,22 @@ def _headline(report: RunReport) -> list[str]:
     lines += _test_suite_lines(report)
     lines.append(rate_line("execution success", report.execution_success, 22))
     if report.grades:
-        lines.append(f"{'grades'.ljust(22)}  " + ", ".join(
-            f"{row.key} {format_rate(row.rate)} ({row.fraction})" for row in report.grades))
+        lines.append(
+            f"{'grades'.ljust(22)}  "
+            + ", ".join(f"{row.key} {format_rate(row.rate)} ({row.fraction})" for row in report.grades)
+        )
     if report.latency_p50.known:
-        lines.append(f"{'latency p50 / mean'.ljust(22)}  {_ms(report.latency_p50.estimate)} "
-                     f"{format_interval(report.latency_p50, _ms)} / {_ms(report.latency_mean.estimate)} "
-                     f"{format_interval(report.latency_mean, _ms)}")
+        lines.append(
+            f"{'latency p50 / mean'.ljust(22)}  {_ms(report.latency_p50.estimate)} "
+            f"{format_interval(report.latency_p50, _ms)} / {_ms(report.latency_mean.estimate)} "
+            f"{format_interval(report.latency_mean, _ms)}"
+        )
     else:
         lines.append(f"{'latency'.ljust(22)}  n/a (no measured call)")
-    cost_text = (f"{_usd(cost.paid_now_usd)} paid now ({cost.paid_now_cases} cases), "
-                 f"{_usd(cost.from_cache_usd)} replayed from cache ({cost.from_cache_cases} cases)")
+    cost_text = (
+        f"{_usd(cost.paid_now_usd)} paid now ({cost.paid_now_cases} cases), "
+        f"{_usd(cost.from_cache_usd)} replayed from cache ({cost.from_cache_cases} cases)"
+    )
     if cost.unknown_cases:
         cost_text += f", unknown for {cost.unknown_cases} cases"
     elif cost.total.known:
@@ -83,7 +91,9 @@ def _test_suite_lines(report: RunReport, shown: int = 5) -> list[str]:
             label = f"{v.case_id}#{v.sample_index}" if v.sample_index else v.case_id
             lines.append(f"{''.ljust(22)}  ! {label}: {v.test_suite_reason or 'differs on a variant'}")
         if len(disagree) > shown:
-            lines.append(f"{''.ljust(22)}  ... and {len(disagree) - shown} more (test_suite_disagreements in the scores)")
+            lines.append(
+                f"{''.ljust(22)}  ... and {len(disagree) - shown} more (test_suite_disagreements in the scores)"
+            )
     return lines
 
 
@@ -93,8 +103,10 @@ def _answers(report: RunReport, shown: int = 3) -> list[str]:
     disagree = [v for v in report.verdicts if v.system_rows_disagree]
     if not answered and not disagree:
         return []
-    lines = [f"{'answers'.ljust(22)}  {len(answered)} of {len(report.verdicts)} cases answered in prose; "
-             f"rows shown differ from the system's own SQL in {len(disagree)}"]
+    lines = [
+        f"{'answers'.ljust(22)}  {len(answered)} of {len(report.verdicts)} cases answered in prose; "
+        f"rows shown differ from the system's own SQL in {len(disagree)}"
+    ]
     for v in disagree[:shown]:
         lines.append(f"{''.ljust(22)}  ! {v.case_id}: {v.system_rows_reason or 'rows differ'}")
     for v in answered[:shown]:
@@ -127,8 +139,10 @@ def console_run_report(report: RunReport) -> str:
         lines.append("not correct, by cause: " + ", ".join(f"{cause} {count}" for cause, count in report.causes))
     variance = report.variance
     if variance.samples_per_case > 1:
-        lines.append(f"repeat: {len(variance.inconsistent_cases)} of {variance.cases} cases changed verdict across "
-                     f"samples (mean per-case variance {variance.mean_case_variance:.3f})")
+        lines.append(
+            f"repeat: {len(variance.inconsistent_cases)} of {variance.cases} cases changed verdict across "
+            f"samples (mean per-case variance {variance.mean_case_variance:.3f})"
+        )
     return "\n".join(lines)
 
 
@@ -136,7 +150,7 @@ def console_pairwise(reports: Sequence[RunReport]) -> list[str]:
     """The exact McNemar test between each pair of runs on the same gold set."""
     lines = []
     for i, first in enumerate(reports):
-        for second in reports[i + 1:]:
+        for second in reports[i + 1 :]:
             if first.gold_set != second.gold_set:
                 continue
             test = paired_comparison(first.verdicts, second.verdicts)

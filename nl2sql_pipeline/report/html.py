@@ -14,10 +14,10 @@ from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.report.console import format_interval
-from nl2sql_pipeline.scoring.formatting import format_rate
-from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
 from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
+from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
 from nl2sql_pipeline.report.tables import RateRow, RunReport
+from nl2sql_pipeline.scoring.formatting import format_rate
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -47,8 +47,10 @@ def _meter(rate: float | None) -> str:
 
 
 def _rate_cells(row: RateRow) -> str:
-    return (f"<td>{_meter(row.rate)}{format_rate(row.rate)}</td><td>{format_interval(row.interval, format_rate)}</td>"
-            f"<td>{row.fraction}</td>")
+    return (
+        f"<td>{_meter(row.rate)}{format_rate(row.rate)}</td><td>{format_interval(row.interval, format_rate)}</td>"
+        f"<td>{row.fraction}</td>"
+    )
 
 
 def _headline(report: RunReport) -> str:
@@ -69,8 +71,9 @@ def _headline(report: RunReport) -> str:
         f"<td>{format_interval(cost.total, _usd)}</td><td>{cost.unknown_cases} unknown</td></tr>",
         f"<tr><th>tokens</th><td colspan=3>{escape(report.token_source or 'n/a')}</td></tr>",
     ]
-    return ("<table><tr><th>metric</th><th>value</th><th>95% interval</th><th>count</th></tr>"
-            + "".join(rows) + "</table>")
+    return (
+        "<table><tr><th>metric</th><th>value</th><th>95% interval</th><th>count</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
 def _suite_disagreements(report: RunReport) -> str:
@@ -78,19 +81,24 @@ def _suite_disagreements(report: RunReport) -> str:
     if report.test_suite is None:
         return ""
     items = report.suite_disagreements
-    body = "".join(f"<tr><td>{escape(v.case_id)}{f'#{v.sample_index}' if v.sample_index else ''}</td>"
-                   f"<td>{escape(v.test_suite_reason or '')}</td></tr>" for v in items)
-    return (f'<h3>execution accuracy vs test-suite accuracy: {len(items)} cases disagree</h3>'
-            + (f'<table class="suite"><tr><th>case</th><th>first variant that differs</th></tr>{body}</table>'
-               if items else ""))
+    body = "".join(
+        f"<tr><td>{escape(v.case_id)}{f'#{v.sample_index}' if v.sample_index else ''}</td>"
+        f"<td>{escape(v.test_suite_reason or '')}</td></tr>"
+        for v in items
+    )
+    return f"<h3>execution accuracy vs test-suite accuracy: {len(items)} cases disagree</h3>" + (
+        f'<table class="suite"><tr><th>case</th><th>first variant that differs</th></tr>{body}</table>' if items else ""
+    )
 
 
 def _breakdowns(report: RunReport) -> str:
     parts = []
     for dimension, rows in report.breakdowns.items():
         body = "".join(f"<tr><td>{escape(r.key)}</td>{_rate_cells(r)}</tr>" for r in rows)
-        parts.append(f"<h3>by {escape(dimension)}</h3><table><tr><th>{escape(dimension)}</th><th>correctness</th>"
-                     f"<th>95% interval</th><th>correct</th></tr>{body}</table>")
+        parts.append(
+            f"<h3>by {escape(dimension)}</h3><table><tr><th>{escape(dimension)}</th><th>correctness</th>"
+            f"<th>95% interval</th><th>correct</th></tr>{body}</table>"
+        )
     if report.weakest:
         weakest = ", ".join(f"{escape(r.key)} {r.fraction}" for _, r in report.weakest)
         parts.insert(0, f"<p><b>weakest:</b> {weakest}</p>")
@@ -100,21 +108,51 @@ def _breakdowns(report: RunReport) -> str:
 def _charts(reports: Sequence[RunReport]) -> str:
     figures = []
     for report in reports:
-        rows = [(r.key, r.rate or 0.0, r.interval.low or 0.0, r.interval.high or 0.0, r.fraction)
-                for r in report.breakdowns.get("category", [])]
-        figures.append(("accuracy", f"{report.model}: accuracy by category (95% Wilson intervals)",
-                        rate_bars("accuracy", f"accuracy by category, {report.model}", rows)))
-        figures.append(("latency", f"{report.model}: generation latency distribution",
-                        histogram("latency", f"latency, {report.model}", report.latency_values)))
-        figures.append(("causes", f"{report.model}: not correct, by cause",
-                        count_bars("causes", f"causes, {report.model}", report.causes)))
-    points = [(r.model, r.cost.total.estimate or 0.0, r.correctness.rate or 0.0) for r in reports
-              if r.correctness.rate is not None and not r.cost.unknown_cases]
-    figures.append(("cost_accuracy", "cost against accuracy across runs",
-                    scatter("cost_accuracy", "cost against accuracy", points, "total cost (USD)", "correctness")))
-    return '<div class="charts">' + "".join(
-        f'<figure data-figure="{name}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
-        for name, caption, svg in figures) + "</div>"
+        rows = [
+            (r.key, r.rate or 0.0, r.interval.low or 0.0, r.interval.high or 0.0, r.fraction)
+            for r in report.breakdowns.get("category", [])
+        ]
+        figures.append(
+            (
+                "accuracy",
+                f"{report.model}: accuracy by category (95% Wilson intervals)",
+                rate_bars("accuracy", f"accuracy by category, {report.model}", rows),
+            )
+        )
+        figures.append(
+            (
+                "latency",
+                f"{report.model}: generation latency distribution",
+                histogram("latency", f"latency, {report.model}", report.latency_values),
+            )
+        )
+        figures.append(
+            (
+                "causes",
+                f"{report.model}: not correct, by cause",
+                count_bars("causes", f"causes, {report.model}", report.causes),
+            )
+        )
+    points = [
+        (r.model, r.cost.total.estimate or 0.0, r.correctness.rate or 0.0)
+        for r in reports
+        if r.correctness.rate is not None and not r.cost.unknown_cases
+    ]
+    figures.append(
+        (
+            "cost_accuracy",
+            "cost against accuracy across runs",
+            scatter("cost_accuracy", "cost against accuracy", points, "total cost (USD)", "correctness"),
+        )
+    )
+    return (
+        '<div class="charts">'
+        + "".join(
+            f'<figure data-figure="{name}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+            for name, caption, svg in figures
+        )
+        + "</div>"
+    )
 
 
 def _sql(text: str | None) -> str:
@@ -157,11 +195,15 @@ def _diff_cell(v, sample: CaseSample | None) -> str:
     if v.expected_row_count is not None and v.candidate_row_count is not None and not v.correct:
         parts.append(f"rows: expected {v.expected_row_count}, generated {v.candidate_row_count}")
     if sample is not None and sample.missing_rows:
-        parts.append(f"missing {sample.missing_rows} row(s), e.g."
-                     + _rows_table(sample.expected.columns if sample.expected else (), sample.missing_examples))
+        parts.append(
+            f"missing {sample.missing_rows} row(s), e.g."
+            + _rows_table(sample.expected.columns if sample.expected else (), sample.missing_examples)
+        )
     if sample is not None and sample.extra_rows:
-        parts.append(f"extra {sample.extra_rows} row(s), e.g."
-                     + _rows_table(sample.generated.columns if sample.generated else (), sample.extra_examples))
+        parts.append(
+            f"extra {sample.extra_rows} row(s), e.g."
+            + _rows_table(sample.generated.columns if sample.generated else (), sample.extra_examples)
+        )
     if v.row_precision is not None and v.row_recall is not None and not v.correct:
         parts.append(f"row precision {v.row_precision:.2f}, recall {v.row_recall:.2f}")
     if v.order_check == "wrong":
@@ -178,8 +220,11 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
     rows = []
     for v in sorted(report.verdicts, key=lambda v: (v.correct, v.case_id, v.sample_index)):
         case = cases.get(v.case_id)
-        expected = case.policy_probe_sql if case is not None and case.is_probe else (
-            "\n-- or --\n".join(case.expected_sql) if case is not None else None)
+        expected = (
+            case.policy_probe_sql
+            if case is not None and case.is_probe
+            else ("\n-- or --\n".join(case.expected_sql) if case is not None else None)
+        )
         css = "ok" if v.correct else "bad"
         why = v.reason or v.skip_reason or ""
         if v.diagnosis:
@@ -187,9 +232,12 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
         if v.correct and v.test_suite_correct is False:
             why = f"{why} [not test-suite correct: {v.test_suite_reason or 'differs on a variant'}]".strip()
         sample = samples.get((v.case_id, v.sample_index))
-        result_cells = (f'<td class="expected-rows">{_sample_cell(sample.expected if sample else None)}</td>'
-                        f'<td class="generated-rows">{_sample_cell(sample.generated if sample else None)}</td>'
-                        if samples else "")
+        result_cells = (
+            f'<td class="expected-rows">{_sample_cell(sample.expected if sample else None)}</td>'
+            f'<td class="generated-rows">{_sample_cell(sample.generated if sample else None)}</td>'
+            if samples
+            else ""
+        )
         rows.append(
             f'<tr class="case"><td>{escape(v.case_id)}{f"#{v.sample_index}" if v.sample_index else ""}</td>'
             f"<td>{escape(case.question) if case else ''}</td><td>{_sql(v.generated_sql)}</td><td>{_sql(expected)}</td>"
@@ -198,16 +246,22 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
             + f'<td class="{css}">{escape(v.outcome)}</td><td>{escape(why)}</td>'
             + f'<td class="diff">{"" if v.correct else _diff_cell(v, sample)}</td></tr>'
         )
-    return (f'<table class="cases" data-model="{escape(report.model)}"><tr><th>case</th><th>question</th>'
-            "<th>generated SQL</th><th>expected SQL</th>"
-            + ("<th>expected rows</th><th>generated rows</th>" if samples else "")
-            + ("<th>answer</th>" if with_answers else "")
-            + "<th>verdict</th><th>reason</th><th>diff</th></tr>" + "".join(rows) + "</table>")
+    return (
+        f'<table class="cases" data-model="{escape(report.model)}"><tr><th>case</th><th>question</th>'
+        "<th>generated SQL</th><th>expected SQL</th>"
+        + ("<th>expected rows</th><th>generated rows</th>" if samples else "")
+        + ("<th>answer</th>" if with_answers else "")
+        + "<th>verdict</th><th>reason</th><th>diff</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>"
+    )
 
 
 def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> str:
@@ -218,21 +272,27 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts.append(_headline(report))
         parts.append(_suite_disagreements(report))
         if report.causes:
-            parts.append("<p><b>not correct, by cause:</b> "
-                         + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>")
+            parts.append(
+                "<p><b>not correct, by cause:</b> " + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>"
+            )
         parts.append(_breakdowns(report))
     for report in reports:
         parts.append(f"<h2>cases: {escape(report.model)}</h2>{_cases_table(report, cases)}")
     return "".join(parts)
 
 
-def run_html(reports: Sequence[RunReport], cases: Mapping[str, Case] | None = None, pairwise: Sequence[str] = ()) -> str:
+def run_html(
+    reports: Sequence[RunReport], cases: Mapping[str, Case] | None = None, pairwise: Sequence[str] = ()
+) -> str:
     """The HTML page of one or more runs (``pairwise``: the significance lines between them)."""
     title = "nl2sql-eval report: " + ", ".join(f"{r.model} on {r.gold_set}" for r in reports)
     extra = ""
     if pairwise:
-        extra = "<h2>paired comparison (exact McNemar, alpha 0.05)</h2><ul>" + "".join(
-            f"<li>{escape(line)}</li>" for line in pairwise) + "</ul>"
+        extra = (
+            "<h2>paired comparison (exact McNemar, alpha 0.05)</h2><ul>"
+            + "".join(f"<li>{escape(line)}</li>" for line in pairwise)
+            + "</ul>"
+        )
     return _page(title, extra + _run_sections(reports, cases or {}))
 
 
@@ -244,16 +304,24 @@ def comparison_html(comparison, reports: Sequence[RunReport], cases: Mapping[str
         body = "".join(
             f"<tr><td>{escape(f.case_id)}</td><td>{escape(f.category)}</td><td>{escape(f.before.outcome)}: "
             f"{escape(f.before.reason or '')}</td><td>{escape(f.after.outcome)}: {escape(f.after.reason or '')}</td></tr>"
-            for f in items)
-        return (f"<h3>{escape(title)}: {len(items)}</h3><table class=\"flips\"><tr><th>case</th><th>category</th>"
-                f"<th>A</th><th>B</th></tr>{body}</table>")
+            for f in items
+        )
+        return (
+            f'<h3>{escape(title)}: {len(items)}</h3><table class="flips"><tr><th>case</th><th>category</th>'
+            f"<th>A</th><th>B</th></tr>{body}</table>"
+        )
 
-    head = (f"<p>A = {escape(comparison.label_a)}<br>B = {escape(comparison.label_b)}</p>"
-            f"<p><b>difference: {escape(test.label)}</b> over {test.pairs} paired cases; correctness A "
-            f"{format_rate(test.rate_a)}, B {format_rate(test.rate_b)}</p>"
-            + flips("newly right in B", comparison.newly_right) + flips("newly wrong in B", comparison.newly_wrong))
-    return _page(f"nl2sql-eval comparison: {comparison.label_a} vs {comparison.label_b}",
-                 head + _run_sections(reports, cases or {}))
+    head = (
+        f"<p>A = {escape(comparison.label_a)}<br>B = {escape(comparison.label_b)}</p>"
+        f"<p><b>difference: {escape(test.label)}</b> over {test.pairs} paired cases; correctness A "
+        f"{format_rate(test.rate_a)}, B {format_rate(test.rate_b)}</p>"
+        + flips("newly right in B", comparison.newly_right)
+        + flips("newly wrong in B", comparison.newly_wrong)
+    )
+    return _page(
+        f"nl2sql-eval comparison: {comparison.label_a} vs {comparison.label_b}",
+        head + _run_sections(reports, cases or {}),
+    )
 
 
 def run_report_path(gold_set: str, model: str, run_id: str, root: Path | None = None) -> Path:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from nl2sql_pipeline.report.console import format_interval
-from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.report.tables import RateRow, RunReport
+from nl2sql_pipeline.scoring.formatting import format_rate
 
 
 def _usd(value: float | None) -> str:
@@ -29,13 +29,17 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
     lines += [f"> **WARNING:** {w}" for w in report.warnings]
     if report.warnings:
         lines.append("")
-    lines += ["| metric | value | 95% interval | count |", "| --- | --- | --- | --- |",
-              _rate("semantic correctness", report.correctness), _rate("execution success", report.execution_success),
-              f"| latency p50 | {_ms(report.latency_p50.estimate)} | {format_interval(report.latency_p50, _ms)} | "
-              f"{len(report.latency_values)} calls |",
-              f"| cost paid now | {_usd(cost.paid_now_usd)} | | {cost.paid_now_cases} cases |",
-              f"| cost replayed from cache | {_usd(cost.from_cache_usd)} | | {cost.from_cache_cases} cases |",
-              f"| tokens | {report.token_source or 'n/a'} | | |"]
+    lines += [
+        "| metric | value | 95% interval | count |",
+        "| --- | --- | --- | --- |",
+        _rate("semantic correctness", report.correctness),
+        _rate("execution success", report.execution_success),
+        f"| latency p50 | {_ms(report.latency_p50.estimate)} | {format_interval(report.latency_p50, _ms)} | "
+        f"{len(report.latency_values)} calls |",
+        f"| cost paid now | {_usd(cost.paid_now_usd)} | | {cost.paid_now_cases} cases |",
+        f"| cost replayed from cache | {_usd(cost.from_cache_usd)} | | {cost.from_cache_cases} cases |",
+        f"| tokens | {report.token_source or 'n/a'} | | |",
+    ]
     if cost.unknown_cases:
         lines.append(f"| cost unknown | | | {cost.unknown_cases} cases |")
     if report.weakest:

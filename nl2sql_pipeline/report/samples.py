@@ -61,8 +61,9 @@ def row_sample(result: QueryResult, limit: int = SAMPLE_ROWS) -> RowSample:
     """The first ``limit`` rows of ``result``."""
     if not result.ok:
         return RowSample((), (), 0, False, error=f"{result.error_class}: {result.error_message or ''}".strip())
-    return RowSample(tuple(result.columns), tuple(_row(r) for r in result.rows[:limit]), len(result.rows),
-                     bool(result.truncated))
+    return RowSample(
+        tuple(result.columns), tuple(_row(r) for r in result.rows[:limit]), len(result.rows), bool(result.truncated)
+    )
 
 
 def _key(row: Sequence[object]) -> tuple:
@@ -81,13 +82,19 @@ def case_sample(expected: QueryResult | None, generated: QueryResult | None, lim
         return CaseSample(left, right)
     missing, extra = want - got, got - want
     return CaseSample(
-        left, right, sum(missing.values()), sum(extra.values()),
-        tuple(_row(r) for r in list(missing.elements())[:limit]), tuple(_row(r) for r in list(extra.elements())[:limit]),
+        left,
+        right,
+        sum(missing.values()),
+        sum(extra.values()),
+        tuple(_row(r) for r in list(missing.elements())[:limit]),
+        tuple(_row(r) for r in list(extra.elements())[:limit]),
     )
 
 
 def result_samples(
-    verdicts: Iterable[Verdict], oracle_rows: Iterable[OracleRow], attempts: Iterable[Attempt],
+    verdicts: Iterable[Verdict],
+    oracle_rows: Iterable[OracleRow],
+    attempts: Iterable[Attempt],
     limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
     """The samples of every query verdict: the first expected alternative against the selected candidate."""
@@ -105,7 +112,11 @@ def result_samples(
 
 
 def load_result_samples(
-    gold_set: str, model: str, verdicts: Iterable[Verdict], root: Path | None = None, limit: int = SAMPLE_ROWS,
+    gold_set: str,
+    model: str,
+    verdicts: Iterable[Verdict],
+    root: Path | None = None,
+    limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
     """The samples of a stored run (empty when its oracle or candidate results are not stored)."""
     import pandas as pd
@@ -117,13 +128,19 @@ def load_result_samples(
     results_file = base / "candidate_results" / f"gold={gold_set}" / f"model={model}.parquet"
     if not oracle_file.exists() or not results_file.exists():
         return {}
-    return result_samples(verdicts, oracle_rows_from_frame(pd.read_parquet(oracle_file)),
-                          attempts_from_frame(pd.read_parquet(results_file)), limit)
+    return result_samples(
+        verdicts,
+        oracle_rows_from_frame(pd.read_parquet(oracle_file)),
+        attempts_from_frame(pd.read_parquet(results_file)),
+        limit,
+    )
 
 
 def clause_differences(clause_scores: Mapping[str, float] | None) -> list[tuple[str, float]]:
     """The AST clauses that differ from the expected SQL (F1 below 1), worst first."""
     if not clause_scores:
         return []
-    return sorted(((k, float(v)) for k, v in clause_scores.items() if v is not None and float(v) < 1.0),
-                  key=lambda item: (item[1], item[0]))
+    return sorted(
+        ((k, float(v)) for k, v in clause_scores.items() if v is not None and float(v) < 1.0),
+        key=lambda item: (item[1], item[0]),
+    )

@@ -13,8 +13,9 @@ def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = Tru
     """The report of a stored run (its run scores' warnings on top; with ``with_samples``, its result
     samples for the HTML case table, which the console report does not show)."""
     samples = load_result_samples(run.gold_set, run.model, run.verdicts, root) if with_samples else None
-    return build_run_report(run.verdicts, model=run.model, gold_set=run.gold_set, warnings=run.scores.warnings,
-                            samples=samples)
+    return build_run_report(
+        run.verdicts, model=run.model, gold_set=run.gold_set, warnings=run.scores.warnings, samples=samples
+    )
 
 
 def load_run_report(gold_set: str, model: str, root: Path | None = None, with_samples: bool = True) -> RunReport:

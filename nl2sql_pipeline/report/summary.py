@@ -65,7 +65,9 @@ def console_report(runs: list[dict[str, Any]], with_warnings: bool = True, with_
                 entry = _nested(r["scores"], f"per_{dimension}").get(key)
                 cells.append(format_rate(entry["semantic_correctness_rate"]) if entry else "n/a")
             rows.append([f"correctness[{dimension}={key}]"] + cells)
-    rows.append(["outcomes"] + [", ".join(f"{k}={v}" for k, v in _nested(r["scores"], "outcome_counts").items()) for r in runs])
+    rows.append(
+        ["outcomes"] + [", ".join(f"{k}={v}" for k, v in _nested(r["scores"], "outcome_counts").items()) for r in runs]
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     out = []
     for index, row in enumerate(rows):

@@ -20,10 +20,12 @@ MARGIN_LEFT, MARGIN_BOTTOM, MARGIN_TOP, MARGIN_RIGHT = 56, 56, 16, 16
 
 
 def _open(name: str, title: str, width: int = WIDTH, height: int = HEIGHT) -> list[str]:
-    return [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{name}" width="{width}" '
-            f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-            f"<title>{escape(title)}</title>",
-            f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff" stroke="#dddddd"/>']
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{name}" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff" stroke="#dddddd"/>',
+    ]
 
 
 def _empty(name: str, title: str, message: str) -> str:
@@ -55,15 +57,23 @@ def rate_bars(name: str, title: str, rows: Sequence[tuple[str, float, float, flo
         x = MARGIN_LEFT + i * slot + slot * 0.15
         w = slot * 0.7
         h = max(rate * plot_h, 1.0)  # a 0% bar still shows a hairline
-        parts.append(f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{COLORS.get(name, "#555")}">'
-                     f"<title>{escape(label)}: {rate:.1%} [{low:.1%}, {high:.1%}] {escape(note)}</title></rect>")
+        parts.append(
+            f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{COLORS.get(name, "#555")}">'
+            f"<title>{escape(label)}: {rate:.1%} [{low:.1%}, {high:.1%}] {escape(note)}</title></rect>"
+        )
         cx = x + w / 2
-        parts.append(f'<line x1="{cx:.1f}" y1="{y0 - low * plot_h:.1f}" x2="{cx:.1f}" y2="{y0 - high * plot_h:.1f}" '
-                     f'stroke="#000" stroke-width="1.5"/>')
+        parts.append(
+            f'<line x1="{cx:.1f}" y1="{y0 - low * plot_h:.1f}" x2="{cx:.1f}" y2="{y0 - high * plot_h:.1f}" '
+            f'stroke="#000" stroke-width="1.5"/>'
+        )
         for bound in (low, high):
-            parts.append(f'<line x1="{cx - 5:.1f}" y1="{y0 - bound * plot_h:.1f}" x2="{cx + 5:.1f}" '
-                         f'y2="{y0 - bound * plot_h:.1f}" stroke="#000"/>')
-        parts.append(f'<text x="{cx:.1f}" y="{y0 + 14}" text-anchor="middle" font-size="10">{escape(label[:14])}</text>')
+            parts.append(
+                f'<line x1="{cx - 5:.1f}" y1="{y0 - bound * plot_h:.1f}" x2="{cx + 5:.1f}" '
+                f'y2="{y0 - bound * plot_h:.1f}" stroke="#000"/>'
+            )
+        parts.append(
+            f'<text x="{cx:.1f}" y="{y0 + 14}" text-anchor="middle" font-size="10">{escape(label[:14])}</text>'
+        )
         parts.append(f'<text x="{cx:.1f}" y="{y0 + 26}" text-anchor="middle" font-size="9">{escape(note)}</text>')
     return "".join(parts) + "</svg>"
 
@@ -85,11 +95,15 @@ def histogram(name: str, title: str, values: Sequence[float], bins: int = 12, un
     for i, count in enumerate(counts):
         h = count / top * plot_h
         start = low + i * span / bins
-        parts.append(f'<rect x="{MARGIN_LEFT + i * slot + 1:.1f}" y="{y0 - h:.1f}" width="{slot - 2:.1f}" height="{h:.1f}" '
-                     f'fill="{COLORS.get(name, "#555")}"><title>{start:.1f}-{start + span / bins:.1f} {unit}: {count}</title></rect>')
+        parts.append(
+            f'<rect x="{MARGIN_LEFT + i * slot + 1:.1f}" y="{y0 - h:.1f}" width="{slot - 2:.1f}" height="{h:.1f}" '
+            f'fill="{COLORS.get(name, "#555")}"><title>{start:.1f}-{start + span / bins:.1f} {unit}: {count}</title></rect>'
+        )
     for i in range(0, bins + 1, max(1, bins // 4)):
-        parts.append(f'<text x="{MARGIN_LEFT + i * slot:.1f}" y="{y0 + 14}" text-anchor="middle" font-size="10">'
-                     f"{low + i * span / bins:.0f}</text>")
+        parts.append(
+            f'<text x="{MARGIN_LEFT + i * slot:.1f}" y="{y0 + 14}" text-anchor="middle" font-size="10">'
+            f"{low + i * span / bins:.0f}</text>"
+        )
     parts.append(f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11">{escape(unit)}</text>')
     return "".join(parts) + "</svg>"
 
@@ -105,13 +119,19 @@ def scatter(name: str, title: str, points: Sequence[tuple[str, float, float]], x
     y0 = MARGIN_TOP + plot_h
     for label, x, y in points:
         cx, cy = MARGIN_LEFT + 20 + x / x_max * (plot_w - 40), y0 - y * plot_h
-        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="7" fill="{COLORS.get(name, "#555")}">'
-                     f"<title>{escape(label)}: {y:.1%} at {x:g}</title></circle>")
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="7" fill="{COLORS.get(name, "#555")}">'
+            f"<title>{escape(label)}: {y:.1%} at {x:g}</title></circle>"
+        )
         parts.append(f'<text x="{cx + 10:.1f}" y="{cy - 8:.1f}" font-size="11">{escape(label)}</text>')
-    parts.append(f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11">'
-                 f"{escape(x_label)} (0 .. {x_max:g})</text>")
-    parts.append(f'<text x="12" y="{MARGIN_TOP + plot_h / 2}" font-size="11" transform="rotate(-90 12 {MARGIN_TOP + plot_h / 2})" '
-                 f'text-anchor="middle">{escape(y_label)}</text>')
+    parts.append(
+        f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11">'
+        f"{escape(x_label)} (0 .. {x_max:g})</text>"
+    )
+    parts.append(
+        f'<text x="12" y="{MARGIN_TOP + plot_h / 2}" font-size="11" transform="rotate(-90 12 {MARGIN_TOP + plot_h / 2})" '
+        f'text-anchor="middle">{escape(y_label)}</text>'
+    )
     return "".join(parts) + "</svg>"
 
 
@@ -127,8 +147,12 @@ def count_bars(name: str, title: str, rows: Sequence[tuple[str, int]]) -> str:
     for i, (label, count) in enumerate(rows):
         y = MARGIN_TOP + i * row_h
         w = max(count / top * bar_w, 2.0)
-        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="11">{escape(label[:36])}</text>')
-        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{COLORS.get(name, "#555")}">'
-                     f"<title>{escape(label)}: {count}</title></rect>")
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="11">{escape(label[:36])}</text>'
+        )
+        parts.append(
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{COLORS.get(name, "#555")}">'
+            f"<title>{escape(label)}: {count}</title></rect>"
+        )
         parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}" font-size="11">{count}</text>')
     return "".join(parts) + "</svg>"

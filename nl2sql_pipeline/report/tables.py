@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.scoring.causes import outcome_causes
-from nl2sql_pipeline.stages.records import Verdict
 from nl2sql_pipeline.report.samples import CaseSample
+from nl2sql_pipeline.scoring.causes import outcome_causes
 from nl2sql_pipeline.scoring.statistics import (
     NO_INTERVAL,
     CaseVariance,
@@ -26,6 +24,8 @@ from nl2sql_pipeline.scoring.statistics import (
     total,
     wilson_interval,
 )
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import Verdict
 
 BREAKDOWN_DIMENSIONS: tuple[str, ...] = ("database", "domain", "category", "difficulty", "tag")
 WEAKEST_LIMIT = 5
@@ -121,8 +121,9 @@ def weakest_capabilities(breakdowns: dict[str, list[RateRow]], limit: int = WEAK
     """The categories and tags below 100%, surest weakness first: lowest Wilson upper bound (so 0/1 does not
     outrank 15/30), then the lower rate, then the larger group."""
     rows = [(dim, row) for dim in ("category", "tag") for row in breakdowns.get(dim, []) if row.correct < row.total]
-    rows.sort(key=lambda item: (item[1].interval.high, item[1].correct / item[1].total, -item[1].total, item[0],
-                                item[1].key))
+    rows.sort(
+        key=lambda item: (item[1].interval.high, item[1].correct / item[1].total, -item[1].total, item[0], item[1].key)
+    )
     return rows[:limit]
 
 
@@ -147,7 +148,10 @@ def _test_suite(scored: Sequence[Verdict]) -> tuple[RateRow | None, list[Verdict
 def _grades(scored: Sequence[Verdict]) -> list[RateRow]:
     if not scored:
         return []
-    return [_rate_row(name, scored, lambda v, name=name: (v.grade or "fail") == name) for name in ("pass", "partial", "fail")]
+    return [
+        _rate_row(name, scored, lambda v, name=name: (v.grade or "fail") == name)
+        for name in ("pass", "partial", "fail")
+    ]
 
 
 def _partial_run_warnings(queries: Sequence[Verdict], scored: Sequence[Verdict]) -> list[str]:
@@ -158,8 +162,14 @@ def _partial_run_warnings(queries: Sequence[Verdict], scored: Sequence[Verdict])
     return []
 
 
-def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
-                     warnings: Sequence[str] = (), samples: Mapping[tuple[str, int], CaseSample] | None = None) -> RunReport:
+def build_run_report(
+    verdicts: Sequence[Verdict],
+    *,
+    model: str,
+    gold_set: str,
+    warnings: Sequence[str] = (),
+    samples: Mapping[tuple[str, int], CaseSample] | None = None,
+) -> RunReport:
     """The report of one run from its verdicts; ``warnings`` are the run scores' own (skipped cases, ...);
     ``samples`` the result samples of its cases (``report.samples``), for the per-case table."""
     queries = [v for v in verdicts if not v.is_probe]
@@ -180,7 +190,9 @@ def build_run_report(verdicts: Sequence[Verdict], *, model: str, gold_set: str,
         latency_mean=bootstrap_interval(latency),
         latency_values=[float(x) for x in latency],
         cost=cost_split(scored),
-        token_source=("mixed" if estimated and measured else "estimated" if estimated else "measured" if measured else None),
+        token_source=(
+            "mixed" if estimated and measured else "estimated" if estimated else "measured" if measured else None
+        ),
         breakdowns=breakdowns,
         weakest=weakest_capabilities(breakdowns),
         causes=outcome_causes(queries),

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.stages.records import Verdict
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.scoring.statistics import DEFAULT_ALPHA, PairedComparison, paired_comparison
+from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.records import Verdict
 
 
 @dataclass(frozen=True)
@@ -49,19 +49,26 @@ def _scored(verdicts: Sequence[Verdict]) -> dict[tuple[str, int], Verdict]:
     return {(v.case_id, v.sample_index): v for v in verdicts if not v.is_probe and v.outcome not in outcomes.NOT_SCORED}
 
 
-def compare_verdicts(a: Sequence[Verdict], b: Sequence[Verdict], *, label_a: str = "A", label_b: str = "B",
-                     alpha: float = DEFAULT_ALPHA) -> RunComparison:
+def compare_verdicts(
+    a: Sequence[Verdict], b: Sequence[Verdict], *, label_a: str = "A", label_b: str = "B", alpha: float = DEFAULT_ALPHA
+) -> RunComparison:
     """Compare run B with run A over the cases both scored with the same definition."""
     left, right = _scored(a), _scored(b)
     changed = sorted({k[0] for k in set(left) & set(right) if left[k].case_fingerprint != right[k].case_fingerprint})
     same_a = [v for k, v in left.items() if k[0] not in changed]
     same_b = [v for k, v in right.items() if k[0] not in changed]
     test = paired_comparison(same_a, same_b, alpha)
-    flips = [Flip(k[0], k[1], left[k].category, left[k], right[k]) for k in sorted(set(left) & set(right))
-             if k[0] not in changed and left[k].correct != right[k].correct]
+    flips = [
+        Flip(k[0], k[1], left[k].category, left[k], right[k])
+        for k in sorted(set(left) & set(right))
+        if k[0] not in changed and left[k].correct != right[k].correct
+    ]
     return RunComparison(
-        label_a=label_a, label_b=label_b, test=test,
-        newly_right=[f for f in flips if f.after.correct], newly_wrong=[f for f in flips if f.before.correct],
+        label_a=label_a,
+        label_b=label_b,
+        test=test,
+        newly_right=[f for f in flips if f.after.correct],
+        newly_wrong=[f for f in flips if f.before.correct],
         changed_cases=changed,
     )
 
@@ -71,8 +78,10 @@ def _flip_lines(title: str, flips: list[Flip]) -> list[str]:
     for flip in flips:
         sample = f"#{flip.sample_index}" if flip.sample_index else ""
         mutation = f" [mutation: {flip.after.mutation}]" if flip.after.mutation else ""
-        lines.append(f"  {flip.case_id}{sample} [{flip.category}]: {Flip.describe(flip.before)} -> "
-                     f"{Flip.describe(flip.after)}{mutation}")
+        lines.append(
+            f"  {flip.case_id}{sample} [{flip.category}]: {Flip.describe(flip.before)} -> "
+            f"{Flip.describe(flip.after)}{mutation}"
+        )
     return lines
 
 
@@ -98,15 +107,33 @@ def comparison_json(comparison: RunComparison) -> dict:
     test = comparison.test
 
     def flips(items: list[Flip]) -> list[dict]:
-        return [{"case_id": f.case_id, "sample_index": f.sample_index, "category": f.category,
-                 "before": f.before.outcome, "before_reason": f.before.reason,
-                 "after": f.after.outcome, "after_reason": f.after.reason, "after_mutation": f.after.mutation}
-                for f in items]
+        return [
+            {
+                "case_id": f.case_id,
+                "sample_index": f.sample_index,
+                "category": f.category,
+                "before": f.before.outcome,
+                "before_reason": f.before.reason,
+                "after": f.after.outcome,
+                "after_reason": f.after.reason,
+                "after_mutation": f.after.mutation,
+            }
+            for f in items
+        ]
 
     return {
-        "a": comparison.label_a, "b": comparison.label_b, "paired_cases": test.pairs,
-        "only_in_a": test.only_in_a, "only_in_b": test.only_in_b, "changed_cases": comparison.changed_cases,
-        "correctness_a": test.rate_a, "correctness_b": test.rate_b,
-        "p_value": test.p_value, "alpha": test.alpha, "significant": test.significant, "label": test.label,
-        "newly_right": flips(comparison.newly_right), "newly_wrong": flips(comparison.newly_wrong),
+        "a": comparison.label_a,
+        "b": comparison.label_b,
+        "paired_cases": test.pairs,
+        "only_in_a": test.only_in_a,
+        "only_in_b": test.only_in_b,
+        "changed_cases": comparison.changed_cases,
+        "correctness_a": test.rate_a,
+        "correctness_b": test.rate_b,
+        "p_value": test.p_value,
+        "alpha": test.alpha,
+        "significant": test.significant,
+        "label": test.label,
+        "newly_right": flips(comparison.newly_right),
+        "newly_wrong": flips(comparison.newly_wrong),
     }

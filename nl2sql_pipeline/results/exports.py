@@ -13,10 +13,9 @@ import pandas as pd
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
-
-from nl2sql_pipeline.results.formats import FORMATS
 
 VIEWS_SQL = """
 CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);
@@ -67,8 +66,9 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     runs = stored_runs(root)
     out_dir.mkdir(parents=True, exist_ok=True)
     verdicts = pd.concat([run.frame.assign(run_id=run.run_id) for run in runs], ignore_index=True)
-    scores = pd.concat([pd.read_parquet(p) for p in sorted(Path(p) for p in _glob_paths(SCORES_ASSET, root))],
-                       ignore_index=True)
+    scores = pd.concat(
+        [pd.read_parquet(p) for p in sorted(Path(p) for p in _glob_paths(SCORES_ASSET, root))], ignore_index=True
+    )
     return [
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
@@ -84,11 +84,15 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
     """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``."""
     _require_runs(root)
     db_file.parent.mkdir(parents=True, exist_ok=True)
-    sql = VIEWS_SQL.format(verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"),
-                           scores=_glob(SCORES_ASSET, root).replace("'", "''"))
+    sql = VIEWS_SQL.format(
+        verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"), scores=_glob(SCORES_ASSET, root).replace("'", "''")
+    )
     con = duckdb.connect(str(db_file))
     try:
         con.execute(sql)
-        return [row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()]
+        return [
+            row[0]
+            for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
+        ]
     finally:
         con.close()

@@ -28,11 +28,11 @@ import pandas as pd
 
 from nl2sql_pipeline.cases import Case, case_from_dict
 from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.execution.result_json import ResultsCodecError, decode_rows, encode_rows
 from nl2sql_pipeline.generation.records import CandidateRecord
 from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.scoring.run_scores import RunScores
 from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow, VariantOracleRow, Verdict
-from nl2sql_pipeline.execution.result_json import ResultsCodecError, decode_rows, encode_rows
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.compare.structure import ClauseItems
@@ -67,14 +67,29 @@ GOLD_COLUMNS: tuple[str, ...] = (
 )
 CANDIDATE_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CandidateRecord))
 ORACLE_COLUMNS: tuple[str, ...] = (
-    "case_id", "case_fingerprint", "alternative_index", "row_count", *RESULT_COLUMNS, "clause_items",
+    "case_id",
+    "case_fingerprint",
+    "alternative_index",
+    "row_count",
+    *RESULT_COLUMNS,
+    "clause_items",
 )
 VARIANT_COLUMNS: tuple[str, ...] = (
-    "case_id", "case_fingerprint", "variant_index", "alternative_index", "variant_path", "row_count", *RESULT_COLUMNS,
+    "case_id",
+    "case_fingerprint",
+    "variant_index",
+    "alternative_index",
+    "variant_path",
+    "row_count",
+    *RESULT_COLUMNS,
 )
 # The generation part of an attempt, beside the policy and result columns (``sql`` is the generated SQL,
 # ``generation_error_class`` its error class; the other CandidateRecord fields keep their names).
-_GENERATION_RENAMED = {"generated_sql": "sql", "error_class": "generation_error_class", "error_message": "generation_error_message"}
+_GENERATION_RENAMED = {
+    "generated_sql": "sql",
+    "error_class": "generation_error_class",
+    "error_message": "generation_error_message",
+}
 _ATTEMPT_KEYS = ("case_id", "case_fingerprint", "sample_index", "candidate_index")
 GENERATION_COLUMNS: tuple[str, ...] = tuple(
     _GENERATION_RENAMED.get(name, name) for name in CANDIDATE_COLUMNS if name not in _ATTEMPT_KEYS + ("generated_sql",)
@@ -307,8 +322,13 @@ def oracle_rows_from_frame(frame: pd.DataFrame) -> list[OracleRow]:
     """The oracle rows of an ``oracle_results`` frame, each result decoded once."""
     columns = _columns(frame, ("case_id", "case_fingerprint", "alternative_index", *RESULT_COLUMNS[:4]))
     return [
-        OracleRow(str(row["case_id"]), str(row["case_fingerprint"]), int(row["alternative_index"]), _result_of(row),
-                  _clause_items(row.get("clause_items")))
+        OracleRow(
+            str(row["case_id"]),
+            str(row["case_fingerprint"]),
+            int(row["alternative_index"]),
+            _result_of(row),
+            _clause_items(row.get("clause_items")),
+        )
         for row in _rows(columns, len(frame))
     ]
 
@@ -342,11 +362,19 @@ def variant_rows_to_frame(rows: Iterable[VariantOracleRow], **constants: Any) ->
 
 def variant_rows_from_frame(frame: pd.DataFrame) -> list[VariantOracleRow]:
     """The variant oracle rows of a ``database_variants`` frame."""
-    columns = _columns(frame, ("case_id", "case_fingerprint", "variant_index", "alternative_index", "variant_path",
-                               *RESULT_COLUMNS[:4]))
+    columns = _columns(
+        frame,
+        ("case_id", "case_fingerprint", "variant_index", "alternative_index", "variant_path", *RESULT_COLUMNS[:4]),
+    )
     return [
-        VariantOracleRow(str(row["case_id"]), str(row["case_fingerprint"]), int(row["variant_index"]),
-                         int(row["alternative_index"]), str(row["variant_path"]), _result_of(row))
+        VariantOracleRow(
+            str(row["case_id"]),
+            str(row["case_fingerprint"]),
+            int(row["variant_index"]),
+            int(row["alternative_index"]),
+            str(row["variant_path"]),
+            _result_of(row),
+        )
         for row in _rows(columns, len(frame))
     ]
 
@@ -478,8 +506,13 @@ def _verdict(row: dict[str, Any]) -> Verdict:
             value = None if value is None else _VERDICT_JSON[name](json.loads(value))
         elif value is not None and name in _VERDICT_CONVERTERS:
             value = _VERDICT_CONVERTERS[name](value)
-        elif value is None and name in ("is_probe", "correct", "first_candidate_correct", "cold_start",
-                                        "system_rows_disagree"):
+        elif value is None and name in (
+            "is_probe",
+            "correct",
+            "first_candidate_correct",
+            "cold_start",
+            "system_rows_disagree",
+        ):
             value = False
         values[name] = value
     return Verdict(**values)

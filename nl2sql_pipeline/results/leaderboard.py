@@ -14,16 +14,28 @@ from pathlib import Path
 import pandas as pd
 
 from nl2sql_pipeline import paths
-
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
+from nl2sql_pipeline.stages import outcomes
 
 logger = logging.getLogger(__name__)
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
-    "gold_set", "rank", "model", "run_id", "correct", "scored", "semantic_correctness_rate", "ci_low", "ci_high",
-    "sql_execution_success_rate", "p50_latency_ms", "total_cost_usd", "token_source", "vs_best", "p_value_vs_best",
+    "gold_set",
+    "rank",
+    "model",
+    "run_id",
+    "correct",
+    "scored",
+    "semantic_correctness_rate",
+    "ci_low",
+    "ci_high",
+    "sql_execution_success_rate",
+    "p50_latency_ms",
+    "total_cost_usd",
+    "token_source",
+    "vs_best",
+    "p_value_vs_best",
 )
 
 
@@ -45,10 +57,17 @@ def _row(run: StoredRun) -> dict:
     correct = sum(bool(v.correct) for v in scored)
     interval = wilson_interval(correct, len(scored))
     return {
-        "gold_set": run.gold_set, "model": run.model, "run_id": run.run_id, "correct": correct, "scored": len(scored),
-        "semantic_correctness_rate": interval.estimate, "ci_low": interval.low, "ci_high": interval.high,
+        "gold_set": run.gold_set,
+        "model": run.model,
+        "run_id": run.run_id,
+        "correct": correct,
+        "scored": len(scored),
+        "semantic_correctness_rate": interval.estimate,
+        "ci_low": interval.low,
+        "ci_high": interval.high,
         "sql_execution_success_rate": run.scores["sql_execution_success_rate"],
-        "p50_latency_ms": run.scores["p50_latency_ms"], "total_cost_usd": run.scores["total_cost_usd"],
+        "p50_latency_ms": run.scores["p50_latency_ms"],
+        "total_cost_usd": run.scores["total_cost_usd"],
         "token_source": run.scores["token_source"],
     }
 
@@ -60,8 +79,10 @@ def build_leaderboard(runs: Sequence[StoredRun]) -> pd.DataFrame:
     for run in runs:
         by_gold.setdefault(run.gold_set, []).append(run)
     for gold in sorted(by_gold):
-        ranked = sorted(((run, _row(run)) for run in by_gold[gold]),
-                        key=lambda item: (-(item[1]["semantic_correctness_rate"] or -1.0), item[1]["model"]))
+        ranked = sorted(
+            ((run, _row(run)) for run in by_gold[gold]),
+            key=lambda item: (-(item[1]["semantic_correctness_rate"] or -1.0), item[1]["model"]),
+        )
         best_run = ranked[0][0]
         for rank, (run, row) in enumerate(ranked, start=1):
             if run is best_run:

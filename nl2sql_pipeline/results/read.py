@@ -15,11 +15,11 @@ import pandas as pd
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame, verdicts_from_frame
 from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame, verdicts_from_frame
+from nl2sql_pipeline.runs.store import list_runs
 from nl2sql_pipeline.scoring.run_scores import RunScores
 from nl2sql_pipeline.stages.records import Verdict
-from nl2sql_pipeline.runs.store import list_runs
 
 GOLD_ASSET = "gold_set"
 VERDICTS_ASSET = "case_verdicts"
@@ -76,7 +76,9 @@ def load_run_by_id(run_id: str, db_path: Path | None = None, root: Path | None =
     db_path = db_path or paths.baselines_db_path()
     matches = [r for r in list_runs(db_path) if r["run_id"] == run_id or str(r["run_id"]).startswith(run_id)]
     if not matches:
-        raise RunResultsNotFoundError(f"no run {run_id!r} in the baselines file {db_path} (see `nl2sql-eval compare-runs --list`)")
+        raise RunResultsNotFoundError(
+            f"no run {run_id!r} in the baselines file {db_path} (see `nl2sql-eval compare-runs --list`)"
+        )
     if len({r["run_id"] for r in matches}) > 1:
         raise RunResultsNotFoundError(f"run id prefix {run_id!r} matches several runs; give more characters")
     recorded = matches[0]

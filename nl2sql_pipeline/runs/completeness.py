@@ -57,16 +57,20 @@ def is_probe_only(scores: Mapping[str, Any]) -> bool:
 
 def _nothing_evaluated_rule(scores: Mapping[str, Any], max_share: float | None) -> str | None:
     if nothing_evaluated(scores):
-        return (f"nothing was evaluated: {_count(scores, 'skipped_count')} of {query_cases(scores)} query cases "
-                "skipped, none scored")
+        return (
+            f"nothing was evaluated: {_count(scores, 'skipped_count')} of {query_cases(scores)} query cases "
+            "skipped, none scored"
+        )
     return None
 
 
 def _too_many_skipped_rule(scores: Mapping[str, Any], max_share: float | None) -> str | None:
     share = skipped_share(scores)
     if max_share is not None and share > max_share:
-        return (f"skipped share {format_rate(share)} ({_count(scores, 'skipped_count')} of {query_cases(scores)} "
-                f"query cases) is above the allowed {format_rate(max_share)}")
+        return (
+            f"skipped share {format_rate(share)} ({_count(scores, 'skipped_count')} of {query_cases(scores)} "
+            f"query cases) is above the allowed {format_rate(max_share)}"
+        )
     return None
 
 

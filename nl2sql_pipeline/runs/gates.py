@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.runs.baseline import find_baseline
 from nl2sql_pipeline.runs.completeness import incomplete_reason, is_probe_only, skipped_share
+from nl2sql_pipeline.scoring.formatting import format_rate
 
 GATED_METRIC = "semantic_correctness_rate"
 
@@ -43,7 +43,9 @@ class GateThresholds:
         """These thresholds, with every unset one taken from ``fallback`` (e.g. the model's ``gates:``)."""
         if fallback is None:
             return self
-        base = fallback if isinstance(fallback, Mapping) else {f.name: getattr(fallback, f.name) for f in fields(fallback)}
+        base = (
+            fallback if isinstance(fallback, Mapping) else {f.name: getattr(fallback, f.name) for f in fields(fallback)}
+        )
         return replace(self, **{f.name: base.get(f.name) for f in fields(self) if getattr(self, f.name) is None})
 
     def only(self, gate: str) -> GateThresholds:
@@ -96,11 +98,21 @@ class GateReport:
         self.failures += other.failures
 
 
-def _fail(run: Mapping[str, Any], gate: str, threshold: float | None, measured: float | None, what: str,
-          incomplete: bool = False) -> GateFailure:
+def _fail(
+    run: Mapping[str, Any],
+    gate: str,
+    threshold: float | None,
+    measured: float | None,
+    what: str,
+    incomplete: bool = False,
+) -> GateFailure:
     shown = "n/a" if threshold is None else format_rate(threshold)
     return GateFailure(
-        model=run["model"], gate=gate, threshold=threshold, measured=measured, incomplete=incomplete,
+        model=run["model"],
+        gate=gate,
+        threshold=threshold,
+        measured=measured,
+        incomplete=incomplete,
         message=f"{run['model']}: gate {gate} failed: {what} (threshold {shown}, measured {format_rate(measured)})",
     )
 
@@ -108,8 +120,9 @@ def _fail(run: Mapping[str, Any], gate: str, threshold: float | None, measured: 
 def _skipped_gate(run, baseline, limits: GateThresholds, report: GateReport) -> None:
     reason = incomplete_reason(run, limits.max_skipped_share)
     if reason is not None:
-        report.failures.append(_fail(run, "max_skipped_share", limits.max_skipped_share, skipped_share(run), reason,
-                                     incomplete=True))
+        report.failures.append(
+            _fail(run, "max_skipped_share", limits.max_skipped_share, skipped_share(run), reason, incomplete=True)
+        )
 
 
 def _floor_gate(gate: str, metric: str, exempt: Callable[[Mapping[str, Any]], str | None]):
@@ -121,7 +134,9 @@ def _floor_gate(gate: str, metric: str, exempt: Callable[[Mapping[str, Any]], st
         if value is None:
             report.failures.append(_fail(run, gate, threshold, None, f"{metric} was not measured (nothing scored)"))
         elif value < threshold:
-            report.failures.append(_fail(run, gate, threshold, value, f"{metric} {format_rate(value)} is below the floor"))
+            report.failures.append(
+                _fail(run, gate, threshold, value, f"{metric} {format_rate(value)} is below the floor")
+            )
 
     check.__name__ = f"_{gate}_gate"
     return check
@@ -157,13 +172,26 @@ def _regression_gate(run, baseline, limits: GateThresholds, report: GateReport) 
         return
     if delta is None:
         if value is None:
-            report.failures.append(_fail(run, "max_regression", threshold, None,
-                                         f"{GATED_METRIC} was not measured, so no regression check can pass"))
+            report.failures.append(
+                _fail(
+                    run,
+                    "max_regression",
+                    threshold,
+                    None,
+                    f"{GATED_METRIC} was not measured, so no regression check can pass",
+                )
+            )
         return
     if -delta > threshold:
-        report.failures.append(_fail(run, "max_regression", threshold, -delta,
-                                     f"{GATED_METRIC} fell by {100 * -delta:.1f} pts, from {format_rate(before)} "
-                                     f"to {format_rate(value)}"))
+        report.failures.append(
+            _fail(
+                run,
+                "max_regression",
+                threshold,
+                -delta,
+                f"{GATED_METRIC} fell by {100 * -delta:.1f} pts, from {format_rate(before)} to {format_rate(value)}",
+            )
+        )
 
 
 # The gates in the order they are applied and reported.
@@ -212,8 +240,11 @@ def check_gates(
     report = GateReport()
     for run in runs:
         limits = thresholds(run["model"]) if callable(thresholds) else thresholds
-        report.extend(gate_run(run, find_baseline(db_path, run), limits,
-                               min_correctness=min_correctness, max_regression=max_regression))
+        report.extend(
+            gate_run(
+                run, find_baseline(db_path, run), limits, min_correctness=min_correctness, max_regression=max_regression
+            )
+        )
     return report
 
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from nl2sql_pipeline import HARNESS_VERSION
 from nl2sql_pipeline.cases import Case, gold_fingerprint
@@ -59,7 +59,7 @@ class RunVersions:
         return "-".join(getattr(self, f)[:8] for f in VERSION_FIELDS)
 
 
-VersionsLike = Union[RunVersions, Mapping[str, Any]]
+VersionsLike = RunVersions | Mapping[str, Any]
 
 
 def _as_versions(value: VersionsLike) -> RunVersions:

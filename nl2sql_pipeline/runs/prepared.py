@@ -52,8 +52,12 @@ def mark_prepared(gold_set: str, fingerprint: str, run_id: str, triage: list[dic
     path = marker_path(gold_set, fingerprint)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    marker = {"run_id": run_id, "prepared_at": datetime.now(timezone.utc).isoformat(),
-              "preflight_version": PREFLIGHT_VERSION, "triage": list(triage or [])}
+    marker = {
+        "run_id": run_id,
+        "prepared_at": datetime.now(timezone.utc).isoformat(),
+        "preflight_version": PREFLIGHT_VERSION,
+        "triage": list(triage or []),
+    }
     tmp.write_text(json.dumps(marker), encoding="utf-8")
     os.replace(tmp, path)
     return path

@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.runs.baseline import is_baseline_candidate
 from nl2sql_pipeline.runs.identity import RunVersions, is_current
 from nl2sql_pipeline.runs.store import list_runs
+from nl2sql_pipeline.scoring.metrics import METRICS
 
 BOOKKEEPING_COLUMNS: tuple[str, ...] = ("recorded_at", "comparable", "not_comparable_reason")
 _JSON = frozenset(m.name for m in METRICS if m.kind == "json")
@@ -53,8 +53,14 @@ def stored_scores(row: Mapping[str, Any]) -> dict[str, Any]:
     return scores
 
 
-def reusable_run(db_path: Path, gold_set: str, model: str, versions: RunVersions, samples: int = 1,
-                 test_suite_variants: int | None = None) -> dict[str, Any] | None:
+def reusable_run(
+    db_path: Path,
+    gold_set: str,
+    model: str,
+    versions: RunVersions,
+    samples: int = 1,
+    test_suite_variants: int | None = None,
+) -> dict[str, Any] | None:
     """The latest recorded run that stands for a new run with these versions (every rule holds), or None.
 
     ``test_suite_variants`` (when given) must equal the variants the run measured test-suite accuracy on

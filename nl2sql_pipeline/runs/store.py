@@ -15,19 +15,18 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import duckdb
 
-from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, RunVersions
 from nl2sql_pipeline.runs.locks import file_lock
+from nl2sql_pipeline.scoring.metrics import METRICS
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +123,10 @@ def record_run(
         try:
             con.execute("BEGIN TRANSACTION")
             try:
-                con.execute("DELETE FROM baseline_runs WHERE run_id = ? AND gold_set = ? AND model = ?",
-                            [run_id, gold_set, model])
+                con.execute(
+                    "DELETE FROM baseline_runs WHERE run_id = ? AND gold_set = ? AND model = ?",
+                    [run_id, gold_set, model],
+                )
                 con.execute(
                     f"INSERT INTO baseline_runs ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
                     [row[c] for c in columns],
@@ -146,8 +147,10 @@ def list_runs(db_path: Path, gold_set: str | None = None, model: str | None = No
     with _locked(db_path):
         con = _connect_read_only(db_path)
         try:
-            query = ("SELECT * FROM baseline_runs WHERE (? IS NULL OR gold_set = ?) AND (? IS NULL OR model = ?) "
-                     "ORDER BY recorded_at DESC, run_id DESC")
+            query = (
+                "SELECT * FROM baseline_runs WHERE (? IS NULL OR gold_set = ?) AND (? IS NULL OR model = ?) "
+                "ORDER BY recorded_at DESC, run_id DESC"
+            )
             cursor = con.execute(query, [gold_set, gold_set, model, model])
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, r)) for r in cursor.fetchall()]

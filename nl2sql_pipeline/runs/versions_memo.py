@@ -31,7 +31,9 @@ def memo_key(gold_set: str, policy: str | None = None) -> str:
     from nl2sql_pipeline.gold.registry import gold_set_info
     from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
 
-    digest = hashlib.sha256(f"{gold_set}|{policy}|h{HARNESS_VERSION}|c{COMPARATOR_VERSION}|p{POLICY_ENGINE_VERSION}\n".encode())
+    digest = hashlib.sha256(
+        f"{gold_set}|{policy}|h{HARNESS_VERSION}|c{COMPARATOR_VERSION}|p{POLICY_ENGINE_VERSION}\n".encode()
+    )
     info = gold_set_info(gold_set)
     for path in _files(info.path, policy):
         digest.update(f"{path}\n".encode())

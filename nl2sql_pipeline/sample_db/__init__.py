@@ -18,9 +18,23 @@ _HOMES: dict[str, str] = {
     **dict.fromkeys(("BUILDERS", "build_database", "ensure_database"), "build"),
     **dict.fromkeys(("content_hash", "live_row_counts"), "contents"),
     **dict.fromkeys(("BuildInfo", "is_current", "manifest_path", "read_manifest"), "manifest"),
-    **dict.fromkeys(("BASE_FACT_ROWS", "BUILDER_VERSION", "DATA_START", "DATABASE_NAME", "DEFAULT_SCALE",
-                     "DEFAULT_SEED", "MAX_SCALE", "PROMPT_INJECTIONS", "REFERENCE_DATE", "TABLE_ORDER",
-                     "SampleDatabaseBuildError", "validate_scale"), "spec"),
+    **dict.fromkeys(
+        (
+            "BASE_FACT_ROWS",
+            "BUILDER_VERSION",
+            "DATA_START",
+            "DATABASE_NAME",
+            "DEFAULT_SCALE",
+            "DEFAULT_SEED",
+            "MAX_SCALE",
+            "PROMPT_INJECTIONS",
+            "REFERENCE_DATE",
+            "TABLE_ORDER",
+            "SampleDatabaseBuildError",
+            "validate_scale",
+        ),
+        "spec",
+    ),
     "generate_tables": "tables",
 }
 

@@ -63,9 +63,7 @@ def generate_studios(seed: int) -> tuple[pa.Table, np.ndarray]:
 
 def generate_genres() -> pa.Table:
     """The genres of ``words/genres.txt``."""
-    return pa.table(
-        {"genre_id": int_array(np.arange(1, len(_GENRES) + 1)), "name": str_array(_GENRES)}
-    )
+    return pa.table({"genre_id": int_array(np.arange(1, len(_GENRES) + 1)), "name": str_array(_GENRES)})
 
 
 def _anime_titles(rng: np.random.Generator, n: int) -> list[str]:
@@ -123,7 +121,7 @@ def generate_catalog(seed: int, studio_popularity: np.ndarray) -> Catalog:
     tied = (counts[0] + counts[1]) // 2  # the two biggest studios get the same number of titles
     spare = int(counts[0] + counts[1] - 2 * tied)
     counts[0] = counts[1] = tied
-    counts[n_studios - spare:] += 1  # any odd title goes to the long tail
+    counts[n_studios - spare :] += 1  # any odd title goes to the long tail
     studio_by_rank = np.argsort(studio_popularity) + 1  # rank -> studio_id
     studio_ids = rng.permutation(np.repeat(studio_by_rank, counts))
     studio_col = np.zeros(n, dtype=np.int32)
@@ -261,5 +259,3 @@ def generate_catalog(seed: int, studio_popularity: np.ndarray) -> Catalog:
         anime_first_episode=first_episode,
         anime_aired_count=aired_count,
     )
-
-

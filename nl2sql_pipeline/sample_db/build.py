@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import pyarrow as pa

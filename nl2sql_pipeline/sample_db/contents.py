@@ -18,22 +18,27 @@ def _primary_key_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str
     ).fetchall()
     if rows:
         return list(rows[0][0])
-    return [r[0] for r in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table]
-    ).fetchall()]
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table]
+        ).fetchall()
+    ]
 
 
 def content_hash(con: duckdb.DuckDBPyConnection) -> str:
     """SHA-256 over every table's rows (as JSON, in primary-key order), tables sorted by name."""
     digest = hashlib.sha256()
-    tables = [r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
-    ).fetchall()]
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
+        ).fetchall()
+    ]
     for table in tables:
         keys = ", ".join(f'"{c}"' for c in _primary_key_columns(con, table))
         (table_md5,) = con.execute(
-            f'SELECT md5(coalesce(string_agg(to_json(t)::VARCHAR, chr(10) ORDER BY {keys}), \'\')) '
-            f'FROM "{table}" AS t'
+            f"SELECT md5(coalesce(string_agg(to_json(t)::VARCHAR, chr(10) ORDER BY {keys}), '')) FROM \"{table}\" AS t"
         ).fetchone()
         digest.update(f"{table}:{table_md5}\n".encode())
     return digest.hexdigest()
@@ -43,9 +48,9 @@ def live_row_counts(path: Path) -> dict[str, int]:
     """Row count of every table of the database file at ``path`` (opened read-only), by name."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
-        ).fetchall()]
+        tables = [
+            r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()
+        ]
         counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     finally:
         con.close()

@@ -44,9 +44,7 @@ def _plans() -> tuple[tuple[tuple[int, str, float, int, bool], ...], np.ndarray]
 
 def _merch_items() -> dict[str, tuple[tuple[str, ...], tuple[float, ...]]]:
     """Each category's items with their list prices, categories in ``words/merch_categories.txt`` order."""
-    items: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {
-        category: ((), ()) for category in _MERCH_CATEGORIES
-    }
+    items: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {category: ((), ()) for category in _MERCH_CATEGORIES}
     for category, item, price in words.rows("merch_items", 3):
         if category not in items:
             raise words.VocabularyError(
@@ -164,8 +162,11 @@ def generate_ad_campaigns(seed: int) -> Campaigns:
     duration = rng.choice([14, 21, 30, 45, 60, 90, 120], size=n)
     end = start + duration - 1
     open_ended = nulls(rng, n, 0.08)
-    budget = rng.choice([500, 1_000, 1_500, 2_000, 2_500, 5_000, 7_500, 10_000], size=n,
-                        p=[0.12, 0.2, 0.14, 0.14, 0.14, 0.14, 0.07, 0.05]).astype(float)
+    budget = rng.choice(
+        [500, 1_000, 1_500, 2_000, 2_500, 5_000, 7_500, 10_000],
+        size=n,
+        p=[0.12, 0.2, 0.14, 0.14, 0.14, 0.14, 0.07, 0.05],
+    ).astype(float)
     target_null = rng.random(n) < 0.4
     target = rng.choice(AGE_BANDS[:4], size=n)
     months = (EPOCH + start.astype("timedelta64[D]")).astype("datetime64[M]").astype(int)
@@ -237,7 +238,12 @@ def generate_ad_impressions(
     campaign, user, episode, served, clicked, revenue = (np.concatenate(col) for col in zip(*parts))
     order = np.lexsort((campaign, served))
     campaign, user, episode, served, clicked, revenue = (
-        campaign[order], user[order], episode[order], served[order], clicked[order], revenue[order]
+        campaign[order],
+        user[order],
+        episode[order],
+        served[order],
+        clicked[order],
+        revenue[order],
     )
     n = len(campaign)
     return pa.table(
@@ -351,7 +357,11 @@ def generate_merch_orders(seed: int, scale: float, audience: Audience, products:
         digital[[top, second]] = False
     sort = np.lexsort((line_number, order_idx))
     order_idx, product, line_number, quantity, unit_price = (
-        order_idx[sort], product[sort], line_number[sort], quantity[sort], unit_price[sort]
+        order_idx[sort],
+        product[sort],
+        line_number[sort],
+        quantity[sort],
+        unit_price[sort],
     )
     orders = pa.table(
         {
@@ -372,4 +382,3 @@ def generate_merch_orders(seed: int, scale: float, audience: Audience, products:
         }
     )
     return orders, lines
-

@@ -96,8 +96,6 @@ def generate_users(seed: int, scale: float) -> Audience:
     )
 
 
-
-
 @dataclass
 class Sessions:
     """The watch_sessions table and its columns as arrays (indexes, not ids), for ratings and ads."""
@@ -157,7 +155,12 @@ def generate_watch_sessions(seed: int, scale: float, catalog: Catalog, audience:
 
     order = np.lexsort((user, start))  # session ids increase with time
     user, episode, start, watched, completed, device = (
-        user[order], episode[order], start[order], watched[order], completed[order], device[order]
+        user[order],
+        episode[order],
+        start[order],
+        watched[order],
+        completed[order],
+        device[order],
     )
     table = pa.table(
         {
@@ -202,7 +205,12 @@ def generate_ratings(seed: int, scale: float, catalog: Catalog, sessions: Sessio
         reviews[i] = pool[picks[i] % len(pool)]
     order = np.lexsort((user, rated))  # rating ids increase with time
     user, anime_idx, rated, score, reviews, has_review = (
-        user[order], anime_idx[order], rated[order], score[order], reviews[order], has_review[order]
+        user[order],
+        anime_idx[order],
+        rated[order],
+        score[order],
+        reviews[order],
+        has_review[order],
     )
     if n:
         injected = n // 3
@@ -218,5 +226,3 @@ def generate_ratings(seed: int, scale: float, catalog: Catalog, sessions: Sessio
             "review": pa.array([r if h else None for r, h in zip(reviews, has_review)], type=pa.string()),
         }
     )
-
-

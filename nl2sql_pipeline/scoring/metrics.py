@@ -41,8 +41,12 @@ RATE_DIMENSIONS: tuple[str, ...] = ("domain", "category", "difficulty", "databas
 
 METRICS: tuple[Metric, ...] = (
     Metric("semantic_correctness_rate", "rate", True, "share of scored query cases whose result matched the gold"),
-    Metric("test_suite_accuracy", "rate", True,
-           "share of scored query cases whose result matched the gold on the database and on every variant of it"),
+    Metric(
+        "test_suite_accuracy",
+        "rate",
+        True,
+        "share of scored query cases whose result matched the gold on the database and on every variant of it",
+    ),
     Metric("sql_execution_success_rate", "rate", True, "share of scored query cases whose SQL ran to completion"),
     Metric("partial_credit_score", "rate", True, "mean partial-credit score over scored query cases"),
     Metric("pass_rate", "rate", True, "share of scored query cases graded pass"),
@@ -74,10 +78,18 @@ METRICS: tuple[Metric, ...] = (
     Metric("outcome_counts", "json", False, "query verdicts per outcome class"),
     Metric("warnings", "json", False, "what a reader must know before trusting the numbers"),
     *(Metric(f"per_{dim}", "json", False, f"rates per {dim}") for dim in RATE_DIMENSIONS),
-    Metric("outcome_causes", "json", False, "query verdicts that are not correct, per cause (no_sql, rate_limited, ...)"),
-    Metric("test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"),
-    Metric("test_suite_disagreements", "json", False,
-           "cases correct under execution accuracy but not under test-suite accuracy, with the variant that differed"),
+    Metric(
+        "outcome_causes", "json", False, "query verdicts that are not correct, per cause (no_sql, rate_limited, ...)"
+    ),
+    Metric(
+        "test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"
+    ),
+    Metric(
+        "test_suite_disagreements",
+        "json",
+        False,
+        "cases correct under execution accuracy but not under test-suite accuracy, with the variant that differed",
+    ),
 )
 
 METRICS_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.scoring.metrics import METRICS, RATE_DIMENSIONS
 from nl2sql_pipeline.scoring.causes import outcome_causes
+from nl2sql_pipeline.scoring.metrics import METRICS, RATE_DIMENSIONS
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import Verdict
 
 INJECTION_TAG = "prompt_injection"
@@ -128,8 +128,14 @@ def _breakdown(scored: Sequence[Verdict], dimension: str) -> dict[str, dict[str,
     }
 
 
-def _warnings(queries: Sequence[Verdict], scored: Sequence[Verdict], skipped: Sequence[Verdict],
-              env_errors: Sequence[Verdict], estimated: int, unknown_cost: int) -> list[str]:
+def _warnings(
+    queries: Sequence[Verdict],
+    scored: Sequence[Verdict],
+    skipped: Sequence[Verdict],
+    env_errors: Sequence[Verdict],
+    estimated: int,
+    unknown_cost: int,
+) -> list[str]:
     warnings: list[str] = []
     if skipped:
         reasons = Counter(v.skip_reason or "unknown" for v in skipped)
@@ -152,8 +158,10 @@ def _system_warnings(scored: Sequence[Verdict]) -> list[str]:
     if not disagree:
         return []
     shown = ", ".join(disagree[:5]) + (f" and {len(disagree) - 5} more" if len(disagree) > 5 else "")
-    return [f"{len(disagree)} cases: the system showed rows that differ from its own SQL's result ({shown}); "
-            "see system_rows_reason in case_verdicts"]
+    return [
+        f"{len(disagree)} cases: the system showed rows that differ from its own SQL's result ({shown}); "
+        "see system_rows_reason in case_verdicts"
+    ]
 
 
 GRADES: tuple[str, ...] = ("pass", "partial", "fail")
@@ -172,10 +180,13 @@ def suite_scores(scored: Sequence[Verdict]) -> dict[str, Any]:
     measured = [v for v in scored if v.test_suite_correct is not None]
     disagreements = [
         {"case_id": v.case_id, "sample_index": v.sample_index, "reason": v.test_suite_reason}
-        for v in measured if v.correct and not v.test_suite_correct
+        for v in measured
+        if v.correct and not v.test_suite_correct
     ]
     return {
-        "test_suite_accuracy": _rate(sum(bool(v.test_suite_correct) for v in measured), len(measured)) if measured else None,
+        "test_suite_accuracy": _rate(sum(bool(v.test_suite_correct) for v in measured), len(measured))
+        if measured
+        else None,
         "test_suite_variants": max((v.test_suite_variants or 0 for v in measured), default=0),
         "test_suite_disagreements": disagreements,
     }
@@ -187,8 +198,10 @@ def _suite_warnings(scored: Sequence[Verdict]) -> list[str]:
     if not bare:
         return []
     shown = ", ".join(bare[:5]) + (f" and {len(bare) - 5} more" if len(bare) > 5 else "")
-    return [f"test-suite accuracy: {len(bare)} cases were checked on no database variant ({shown}; variants not "
-            "built, or the gold fails on every one): there it equals execution accuracy"]
+    return [
+        f"test-suite accuracy: {len(bare)} cases were checked on no database variant ({shown}; variants not "
+        "built, or the gold fails on every one): there it equals execution accuracy"
+    ]
 
 
 def score_run(verdicts: Sequence[Verdict]) -> RunScores:

@@ -86,8 +86,9 @@ def bootstrap_interval(
 
     Seeded: the same values give the same interval on every run and machine.
     """
-    known = np.asarray([v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))],
-                       dtype=float)
+    known = np.asarray(
+        [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))], dtype=float
+    )
     if known.size == 0:
         return NO_INTERVAL
     estimate = float(statistic(known))
@@ -98,7 +99,7 @@ def bootstrap_interval(
     by_rows = _ROW_STATISTICS.get(statistic)
     if by_rows is not None:  # the named statistics over every resample at once, in blocks of ~1M values
         block = max(1, 1_000_000 // known.size)
-        stats = np.concatenate([by_rows(known[draws[i:i + block]]) for i in range(0, resamples, block)])
+        stats = np.concatenate([by_rows(known[draws[i : i + block]]) for i in range(0, resamples, block)])
     else:
         stats = np.asarray([statistic(known[row]) for row in draws], dtype=float)
     tail = (1.0 - level) / 2.0 * 100.0
@@ -171,8 +172,11 @@ class PairedComparison:
 
 
 def _scored_correctness(verdicts: Iterable[Verdict]) -> dict[tuple[str, int], bool]:
-    return {(v.case_id, v.sample_index): bool(v.correct) for v in verdicts
-            if not v.is_probe and v.outcome not in outcomes.NOT_SCORED}
+    return {
+        (v.case_id, v.sample_index): bool(v.correct)
+        for v in verdicts
+        if not v.is_probe and v.outcome not in outcomes.NOT_SCORED
+    }
 
 
 def paired_comparison(a: Sequence[Verdict], b: Sequence[Verdict], alpha: float = DEFAULT_ALPHA) -> PairedComparison:
@@ -187,9 +191,15 @@ def paired_comparison(a: Sequence[Verdict], b: Sequence[Verdict], alpha: float =
         counts[(left[key], right[key])] += 1
     only_a, only_b = counts[(True, False)], counts[(False, True)]
     return PairedComparison(
-        pairs=len(shared), both_correct=counts[(True, True)], only_a_correct=only_a, only_b_correct=only_b,
-        both_wrong=counts[(False, False)], p_value=mcnemar_exact(only_a, only_b), alpha=alpha,
-        only_in_a=len(set(left) - set(right)), only_in_b=len(set(right) - set(left)),
+        pairs=len(shared),
+        both_correct=counts[(True, True)],
+        only_a_correct=only_a,
+        only_b_correct=only_b,
+        both_wrong=counts[(False, False)],
+        p_value=mcnemar_exact(only_a, only_b),
+        alpha=alpha,
+        only_in_a=len(set(left) - set(right)),
+        only_in_b=len(set(right) - set(left)),
     )
 
 

@@ -80,8 +80,13 @@ def _sql_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def read_tables(db_path: Path, schemas: tuple[str, ...] | None = None, *, sample_values: int = DEFAULT_SAMPLE_VALUES,
-                max_value_chars: int = DEFAULT_MAX_VALUE_CHARS) -> list[TableInfo]:
+def read_tables(
+    db_path: Path,
+    schemas: tuple[str, ...] | None = None,
+    *,
+    sample_values: int = DEFAULT_SAMPLE_VALUES,
+    max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+) -> list[TableInfo]:
     """The tables of ``db_path``'s exposed schemas (None: every non-system schema), main first.
 
     Opens the file read-only; raises ``IntrospectionError`` when it cannot be read.
@@ -100,8 +105,13 @@ def read_tables(db_path: Path, schemas: tuple[str, ...] | None = None, *, sample
         con.close()
 
 
-def _read_tables(con: duckdb.DuckDBPyConnection, db_path: Path, schemas: tuple[str, ...] | None,
-                 sample_values: int, max_value_chars: int) -> list[TableInfo]:
+def _read_tables(
+    con: duckdb.DuckDBPyConnection,
+    db_path: Path,
+    schemas: tuple[str, ...] | None,
+    sample_values: int,
+    max_value_chars: int,
+) -> list[TableInfo]:
     relations = con.execute(
         """
         SELECT schema_name, table_name, comment, false FROM duckdb_tables()
@@ -113,8 +123,7 @@ def _read_tables(con: duckdb.DuckDBPyConnection, db_path: Path, schemas: tuple[s
     ).fetchall()
     wanted = {s.lower() for s in schemas} if schemas is not None else None
     relations = [
-        r for r in relations
-        if r[0].lower() not in SYSTEM_SCHEMAS and (wanted is None or r[0].lower() in wanted)
+        r for r in relations if r[0].lower() not in SYSTEM_SCHEMAS and (wanted is None or r[0].lower() in wanted)
     ]
     relations.sort(key=lambda r: (r[0] != "main", r[0], r[1]))
     keys = _keys(con)
@@ -226,8 +235,9 @@ def fit_to_budget(tables: list[TableInfo], token_budget: int) -> str:
     return "\n\n".join(kept)
 
 
-def introspected_schema_text(db_path: Path, schemas: tuple[str, ...] | None = None,
-                             token_budget: int = DEFAULT_TOKEN_BUDGET) -> str:
+def introspected_schema_text(
+    db_path: Path, schemas: tuple[str, ...] | None = None, token_budget: int = DEFAULT_TOKEN_BUDGET
+) -> str:
     """The prompt's schema text for ``db_path`` (see the module docstring)."""
     tables = read_tables(db_path, schemas)
     logger.info("introspected %d tables of %s for the prompt", len(tables), db_path)

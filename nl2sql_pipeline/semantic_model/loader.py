@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -271,8 +272,12 @@ def _check_sql(
             check.problem(None, key, f"unknown table {table.name!r}", "use a table of this model")
             continue
         if table.name not in allowed:
-            check.problem(None, key, f"table {table.name!r} is not part of this item's source",
-                          f"use one of {', '.join(sorted(allowed))} or a join path that includes it")
+            check.problem(
+                None,
+                key,
+                f"table {table.name!r} is not part of this item's source",
+                f"use one of {', '.join(sorted(allowed))} or a join path that includes it",
+            )
         aliases[table.alias_or_name] = table.name
         read.add(table.name)
     for column in tree.find_all(exp.Column):
@@ -280,8 +285,12 @@ def _check_sql(
         if column.table:
             table_name = aliases.get(column.table)
             if table_name is None:
-                check.problem(None, key, f"column {column.sql()} names a table that is not in the FROM clause",
-                              f"qualify it with one of {', '.join(sorted(aliases)) or 'the source tables'}")
+                check.problem(
+                    None,
+                    key,
+                    f"column {column.sql()} names a table that is not in the FROM clause",
+                    f"qualify it with one of {', '.join(sorted(aliases)) or 'the source tables'}",
+                )
             elif name not in columns_by_table[table_name]:
                 check.problem(None, key, f"unknown column {column.table}.{name}", f"use a column of {table_name}")
         elif not any(name in columns_by_table[t] for t in read):
@@ -289,9 +298,7 @@ def _check_sql(
     return read
 
 
-def _join_paths(
-    check: Checker, value: Any, columns_by_table: Mapping[str, set[str]]
-) -> tuple[JoinPath, ...]:
+def _join_paths(check: Checker, value: Any, columns_by_table: Mapping[str, set[str]]) -> tuple[JoinPath, ...]:
     if value is None:
         return ()
     out: list[JoinPath] = []
@@ -308,10 +315,17 @@ def _join_paths(
         if sql and not unknown:
             read = _check_sql(check, f"{key}.sql", f"SELECT 1 FROM {sql}", tables, columns_by_table)
             if read is not None and read != set(tables):
-                check.problem(None, f"{key}.tables", f"lists {sorted(tables)} but the SQL joins {sorted(read)}",
-                              "make the list match the SQL")
-        out.append(JoinPath(name=name, description=body["description"] or "", tables=tables, sql=sql or "",
-                            caution=body["caution"]))
+                check.problem(
+                    None,
+                    f"{key}.tables",
+                    f"lists {sorted(tables)} but the SQL joins {sorted(read)}",
+                    "make the list match the SQL",
+                )
+        out.append(
+            JoinPath(
+                name=name, description=body["description"] or "", tables=tables, sql=sql or "", caution=body["caution"]
+            )
+        )
     return tuple(out)
 
 
@@ -340,8 +354,15 @@ def _dimensions(
         if source and sql:
             query = f"SELECT {sql} FROM {source_sql[source]}"
             _check_sql(check, f"{key}.sql", query, sources[source], columns_by_table)
-        out.append(Dimension(name=name, description=body["description"] or "", sql=sql or "", source=source or "",
-                             synonyms=_strings(check, body["synonyms"], f"{key}.synonyms")))
+        out.append(
+            Dimension(
+                name=name,
+                description=body["description"] or "",
+                sql=sql or "",
+                source=source or "",
+                synonyms=_strings(check, body["synonyms"], f"{key}.synonyms"),
+            )
+        )
     return tuple(out)
 
 
@@ -361,13 +382,27 @@ def _metrics(
         if source and time_column:
             qualified = _qualified_column(check, time_column, f"{key}.time_column", columns_by_table)
             if qualified and qualified[0] not in sources[source]:
-                check.problem(None, f"{key}.time_column", f"{time_column!r} is not in the source {source!r}",
-                              "use a date or timestamp column of the source tables")
+                check.problem(
+                    None,
+                    f"{key}.time_column",
+                    f"{time_column!r} is not in the source {source!r}",
+                    "use a date or timestamp column of the source tables",
+                )
         if source and sql:
             where = f" WHERE {filter_}" if filter_ else ""
-            _check_sql(check, f"{key}.sql", f"SELECT {sql} FROM {source_sql[source]}{where}", sources[source],
-                       columns_by_table)
-        out.append(Metric(name=name, description=body["description"] or "", sql=sql or "", source=source or "",
-                          filter=filter_, time_column=time_column, unit=body["unit"],
-                          synonyms=_strings(check, body["synonyms"], f"{key}.synonyms")))
+            _check_sql(
+                check, f"{key}.sql", f"SELECT {sql} FROM {source_sql[source]}{where}", sources[source], columns_by_table
+            )
+        out.append(
+            Metric(
+                name=name,
+                description=body["description"] or "",
+                sql=sql or "",
+                source=source or "",
+                filter=filter_,
+                time_column=time_column,
+                unit=body["unit"],
+                synonyms=_strings(check, body["synonyms"], f"{key}.synonyms"),
+            )
+        )
     return tuple(out)

@@ -79,9 +79,7 @@ def render_for_prompt(model: SemanticModel, tables: list[str] | None = None) -> 
     return "\n".join(lines)
 
 
-def database_ddl_with_descriptions(
-    db_path: Path, model: SemanticModel, tables: list[str] | None = None
-) -> str:
+def database_ddl_with_descriptions(db_path: Path, model: SemanticModel, tables: list[str] | None = None) -> str:
     """CREATE TABLE statements read from the DuckDB file ``db_path`` (read-only), each table and column
     annotated with the model's description, value domain and unit as SQL comments (column synonyms are
     in :func:`render_for_prompt`).
@@ -93,9 +91,7 @@ def database_ddl_with_descriptions(
 
     db_path = Path(db_path)
     if not db_path.exists():
-        raise DatabaseNotFoundError(
-            f"database file {db_path} does not exist (build it with: nl2sql-eval db build)"
-        )
+        raise DatabaseNotFoundError(f"database file {db_path} does not exist (build it with: nl2sql-eval db build)")
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         column_rows = con.execute(

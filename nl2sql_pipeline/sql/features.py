@@ -12,8 +12,8 @@ from the features (``gold.sql_analysis.structural_tags``) and the importer its c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import sqlglot
 from sqlglot import exp

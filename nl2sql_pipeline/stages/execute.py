@@ -47,7 +47,8 @@ def execute_attempts(
     # as much). The decisions are the same either way: the policy never depends on what ran before.
     decisions = {
         id(attempt): gate.check(case, attempt.sql)
-        for case in cases if not case.is_probe
+        for case in cases
+        if not case.is_probe
         for attempt in by_case.get(case.id, ())
         if _has_sql(attempt)
     }
@@ -92,7 +93,7 @@ def check_probe(case: Case, gate: PolicyGate) -> Attempt:
     )
     try:
         decision = gate.check(case, case.policy_probe_sql or "")
-    except Exception as exc:  # noqa: BLE001 - recorded on the attempt, the run goes on
+    except Exception as exc:
         logger.exception("policy engine failed on probe %s", case.id)
         return replace(probe, policy_reason=f"policy engine error: {type(exc).__name__}: {exc}")
     return replace(
@@ -122,11 +123,19 @@ def execute_attempt(
         decision = gate.check(case, attempt.sql)
     if not decision.allowed:
         return replace(
-            attempt, policy_allowed=False, policy_rule=decision.rule, policy_name=decision.policy_name,
+            attempt,
+            policy_allowed=False,
+            policy_rule=decision.rule,
+            policy_name=decision.policy_name,
             policy_reason=decision.reason,
         )
     result = runner(gate.database_path(case.database), attempt.sql, limits)
     return replace(
-        attempt, policy_allowed=True, policy_rule=decision.rule, policy_name=decision.policy_name,
-        policy_reason=decision.reason, executed=True, result=result,
+        attempt,
+        policy_allowed=True,
+        policy_rule=decision.rule,
+        policy_name=decision.policy_name,
+        policy_reason=decision.reason,
+        executed=True,
+        result=result,
     )

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, Comparison
 from nl2sql_pipeline.compare.diagnosis import diagnose
@@ -22,8 +21,9 @@ from nl2sql_pipeline.compare.structure import ClauseItems, clause_scores, parse_
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
-from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
+from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
 from nl2sql_pipeline.stages.variant_suite import VariantSuite
@@ -65,8 +65,12 @@ def judge(
     cases = list(cases)
     verdicts: list[Verdict] = []
     with tracking(progress, STAGE_JUDGE, "") as tracker:
-        tracker.begin(sum(max(1, len(samples_by_case.get(c.id, {}))) if c.is_probe else len(samples_by_case.get(c.id, {}))
-                          for c in cases))
+        tracker.begin(
+            sum(
+                max(1, len(samples_by_case.get(c.id, {}))) if c.is_probe else len(samples_by_case.get(c.id, {}))
+                for c in cases
+            )
+        )
         for case in cases:
             samples = samples_by_case.get(case.id, {})
             if case.is_probe:
@@ -186,7 +190,11 @@ def judge_sample(
 
 
 def explain(
-    case: Case, candidate_sql: str | None, comparison: Comparison | None, outcome: str, config: CompareConfig,
+    case: Case,
+    candidate_sql: str | None,
+    comparison: Comparison | None,
+    outcome: str,
+    config: CompareConfig,
     expected_items: ClauseItems | None = None,
 ) -> dict[str, Any]:
     """The grade, order check, exact row counts, partial credit, clause scores and diagnosis of one verdict.
@@ -204,7 +212,10 @@ def explain(
         scores = clause_scores(expected_items, candidate_items)
         findings = diagnose(comparison, expected_items, candidate_items)
     if comparison is None and case_grade != "pass":
-        findings = [(outcome, "the candidate produced no comparable result"), *[f for f in findings if f[0] != "unexplained"]]
+        findings = [
+            (outcome, "the candidate produced no comparable result"),
+            *[f for f in findings if f[0] != "unexplained"],
+        ]
     return {
         "grade": case_grade,
         "order_check": comparison.order.status if comparison is not None and comparison.order is not None else None,

@@ -34,8 +34,9 @@ def run_oracle(
             for index, sql in enumerate(case.expected_sql):
                 result = run_query(db_path, sql, limits)
                 if not result.ok:
-                    logger.warning("oracle failed for %s[%d]: %s %s", case.id, index, result.error_class,
-                                   result.error_message)
+                    logger.warning(
+                        "oracle failed for %s[%d]: %s %s", case.id, index, result.error_class, result.error_message
+                    )
                 items = _clause_items(sql) if index == 0 else None
                 rows.append(OracleRow(case.id, case.fingerprint, index, result, items))
     return rows

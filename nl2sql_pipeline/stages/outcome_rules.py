@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.compare import CompareConfig, Comparison
 from nl2sql_pipeline.execution import QueryResult
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import Attempt
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 

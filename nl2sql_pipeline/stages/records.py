@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.generation.records import CandidateRecord

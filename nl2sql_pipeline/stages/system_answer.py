@@ -40,8 +40,9 @@ def _compare(result: QueryResult, shown: tuple[list[str], list[list[Any]]], conf
     return bool(comparison.match), comparison.reason or comparison.rule
 
 
-def rows_vs_gold(shown: tuple[list[str], list[list[Any]]], oracle_results: Sequence[QueryResult],
-                 config: CompareConfig) -> str | None:
+def rows_vs_gold(
+    shown: tuple[list[str], list[list[Any]]], oracle_results: Sequence[QueryResult], config: CompareConfig
+) -> str | None:
     """``match`` when the shown rows equal any acceptable expected result; None without a usable oracle."""
     usable = [result for result in oracle_results if result.ok]
     if not usable:
@@ -49,27 +50,35 @@ def rows_vs_gold(shown: tuple[list[str], list[list[Any]]], oracle_results: Seque
     return MATCH if any(_compare(result, shown, config)[0] for result in usable) else MISMATCH
 
 
-def rows_vs_sql(shown: tuple[list[str], list[list[Any]]], attempt: Attempt,
-                config: CompareConfig) -> tuple[str | None, str | None]:
+def rows_vs_sql(
+    shown: tuple[list[str], list[list[Any]]], attempt: Attempt, config: CompareConfig
+) -> tuple[str | None, str | None]:
     """(``match``/``mismatch``/None, reason) of the shown rows against the sandbox result of the system's SQL."""
     if attempt.result is None:
         if attempt.policy_allowed is False:
-            return MISMATCH, f"its SQL was refused by the policy ({attempt.policy_rule}) but it showed {len(shown[1])} row(s)"
+            return (
+                MISMATCH,
+                f"its SQL was refused by the policy ({attempt.policy_rule}) but it showed {len(shown[1])} row(s)",
+            )
         return None, None
     if not attempt.result.ok:
-        return MISMATCH, (f"its SQL fails in the sandbox ({attempt.result.error_class}) but it showed "
-                          f"{len(shown[1])} row(s)")
+        return MISMATCH, (
+            f"its SQL fails in the sandbox ({attempt.result.error_class}) but it showed {len(shown[1])} row(s)"
+        )
     if attempt.result.truncated:
         return None, "its SQL's result hit the row cap: the shown rows were not compared"
     match, reason = _compare(attempt.result, shown, config)
     return (MATCH, None) if match else (MISMATCH, f"the rows it showed differ from its SQL's result: {reason}")
 
 
-def system_answer_fields(attempt: Attempt, oracle_results: Sequence[QueryResult], config: CompareConfig) -> dict[str, Any]:
+def system_answer_fields(
+    attempt: Attempt, oracle_results: Sequence[QueryResult], config: CompareConfig
+) -> dict[str, Any]:
     """The verdict fields of a system's answer (empty for a model's candidate)."""
     generation = attempt.generation
-    if generation is None or (generation.answer is None and generation.system_rows is None
-                               and generation.system_latency_ms is None):
+    if generation is None or (
+        generation.answer is None and generation.system_rows is None and generation.system_latency_ms is None
+    ):
         return {}
     fields: dict[str, Any] = {"answer": generation.answer, "system_latency_ms": generation.system_latency_ms}
     shown = _shown_rows(generation.system_rows) if generation.system_rows is not None else None

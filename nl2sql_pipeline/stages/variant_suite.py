@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 from nl2sql_pipeline.variants import VariantSet, ensure_variants
@@ -38,8 +38,9 @@ DEFAULT_SEED = 0
 QueryRunner = Callable[[Path, str, SandboxLimits], QueryResult]
 
 
-def build_suites(cases: Iterable[Case], resolve_database: Callable[[str], Path], count: int,
-                 seed: int = DEFAULT_SEED) -> dict[str, VariantSet]:
+def build_suites(
+    cases: Iterable[Case], resolve_database: Callable[[str], Path], count: int, seed: int = DEFAULT_SEED
+) -> dict[str, VariantSet]:
     """The first ``count`` variants of every database the query cases use (built when not cached).
 
     A database whose variants cannot be built is left out with a warning (its cases are checked on no variant).
@@ -55,13 +56,17 @@ def build_suites(cases: Iterable[Case], resolve_database: Callable[[str], Path],
         try:
             suites[name] = ensure_variants(resolve_database(name), found, count, seed)
         except VariantBuildError as exc:  # the run goes on: its cases are judged on the database alone
-            logger.warning("test-suite accuracy: no variants of database %s (%s); its cases count as checked on "
-                           "no variant", name, exc)
+            logger.warning(
+                "test-suite accuracy: no variants of database %s (%s); its cases count as checked on no variant",
+                name,
+                exc,
+            )
     return suites
 
 
-def run_variant_oracle(cases: Iterable[Case], suites: Mapping[str, VariantSet],
-                       limits: SandboxLimits = SandboxLimits()) -> list[VariantOracleRow]:
+def run_variant_oracle(
+    cases: Iterable[Case], suites: Mapping[str, VariantSet], limits: SandboxLimits = SandboxLimits()
+) -> list[VariantOracleRow]:
     """Every expected SQL alternative of every query case on every variant of its database, in the sandbox."""
     rows: list[VariantOracleRow] = []
     for case in cases:
@@ -72,8 +77,13 @@ def run_variant_oracle(cases: Iterable[Case], suites: Mapping[str, VariantSet],
             for alternative, sql in enumerate(case.expected_sql):
                 result = run_query(path, sql, limits)
                 if not result.ok:
-                    logger.info("gold of %s[%d] fails on variant %d (%s); that variant is left out for it",
-                                case.id, alternative, variant_index, result.error_class)
+                    logger.info(
+                        "gold of %s[%d] fails on variant %d (%s); that variant is left out for it",
+                        case.id,
+                        alternative,
+                        variant_index,
+                        result.error_class,
+                    )
                 rows.append(VariantOracleRow(case.id, case.fingerprint, variant_index, alternative, str(path), result))
     return rows
 
@@ -82,8 +92,9 @@ class StoredVariantsError(Nl2SqlError):
     """The stored variant results do not fit the run: fewer variants than asked, or variant files gone."""
 
 
-def stored_suite(rows: Sequence[VariantOracleRow], count: int, limits: SandboxLimits | None = None,
-                 isolated: bool = False) -> VariantSuite | None:
+def stored_suite(
+    rows: Sequence[VariantOracleRow], count: int, limits: SandboxLimits | None = None, isolated: bool = False
+) -> VariantSuite | None:
     """The suite of a run asking ``count`` variants from stored rows (None with ``count`` 0).
 
     Raises ``StoredVariantsError`` when the rows hold fewer than ``count`` variants or a variant file is gone.
@@ -122,8 +133,14 @@ class SuiteCheck:
     reason: str | None = None
 
 
-def check_on_variants(case: Case, sql: str, variants: Sequence[CaseVariant], config: CompareConfig,
-                      limits: SandboxLimits, runner: QueryRunner = run_query) -> SuiteCheck:
+def check_on_variants(
+    case: Case,
+    sql: str,
+    variants: Sequence[CaseVariant],
+    config: CompareConfig,
+    limits: SandboxLimits,
+    runner: QueryRunner = run_query,
+) -> SuiteCheck:
     """Run ``sql`` on each usable variant and compare with the gold there; stop at the first difference."""
     checked = 0
     for variant in variants:
@@ -149,8 +166,9 @@ class VariantSuite:
     """Checks already made, by (case id, SQL): a sample repeating an earlier sample's SQL is not run again."""
 
     @classmethod
-    def from_rows(cls, rows: Iterable[VariantOracleRow], count: int, limits: SandboxLimits | None = None,
-                  isolated: bool = False) -> VariantSuite:
+    def from_rows(
+        cls, rows: Iterable[VariantOracleRow], count: int, limits: SandboxLimits | None = None, isolated: bool = False
+    ) -> VariantSuite:
         """The suite of the first ``count`` variants in ``rows`` (alternatives in order)."""
         grouped: dict[str, dict[int, list[VariantOracleRow]]] = {}
         for row in rows:
@@ -158,8 +176,11 @@ class VariantSuite:
                 grouped.setdefault(row.case_id, {}).setdefault(row.variant_index, []).append(row)
         variants = {
             case_id: [
-                CaseVariant(index, Path(found[0].variant_path),
-                            tuple(r.result for r in sorted(found, key=lambda r: r.alternative_index)))
+                CaseVariant(
+                    index,
+                    Path(found[0].variant_path),
+                    tuple(r.result for r in sorted(found, key=lambda r: r.alternative_index)),
+                )
                 for index, found in sorted(by_index.items())
             ]
             for case_id, by_index in grouped.items()

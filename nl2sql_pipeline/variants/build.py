@@ -65,21 +65,36 @@ def read_source_schema(source: Path) -> SourceSchema:
         con.close()
 
 
-def build_variant(source: Path, target: Path, index: int, seed: int,
-                  literals: Sequence[BoundaryLiteral] = ()) -> dict[str, Any]:
+def build_variant(
+    source: Path, target: Path, index: int, seed: int, literals: Sequence[BoundaryLiteral] = ()
+) -> dict[str, Any]:
     """Write variant ``index`` of ``source`` to ``target``; returns what each step did (for the manifest)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     own_seed = variant_seed(seed, index)
-    con = duckdb.connect(str(tmp), config={"threads": 1, "memory_limit": BUILD_MEMORY_LIMIT,
-                                           "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(
+        str(tmp),
+        config={
+            "threads": 1,
+            "memory_limit": BUILD_MEMORY_LIMIT,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        },
+    )
     summary: dict[str, Any] = {"index": index, "seed": own_seed}
     try:
         attach_source(con, source)
         database = con.execute("SELECT current_database()").fetchone()[0]
-        ctx = VariantContext(con, read_schema(con), index, own_seed, list(literals),
-                             keep_share=random.Random(own_seed).uniform(*steps.KEEP_RANGE), notes={"database": database})
+        ctx = VariantContext(
+            con,
+            read_schema(con),
+            index,
+            own_seed,
+            list(literals),
+            keep_share=random.Random(own_seed).uniform(*steps.KEEP_RANGE),
+            notes={"database": database},
+        )
         for step in STEPS:
             summary[step.__name__] = step(ctx)
         con.execute(f"DETACH {SOURCE_ALIAS}")

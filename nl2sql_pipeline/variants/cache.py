@@ -41,11 +41,18 @@ class VariantSet:
 def variants_fingerprint(source: Path, literals: Iterable[BoundaryLiteral], seed: int) -> str:
     """The cache key of a source database's variants (16 hex digits)."""
     stat = source.stat()
-    payload = json.dumps({
-        "builder": BUILDER_VERSION, "duckdb": duckdb.__version__, "source": str(source.resolve()),
-        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "seed": seed,
-        "literals": [asdict(literal) for literal in literals],
-    }, sort_keys=True)
+    payload = json.dumps(
+        {
+            "builder": BUILDER_VERSION,
+            "duckdb": duckdb.__version__,
+            "source": str(source.resolve()),
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+            "seed": seed,
+            "literals": [asdict(literal) for literal in literals],
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -71,8 +78,10 @@ def ensure_variants(source: Path, expected_sqls: Iterable[str], count: int, seed
             summary = build_variant(source, target, index, seed, literals)
             manifest = folder / f"variant-{index}.json"
             tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"source": str(source), "fingerprint": fingerprint, **summary},
-                                      indent=1, default=str), encoding="utf-8")
+            tmp.write_text(
+                json.dumps({"source": str(source), "fingerprint": fingerprint, **summary}, indent=1, default=str),
+                encoding="utf-8",
+            )
             os.replace(tmp, manifest)
         found.append(target)
     return VariantSet(source, fingerprint, tuple(found))

@@ -72,8 +72,11 @@ class SourceSchema:
     def table(self, name: str, schema: str | None = None) -> Table | None:
         """The table called ``name`` (in ``schema`` when given; else ``main`` first, then any schema)."""
         lowered = name.lower()
-        matches = [t for t in self.tables if t.name.lower() == lowered
-                   and (schema is None or t.schema.lower() == schema.lower())]
+        matches = [
+            t
+            for t in self.tables
+            if t.name.lower() == lowered and (schema is None or t.schema.lower() == schema.lower())
+        ]
         matches.sort(key=lambda t: t.schema != "main")
         return matches[0] if matches else None
 
@@ -83,12 +86,14 @@ def read_schema(con: duckdb.DuckDBPyConnection, database: str = SOURCE_ALIAS) ->
     tables: dict[tuple[str, str], Table] = {}
     for schema, name in con.execute(
         "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? AND NOT internal "
-        "AND NOT temporary ORDER BY schema_name, table_name", [database]
+        "AND NOT temporary ORDER BY schema_name, table_name",
+        [database],
     ).fetchall():
         tables[(schema, name)] = Table(schema, name)
     for schema, name, column, data_type, nullable in con.execute(
         "SELECT schema_name, table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
-        "WHERE database_name = ? AND NOT internal ORDER BY schema_name, table_name, column_index", [database]
+        "WHERE database_name = ? AND NOT internal ORDER BY schema_name, table_name, column_index",
+        [database],
     ).fetchall():
         table = tables.get((schema, name))
         if table is not None:
@@ -96,7 +101,8 @@ def read_schema(con: duckdb.DuckDBPyConnection, database: str = SOURCE_ALIAS) ->
     for schema, name, kind, columns, parent, parent_columns in con.execute(
         "SELECT schema_name, table_name, constraint_type, constraint_column_names, referenced_table, "
         "referenced_column_names FROM duckdb_constraints() WHERE database_name = ? "
-        "ORDER BY schema_name, table_name, constraint_index", [database]
+        "ORDER BY schema_name, table_name, constraint_index",
+        [database],
     ).fetchall():
         table = tables.get((schema, name))
         if table is None:
@@ -111,7 +117,8 @@ def read_schema(con: duckdb.DuckDBPyConnection, database: str = SOURCE_ALIAS) ->
         (schema, name, sql)
         for schema, name, sql in con.execute(
             "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE database_name = ? AND NOT internal "
-            "AND NOT temporary ORDER BY schema_name, view_name", [database]
+            "AND NOT temporary ORDER BY schema_name, view_name",
+            [database],
         ).fetchall()
     ]
     return SourceSchema(list(tables.values()), views)

@@ -17,8 +17,8 @@ from typing import Any
 
 import duckdb
 
-from nl2sql_pipeline.variants.literals import BoundaryLiteral
 from nl2sql_pipeline.sql.identifiers import quote_identifier as quote
+from nl2sql_pipeline.variants.literals import BoundaryLiteral
 from nl2sql_pipeline.variants.schema import SOURCE_ALIAS, SourceSchema, Table
 
 logger = logging.getLogger(__name__)
@@ -32,7 +32,13 @@ NULL_SHARE = 0.1
 BOUNDARY_ROWS = (3, 50, 0.005)
 """Rows that receive each boundary value: at least 3, at most 50, else 0.5% of the table's rows."""
 _INTEGER_KEY = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)$")
-_INTEGER_MAX = {"TINYINT": 2**7 - 1, "SMALLINT": 2**15 - 1, "INTEGER": 2**31 - 1, "BIGINT": 2**63 - 1, "HUGEINT": 2**127 - 1}
+_INTEGER_MAX = {
+    "TINYINT": 2**7 - 1,
+    "SMALLINT": 2**15 - 1,
+    "INTEGER": 2**31 - 1,
+    "BIGINT": 2**63 - 1,
+    "HUGEINT": 2**127 - 1,
+}
 
 
 @dataclass
@@ -75,9 +81,16 @@ def parents_first(tables: list[Table]) -> tuple[list[Table], set[tuple[str, str,
     placed: set[tuple[str, str]] = set()
     pending = list(tables)
     while pending:
-        ready = [t for t in pending if all((t.schema, fk.parent.lower()) in placed
-                                           or (t.schema, fk.parent.lower()) not in by_name
-                                           or fk.parent.lower() == t.name.lower() for fk in t.foreign_keys)]
+        ready = [
+            t
+            for t in pending
+            if all(
+                (t.schema, fk.parent.lower()) in placed
+                or (t.schema, fk.parent.lower()) not in by_name
+                or fk.parent.lower() == t.name.lower()
+                for fk in t.foreign_keys
+            )
+        ]
         batch = ready or pending[:1]  # a cycle: break it at the first table
         for table in batch:
             ordered.append(table)
@@ -86,7 +99,8 @@ def parents_first(tables: list[Table]) -> tuple[list[Table], set[tuple[str, str,
     position = {(t.schema, t.name.lower()): i for i, t in enumerate(ordered)}
     late = {
         (t.schema, t.name, i)
-        for t in ordered for i, fk in enumerate(t.foreign_keys)
+        for t in ordered
+        for i, fk in enumerate(t.foreign_keys)
         if (t.schema, fk.parent.lower()) in position
         and position[(t.schema, fk.parent.lower())] >= position[(t.schema, t.name.lower())]
     }
@@ -117,8 +131,10 @@ def sample_rows(ctx: VariantContext) -> dict[str, Any]:
             parent = tables.get((table.schema, fk.parent.lower()))
             if parent is not None and (table.schema, table.name, index) not in late:
                 conditions.append(_parent_present(table, index, parent, "s"))
-        ctx.con.execute(f"CREATE TABLE {table.qualified} AS SELECT s.* FROM {source} AS s "
-                        f"WHERE {' AND '.join(conditions)} ORDER BY s.rowid")
+        ctx.con.execute(
+            f"CREATE TABLE {table.qualified} AS SELECT s.* FROM {source} AS s "
+            f"WHERE {' AND '.join(conditions)} ORDER BY s.rowid"
+        )
         kept[f"{table.schema}.{table.name}"] = _count(ctx.con, table)
     ctx.notes["late_foreign_keys"] = late
     return {"keep_share": round(ctx.keep_share, 4), "rows_kept": kept}
@@ -137,8 +153,10 @@ def keep_foreign_keys(ctx: VariantContext) -> dict[str, Any]:
                 parent = tables.get((table.schema, fk.parent.lower()))
                 if parent is None or (table.schema, table.name, index) not in late:
                     continue
-                gone = _changed(ctx.con, f"DELETE FROM {table.qualified} AS c "
-                                         f"WHERE NOT {_parent_present(table, index, parent, 'c')}")
+                gone = _changed(
+                    ctx.con,
+                    f"DELETE FROM {table.qualified} AS c WHERE NOT {_parent_present(table, index, parent, 'c')}",
+                )
                 if gone:
                     key = f"{table.schema}.{table.name}"
                     removed[key] = removed.get(key, 0) + gone
@@ -179,13 +197,14 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
         else:
             key = table.primary_key[0]
             kind = table.column(key).data_type.upper()  # type: ignore[union-attr]
-            top = ctx.con.execute(
-                f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchone()[0] or 0
+            top = ctx.con.execute(f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchone()[0] or 0
             offset = int(top) + 1
             if top < 0 or 2 * offset > _INTEGER_MAX[kind]:
                 continue
             select = f"SELECT * REPLACE ({quote(key)} + {offset} AS {quote(key)}) FROM {table.qualified} {where}"
-        count = _changed(ctx.con, f"INSERT INTO {table.qualified} {select} ORDER BY {ctx.draw('copy:' + table.name, 'rowid')}")
+        count = _changed(
+            ctx.con, f"INSERT INTO {table.qualified} {select} ORDER BY {ctx.draw('copy:' + table.name, 'rowid')}"
+        )
         if count:
             added[f"{table.schema}.{table.name}"] = count
     return {"rows_duplicated": added}
@@ -223,19 +242,22 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
             continue
         if table.qualified not in row_ids:
             top, count = ctx.con.execute(f"SELECT max(rowid), count(*) FROM {table.qualified}").fetchone()
-            row_ids[table.qualified] = (range(count) if top is None or top + 1 == count else
-                                        [r[0] for r in ctx.con.execute(
-                                            f"SELECT rowid FROM {table.qualified} ORDER BY rowid").fetchall()])
+            row_ids[table.qualified] = (
+                range(count)
+                if top is None or top + 1 == count
+                else [r[0] for r in ctx.con.execute(f"SELECT rowid FROM {table.qualified} ORDER BY rowid").fetchall()]
+            )
         candidates = row_ids[table.qualified]
-        casts = ctx.con.execute("SELECT " + ", ".join(f"TRY_CAST(? AS {column.data_type})" for _ in literal.values),
-                                list(literal.values)).fetchone()
+        casts = ctx.con.execute(
+            "SELECT " + ", ".join(f"TRY_CAST(? AS {column.data_type})" for _ in literal.values), list(literal.values)
+        ).fetchone()
         values = [v for v, cast in zip(literal.values, casts) if cast is not None]
         rng = random.Random(f"{ctx.seed}:{table.qualified}.{column.name}")
         per_value = max(BOUNDARY_ROWS[0], min(BOUNDARY_ROWS[1], int(len(candidates) * BOUNDARY_ROWS[2])))
         chosen = rng.sample(candidates, min(per_value * len(values), len(candidates)))
         cases, params, targets = [], [], []
         for position, value in enumerate(values):
-            rows = chosen[position * per_value:(position + 1) * per_value]
+            rows = chosen[position * per_value : (position + 1) * per_value]
             if rows:
                 cases.append(f"WHEN rowid IN ({', '.join(map(str, rows))}) THEN CAST(? AS {column.data_type})")
                 params.append(value)
@@ -287,5 +309,7 @@ def copy_views(ctx: VariantContext) -> dict[str, Any]:
         pending = failed
     ctx.con.execute(f"USE {quote(ctx.notes['database'])}.main")
     for schema_name, name, _ in pending:
-        logger.warning("view %s.%s could not be created in the variant; queries on it will fail there", schema_name, name)
+        logger.warning(
+            "view %s.%s could not be created in the variant; queries on it will fail there", schema_name, name
+        )
     return {"views": created, "views_missing": [f"{s}.{n}" for s, n, _ in pending]}

@@ -46,8 +46,13 @@ class CommandProcess:
 
     def _start(self) -> subprocess.Popen[str]:
         process = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            encoding="utf-8", bufsize=1,
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
         )
         self._lines = queue.Queue()
         assert process.stdout is not None and process.stderr is not None
@@ -81,7 +86,9 @@ class CommandProcess:
                 line = self._lines.get(timeout=timeout_s)
             except queue.Empty:
                 self._kill(process)
-                raise TimeoutError(f"system {self.name}: no reply line within {timeout_s:g} s; the process was killed")
+                raise TimeoutError(
+                    f"system {self.name}: no reply line within {timeout_s:g} s; the process was killed"
+                ) from None
             if line is _EOF:
                 code = process.wait(timeout=5)
                 self._process = None

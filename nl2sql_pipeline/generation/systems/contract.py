@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from nl2sql_pipeline.errors import GenerationError
 
@@ -97,8 +98,9 @@ class SystemRequest:
             case_id=str(data.get("case_id", "")),
             question=str(data["question"]),
             database=str(data["database"]),
-            history=tuple(Turn(str(t.get("question", "")), t.get("sql"), t.get("answer"))
-                          for t in data.get("history") or ()),
+            history=tuple(
+                Turn(str(t.get("question", "")), t.get("sql"), t.get("answer")) for t in data.get("history") or ()
+            ),
             schema_context=SchemaContext(**schema) if isinstance(schema, dict) else None,
             options=dict(data.get("options") or {}),
             sample_index=int(data.get("sample_index") or 0),

@@ -36,8 +36,8 @@ from nl2sql_pipeline.generation.systems.contract import (
     Turn,
 )
 from nl2sql_pipeline.generation.systems.transport import call_system, response_cost, response_of
-from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, TOKEN_SOURCE_MEASURED
 from nl2sql_pipeline.generation.tracked import tracked
+from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, TOKEN_SOURCE_MEASURED
 from nl2sql_pipeline.progress import ProgressTracker
 
 logger = logging.getLogger(__name__)
@@ -58,7 +58,8 @@ def plan_units(cases: list[Case], spec: ModelSpec, samples: int) -> list[SystemU
         raise GenerationError(f"samples must be >= 1, got {samples} (ask for at least one sample)")
     return [
         SystemUnit(case, sample, candidate)
-        for case in cases if not case.is_probe
+        for case in cases
+        if not case.is_probe
         for sample in range(samples)
         for candidate in range(case.candidate_selection or spec.candidates)
     ]
@@ -71,8 +72,12 @@ def _calibration(case: Case, turn: int, unit: SystemUnit) -> dict[str, Any]:
         case_id, sql = case.id, case.canonical_sql
     else:
         case_id, sql = f"{case.id}#turn{turn + 1}", case.follow_up_context[turn].sql
-    return {"case_id": case_id, "expected_sql": sql, "sample_index": unit.sample_index,
-            "candidate_index": unit.candidate_index}
+    return {
+        "case_id": case_id,
+        "expected_sql": sql,
+        "sample_index": unit.sample_index,
+        "candidate_index": unit.candidate_index,
+    }
 
 
 def build_request(
@@ -128,11 +133,16 @@ class _Tally:
 def _rows_json(response: SystemResponse) -> str | None:
     if response.rows is None:
         return None
-    return json.dumps({"columns": list(response.columns or ()), "rows": [list(r) for r in response.rows]},
-                      ensure_ascii=False, default=str)
+    return json.dumps(
+        {"columns": list(response.columns or ()), "rows": [list(r) for r in response.rows]},
+        ensure_ascii=False,
+        default=str,
+    )
 
 
-def _record(unit: SystemUnit, spec: ModelSpec, digest: str, tally: _Tally, turns: int, **values: Any) -> CandidateRecord:
+def _record(
+    unit: SystemUnit, spec: ModelSpec, digest: str, tally: _Tally, turns: int, **values: Any
+) -> CandidateRecord:
     base: dict[str, Any] = {
         "case_id": unit.case.id,
         "case_fingerprint": unit.case.fingerprint,
@@ -159,17 +169,30 @@ def _record(unit: SystemUnit, spec: ModelSpec, digest: str, tally: _Tally, turns
     return CandidateRecord(**base)
 
 
-def _answered(unit: SystemUnit, spec: ModelSpec, call: ModelCall, response: SystemResponse, digest: str,
-              tally: _Tally, turns: int, cached: bool) -> CandidateRecord:
+def _answered(
+    unit: SystemUnit,
+    spec: ModelSpec,
+    call: ModelCall,
+    response: SystemResponse,
+    digest: str,
+    tally: _Tally,
+    turns: int,
+    cached: bool,
+) -> CandidateRecord:
     sql = clean_sql(response.sql)
     known = tally.tokens_known
     return _record(
-        unit, spec, digest, tally, turns,
+        unit,
+        spec,
+        digest,
+        tally,
+        turns,
         generated_sql=sql,
         raw_reply=call.raw_reply,
         error_class=None if sql is not None else NO_SQL,
-        error_message=None if sql is not None else "the system returned no SQL"
-        + (f" (its answer: {response.answer[:200]!r})" if response.answer else ""),
+        error_message=None
+        if sql is not None
+        else "the system returned no SQL" + (f" (its answer: {response.answer[:200]!r})" if response.answer else ""),
         latency_ms=call.latency_ms,
         input_tokens=tally.input_tokens if known else None,
         output_tokens=tally.output_tokens if known else None,
@@ -202,8 +225,9 @@ def run_system_unit(
     all_cached = True
     for turn in range(turns):
         request = build_request(spec, unit, turn, history, schema)
-        key = CacheKey(spec.config_hash, request_hash(request), unit.case.fingerprint, unit.sample_index,
-                       unit.candidate_index)
+        key = CacheKey(
+            spec.config_hash, request_hash(request), unit.case.fingerprint, unit.sample_index, unit.candidate_index
+        )
         call = cached_call(use_cache, key)
         if call is None:
             all_cached = False
@@ -212,8 +236,9 @@ def run_system_unit(
                 failure = ProviderFailure(NOT_READY, f"not sent: system {spec.slug} is not ready: {state.reason}")
                 return _failed(unit, spec, failure, key.prompt_hash, tally, turns, turn)
             estimate = [{"role": "user", "content": json.dumps(request.to_json_dict(), default=str)}]
-            outcome = dispatch(spec, estimate, control, case_id=unit.case.id,
-                               send=lambda request=request: call_system(spec, request))
+            outcome = dispatch(
+                spec, estimate, control, case_id=unit.case.id, send=lambda request=request: call_system(spec, request)
+            )
             tally.attempts += outcome.attempts
             tally.calls += 1 if outcome.attempts else 0
             if outcome.call is None:
@@ -230,11 +255,19 @@ def run_system_unit(
     raise AssertionError("a conversation has at least one turn")  # pragma: no cover
 
 
-def _failed(unit: SystemUnit, spec: ModelSpec, failure: ProviderFailure, digest: str, tally: _Tally,
-            turns: int, turn: int) -> CandidateRecord:
+def _failed(
+    unit: SystemUnit, spec: ModelSpec, failure: ProviderFailure, digest: str, tally: _Tally, turns: int, turn: int
+) -> CandidateRecord:
     where = f"turn {turn + 1} of {turns}: " if turns > 1 and turn < turns - 1 else ""
-    return _record(unit, spec, digest, tally, turns, error_class=failure.error_class,
-                   error_message=(where + failure.message)[:2000])
+    return _record(
+        unit,
+        spec,
+        digest,
+        tally,
+        turns,
+        error_class=failure.error_class,
+        error_message=(where + failure.message)[:2000],
+    )
 
 
 def schema_for(spec: ModelSpec, context: PromptContext | None, case: Case) -> SchemaContext | None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation.systems.registry_entry import ENV_REF_RE
@@ -55,6 +55,7 @@ def header_env_vars(config: SystemConfig) -> list[str]:
 
 def resolved_headers(config: SystemConfig, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The headers with every ``${VAR}`` replaced from the environment; MissingSecretError if one is unset."""
+
     def substitute(match: Any) -> str:
         name = match.group(1)
         if not environ.get(name):
@@ -100,5 +101,5 @@ def post(config: SystemConfig, payload: dict[str, Any], timeout_s: float) -> byt
         if isinstance(reason, BaseException):  # keep the transport cause (refused, timed out) for classification
             raise reason from exc
         raise ConnectionError(f"cannot reach {config.url}: {reason}") from exc
-    except socket.timeout as exc:  # a read that outlived timeout_s
+    except TimeoutError as exc:  # a read that outlived timeout_s
         raise TimeoutError(f"no reply from {config.url} within {timeout_s:g} s") from exc

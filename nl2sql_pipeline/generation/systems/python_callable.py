@@ -36,7 +36,9 @@ def resolve_target(target: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise TargetError(f"system target {target!r}: cannot import {module_name} ({exc}); fix target: or install it") from exc
+        raise TargetError(
+            f"system target {target!r}: cannot import {module_name} ({exc}); fix target: or install it"
+        ) from exc
     found = getattr(module, attribute, None)
     if not callable(found):
         raise TargetError(f"system target {target!r}: {module_name} has no callable {attribute!r}")
@@ -53,7 +55,7 @@ def _call_with_deadline(function: Callable[..., Any], request: SystemRequest, ti
     def run() -> None:
         try:
             outcome["result"] = function(request)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:
             outcome["error"] = exc
 
     worker = threading.Thread(target=run, name=f"system-call-{request.request_id}", daemon=True)
@@ -71,6 +73,7 @@ def call_python(target: str, request: SystemRequest, timeout_s: float) -> Any:
     function = resolve_target(target)
     result = _call_with_deadline(function, request, timeout_s)
     if inspect.isawaitable(result):
+
         async def bounded() -> Any:
             return await asyncio.wait_for(result, timeout=timeout_s)
 

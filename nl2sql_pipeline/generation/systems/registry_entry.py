@@ -13,8 +13,9 @@ Every problem is reported at once as ``models.yml:<line>: model '<slug>', key '<
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
@@ -62,7 +63,7 @@ KIND_FIELDS: dict[str, dict[str, Field]] = {
         "target": Field(str, required=True, pattern=TARGET_RE, fix="write target: package.module:callable"),
     },
     KIND_COMMAND: {
-        "command": Field(list, required=True, items=Field(str), fix="write command: [\"{python}\", -m, my_system]"),
+        "command": Field(list, required=True, items=Field(str), fix='write command: ["{python}", -m, my_system]'),
     },
 }
 
@@ -72,7 +73,7 @@ def _check_url(check: Checker, url: str | None, line: int | None) -> str | None:
         return None
     parsed = urlparse(url)
     try:
-        parsed.port
+        _ = parsed.port  # raises ValueError for a port out of range
     except ValueError:
         check.problem(line, "url", f"bad port in {url!r}", "use a port within 1..65535")
         return None
@@ -94,8 +95,12 @@ def _check_headers(check: Checker, headers: Mapping[str, Any], line: int | None)
         elif not isinstance(value, str):
             check.problem(where, f"headers.{name}", f"must be a string, got {value!r}", "quote it")
         elif SECRET_HEADER_RE.search(name) and not ENV_REF_RE.search(value):
-            check.problem(where, f"headers.{name}", "a credential written in the file",
-                          f'take it from the environment: {name}: "Bearer ${{MY_TOKEN}}"')
+            check.problem(
+                where,
+                f"headers.{name}",
+                "a credential written in the file",
+                f'take it from the environment: {name}: "Bearer ${{MY_TOKEN}}"',
+            )
         else:
             out[name] = value
     return MappingProxyType(out)
@@ -104,10 +109,13 @@ def _check_headers(check: Checker, headers: Mapping[str, Any], line: int | None)
 def _check_options(check: Checker, options: Mapping[str, Any], line: int | None) -> Mapping[str, Any]:
     for name, value in options.items():
         if not isinstance(name, str):
-            check.problem(line_of(options, name) or line, "options", f"option name {name!r} is not a string", "quote it")
+            check.problem(
+                line_of(options, name) or line, "options", f"option name {name!r} is not a string", "quote it"
+            )
         elif value is not None and not isinstance(value, (str, int, float, bool, list, dict)):
-            check.problem(line_of(options, name) or line, f"options.{name}", f"unsupported value {value!r}",
-                          "use JSON values")
+            check.problem(
+                line_of(options, name) or line, f"options.{name}", f"unsupported value {value!r}", "use JSON values"
+            )
     return MappingProxyType(dict(options))
 
 

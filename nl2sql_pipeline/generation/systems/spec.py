@@ -8,9 +8,10 @@ header values (secrets) are left out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 KIND_HTTP = "http"
 KIND_PYTHON = "python"

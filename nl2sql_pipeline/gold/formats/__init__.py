@@ -33,7 +33,12 @@ FORMATS: dict[str, Reader] = {
 """Format name -> reader ``(source path, databases folder or None) -> BenchmarkSource``."""
 
 __all__ = [
-    "FORMATS", "REPORT_SUFFIX", "ImportResult", "build_gold", "expand_alternatives", "import_benchmark",
+    "FORMATS",
+    "REPORT_SUFFIX",
+    "ImportResult",
+    "build_gold",
+    "expand_alternatives",
+    "import_benchmark",
     "report_path_for",
 ]
 

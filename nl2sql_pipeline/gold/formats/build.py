@@ -31,6 +31,7 @@ import duckdb
 
 from nl2sql_pipeline.cases import DIFFICULTIES, Case
 from nl2sql_pipeline.dialect import ConversionCheck, ConversionError, convert_sql, verify_conversion
+from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb, database_file_name
 from nl2sql_pipeline.dialect.verify import CONVERSION_FAILED
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
@@ -39,7 +40,6 @@ from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceDatabase, 
 from nl2sql_pipeline.gold.importers import infer_category, write_jsonl
 from nl2sql_pipeline.gold.records import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
-from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb, database_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +123,9 @@ def _copy_database(db: SourceDatabase, target: Path) -> tuple[DatabaseReport, di
     (lower-case table -> column -> ``SourceColumn``; empty for a DuckDB source)."""
     if db.is_sqlite:
         copied = copy_sqlite_to_duckdb(db.path, target, db.extra_keys)
-        report = DatabaseReport(db.db_id, "", str(db.path), len(copied.tables), sum(copied.row_counts.values()),
-                                copied.notes)
+        report = DatabaseReport(
+            db.db_id, "", str(db.path), len(copied.tables), sum(copied.row_counts.values()), copied.notes
+        )
         return report, copied.column_types()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.copyfile(db.path, tmp)
@@ -138,17 +139,34 @@ def _copy_database(db: SourceDatabase, target: Path) -> tuple[DatabaseReport, di
 
 
 def _check_alternative(
-    question: SourceQuestion, index: int, sql: str, dialect: str, db: SourceDatabase, file: Path,
-    columns: dict[str, dict[str, Any]], relative: str, limits: SandboxLimits,
+    question: SourceQuestion,
+    index: int,
+    sql: str,
+    dialect: str,
+    db: SourceDatabase,
+    file: Path,
+    columns: dict[str, dict[str, Any]],
+    relative: str,
+    limits: SandboxLimits,
 ) -> QueryReport:
     try:
         converted = convert_sql(sql, dialect, columns)
     except ConversionError as exc:
-        return QueryReport(question.id, index, question.location, relative, CONVERSION_FAILED,
-                           f"the original {exc}", (), sql, None)
+        return QueryReport(
+            question.id, index, question.location, relative, CONVERSION_FAILED, f"the original {exc}", (), sql, None
+        )
     check: ConversionCheck = verify_conversion(converted, file, db.path if db.is_sqlite else None, limits)
-    return QueryReport(question.id, index, question.location, relative, check.status, check.reason,
-                       converted.fixes, sql, converted.sql if check.kept else None)
+    return QueryReport(
+        question.id,
+        index,
+        question.location,
+        relative,
+        check.status,
+        check.reason,
+        converted.fixes,
+        sql,
+        converted.sql if check.kept else None,
+    )
 
 
 def _case_record(question: SourceQuestion, kept: list[str], relative: str, number: int) -> RawCase:
@@ -214,7 +232,9 @@ def build_gold(
         db = source.databases[question.db_id]
         relative = f"{DATABASES_FOLDER}/{files[question.db_id].name}"
         checked = [
-            _check_alternative(question, i, sql, dialect, db, files[question.db_id], columns[question.db_id], relative, limits)
+            _check_alternative(
+                question, i, sql, dialect, db, files[question.db_id], columns[question.db_id], relative, limits
+            )
             for i, sql in enumerate(question.sql)
         ]
         if question.db_id not in engines:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.records import problem
-from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys
 
 SQLITE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3")
 DUCKDB_SUFFIX = ".duckdb"
@@ -63,7 +63,9 @@ def read_json_list(path: Path, what: str) -> list[Any]:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", 1)
-        raise CaseValidationError([problem(str(path), line, f"not valid JSON: {exc}", f"fix the JSON of {what}")]) from exc
+        raise CaseValidationError(
+            [problem(str(path), line, f"not valid JSON: {exc}", f"fix the JSON of {what}")]
+        ) from exc
     if not isinstance(data, list):
         raise CaseValidationError([problem(str(path), 1, "the top level is not a list", f"give {what} as a JSON list")])
     return data

@@ -64,7 +64,9 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             rows.append((start, {k.strip(): v for k, v in row.items() if k is not None}))
             start = reader.line_num + 1
     except csv.Error as exc:
-        raise CaseValidationError([problem(str(path), start, f"malformed CSV: {exc}", "check the quoting of cells")]) from exc
+        raise CaseValidationError(
+            [problem(str(path), start, f"malformed CSV: {exc}", "check the quoting of cells")]
+        ) from exc
     return rows
 
 
@@ -122,11 +124,21 @@ def _read(src: Path, databases: Path | None, fmt: str, dialect: str) -> Benchmar
         raise CaseValidationError([problem(str(src), 1, "file has no questions", "add one row per question")])
     stem = "".join(c if c.isalnum() or c in "._-" else "-" for c in src.stem).strip("-._") or fmt
     for number, (line, row) in enumerate(rows, start=1):
-        question, sql, db_id = text_field(row, ("question",)), text_field(row, SQL_NAMES), text_field(row, DATABASE_NAMES)
+        question, sql, db_id = (
+            text_field(row, ("question",)),
+            text_field(row, SQL_NAMES),
+            text_field(row, DATABASE_NAMES),
+        )
         missing = [n for n, v in (("question", question), ("sql", sql), ("database", db_id)) if v is None]
         if missing:
-            problems.append(problem(str(src), line, f"missing or empty {', '.join(missing)}",
-                                    "give every row a question, its SQL and its database name"))
+            problems.append(
+                problem(
+                    str(src),
+                    line,
+                    f"missing or empty {', '.join(missing)}",
+                    "give every row a question, its SQL and its database name",
+                )
+            )
             continue
         extra: tuple[str, ...] = (fmt,)
         category = text_field(row, ("query_category",))
@@ -134,8 +146,14 @@ def _read(src: Path, databases: Path | None, fmt: str, dialect: str) -> Benchmar
             extra += (f"defog:{category}",)
         alternatives = expand_alternatives(sql or "") if fmt == "defog" else [sql or ""]
         if len(alternatives) > MAX_ALTERNATIVES:
-            problems.append(problem(str(src), line, f"the query expands to {len(alternatives)} alternatives",
-                                    f"keep at most {MAX_ALTERNATIVES}: fewer columns in {{...}}"))
+            problems.append(
+                problem(
+                    str(src),
+                    line,
+                    f"the query expands to {len(alternatives)} alternatives",
+                    f"keep at most {MAX_ALTERNATIVES}: fewer columns in {{...}}",
+                )
+            )
             continue
         if not alternatives:
             problems.append(problem(str(src), line, "the query is empty", "give the SQL"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.formats.model import (
     BenchmarkSource,
@@ -20,7 +21,6 @@ from nl2sql_pipeline.gold.formats.model import (
     read_json_list,
     text_field,
 )
-from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey
 
 QUESTION_FILES: tuple[str, ...] = ("dev.json",)
 DATABASE_FOLDERS: tuple[str, ...] = ("database",)
@@ -72,7 +72,11 @@ def read_tables_json(path: Path | None) -> dict[str, ExtraKeys]:
     """``db_id`` -> keys declared in a ``tables.json`` (empty when there is no such file)."""
     if path is None:
         return {}
-    return {e["db_id"]: keys_from_tables_json(e) for e in read_json_list(path, "the tables file") if isinstance(e, dict) and "db_id" in e}
+    return {
+        e["db_id"]: keys_from_tables_json(e)
+        for e in read_json_list(path, "the tables file")
+        if isinstance(e, dict) and "db_id" in e
+    }
 
 
 def read_items(
@@ -83,10 +87,19 @@ def read_items(
     items = []
     for index, item in enumerate(read_json_list(path, f"a {fmt} question list")):
         where = f"{path}: item {index}"
-        missing = [n for n, v in (("db_id", text_field(item, ("db_id",))), ("question", text_field(item, ("question",))),
-                                 (sql_fields[0], text_field(item, sql_fields))) if v is None]
+        missing = [
+            n
+            for n, v in (
+                ("db_id", text_field(item, ("db_id",))),
+                ("question", text_field(item, ("question",))),
+                (sql_fields[0], text_field(item, sql_fields)),
+            )
+            if v is None
+        ]
         if missing:
-            problems.append(f"{where}: missing or empty {', '.join(missing)} (every item needs db_id, question and {sql_fields[0]})")
+            problems.append(
+                f"{where}: missing or empty {', '.join(missing)} (every item needs db_id, question and {sql_fields[0]})"
+            )
             continue
         items.append((index, item, text_field(item, sql_fields) or ""))
     return items, problems
