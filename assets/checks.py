@@ -3,7 +3,7 @@
 ``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, alike at two thread counts; gold
 scores 100% against itself; policies hold; the gold triage flags clock-dependent, thread-dependent and
 arbitrary-LIMIT gold (blocking) and ties under LIMIT, empty and degenerate results (warnings)
-(``nl2sql_pipeline.gold.preflight``, ``nl2sql_pipeline.gold.triage``). Its metadata lists the problems, the
+(``nl2sql_pipeline.gold.quality.preflight``, ``nl2sql_pipeline.gold.quality.triage``). Its metadata lists the problems, the
 warnings (``flags``) and every triage finding as JSON (``triage``: label, kind, blocking, reason). When it
 fails, nothing downstream of the gold version runs.
 
@@ -23,7 +23,7 @@ import pandas as pd
 
 from assets.partitions import gold_model_partitions, gold_sets_partitions
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.gold.preflight import run_preflight
+from nl2sql_pipeline.gold.quality.preflight import run_preflight
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame
 from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run, skipped_share

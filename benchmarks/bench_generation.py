@@ -46,7 +46,7 @@ SETUP = textwrap.dedent(
     from nl2sql_pipeline.cases import case_from_dict
     from nl2sql_pipeline.generation import generate_candidates
     from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
-    from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices
+    from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices
 
     def setup(api_base, n_cases, concurrency, prefix="c"):
         spec = ModelSpec(slug="bench", kind="litellm", model="openai/bench", api_base=api_base,

@@ -75,7 +75,7 @@ def measure_core(cold: bool = False) -> dict:
 
     # ---- the stage calls (the core functions the assets call) -------------------------------------
     from nl2sql_pipeline.generation.candidates import generate_for_gold_set
-    from nl2sql_pipeline.gold.preflight import run_preflight
+    from nl2sql_pipeline.gold.quality.preflight import run_preflight
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
     from nl2sql_pipeline.scoring.run_scores import score_run

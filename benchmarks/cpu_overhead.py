@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from nl2sql_pipeline.generation import dispatch
     from nl2sql_pipeline.generation.candidates import generate_for_gold_set
     from nl2sql_pipeline.generation.prompt_context import clear_prompt_context_memo
-    from nl2sql_pipeline.gold.preflight import run_preflight
+    from nl2sql_pipeline.gold.quality.preflight import run_preflight
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.policy.gate import PolicyGate
     from nl2sql_pipeline.sample_db import DATABASE_NAME, ensure_database

@@ -23,7 +23,7 @@ from assets.checks import PREFLIGHT_CHECK
 from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
-from nl2sql_cli.outcome import EvaluationOutcome
+from nl2sql_cli.run_result import EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
@@ -111,7 +111,8 @@ def evaluate(
     ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
     built once per gold version (``database_variants``) and reused by every model.
     """
-    from nl2sql_pipeline.generation.registry import get_model, model_readiness
+    from nl2sql_pipeline.generation.readiness import model_readiness
+    from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
 
     if gold_set not in list_gold_sets():
@@ -304,7 +305,7 @@ def _check_prediction_files(gold_set: str, specs) -> None:
     A replay whose file is missing is left to the readiness check (reported as skipped).
     """
     from nl2sql_pipeline.generation.predictions import read_predictions
-    from nl2sql_pipeline.generation.registry import model_readiness
+    from nl2sql_pipeline.generation.readiness import model_readiness
     from nl2sql_pipeline.gold.registry import load_gold_set
 
     replays = [spec for spec in specs if spec.is_replay and model_readiness(spec).ready]

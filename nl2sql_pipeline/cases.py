@@ -1,7 +1,7 @@
 """The Case contract: one gold-set case (question -> expected SQL, or a policy probe to reject).
 
 A case is plain data. JSONL is the native format (one case per line); the YAML and CSV importers in
-``nl2sql_pipeline.gold.importers`` map onto the same fields, and ``nl2sql_pipeline.gold.validation``
+``nl2sql_pipeline.gold.formats.team_files`` map onto the same fields, and ``nl2sql_pipeline.gold.quality.validation``
 checks them strictly.
 """
 

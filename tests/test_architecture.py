@@ -106,14 +106,81 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return result
 
 
+def _packages(modules: dict[str, Path]) -> list[str]:
+    return sorted(name for name, path in modules.items() if path.name == "__init__.py")
+
+
+def _child_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The imports between the direct children of ``package`` (its modules and subpackages, each one node;
+    the package's own face is a node of its own), read from every module below them. ``""``: the top
+    packages."""
+
+    def child(module: str) -> str | None:
+        if not package:
+            return module.split(".")[0]
+        if module == package:
+            return f"{package} (face)"
+        if not module.startswith(package + "."):
+            return None
+        return package + "." + module[len(package) + 1 :].split(".")[0]
+
+    edges: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        source = child(module)
+        if source is None:
+            continue
+        for target in targets:
+            dest = child(target)
+            if dest is not None and dest != source:
+                edges.setdefault(source, set()).add(dest)
+    return edges
+
+
 def test_the_import_walker_sees_a_circle(tmp_path):
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
+def test_the_package_walker_sees_an_arrow_back_up():
+    # No module circle, but package p.x imports p.y, whose module imports back into p.x: an arrow back up.
+    graph = {"p.x.a": {"p.y.b"}, "p.y.b": {"p.x.c"}, "p.x.c": set()}
+    assert _cycles(graph) == []
+    assert _cycles(_child_graph(graph, "p")) == [["p.x", "p.y"]]
+
+
 def test_no_import_circle_anywhere():
     cycles = _cycles(_graph())
     assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_arrow_runs_back_up():
+    """No module imports from a package that itself imports it, directly or through others: at every level
+    (the four top packages, the core's packages, each subpackage's modules), the children's imports form
+    no circle."""
+    modules = _modules()
+    graph = _graph()
+    found = []
+    for package in ["", *_packages(modules)]:
+        for cycle in _cycles(_child_graph(graph, package)):
+            witnesses = [
+                f"{m} -> {t}"
+                for m, targets in sorted(graph.items())
+                for t in sorted(targets)
+                if any(m == c or m.startswith(c + ".") for c in cycle)
+                and any(t == c or t.startswith(c + ".") for c in cycle)
+                and not any((m == c or m.startswith(c + ".")) and (t == c or t.startswith(c + ".")) for c in cycle)
+            ]
+            found.append(f"{' <-> '.join(cycle)}: " + "; ".join(witnesses[:6]))
+    assert not found, "arrows back up:\n" + "\n".join(found)
+
+
+def test_the_core_root_holds_only_its_face_and_leaves():
+    """Every module at the root of ``nl2sql_pipeline`` is a leaf (it imports nothing of the project): the
+    rest lives in one package per stage or concern."""
+    graph = _graph()
+    root_modules = sorted(p for p in (ROOT / "nl2sql_pipeline").glob("*.py") if p.name != "__init__.py")
+    not_leaves = {_module_name(p): sorted(graph[_module_name(p)]) for p in root_modules if graph[_module_name(p)]}
+    assert not not_leaves, f"root modules that are not leaves (move them into a package): {not_leaves}"
 
 
 @pytest.mark.parametrize("package", ["nl2sql_pipeline"])

@@ -18,7 +18,7 @@ from nl2sql_pipeline.config.yaml_loader import load_strict
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.few_shot import load_few_shot
 from nl2sql_pipeline.generation.registry import load_registry
-from nl2sql_pipeline.gold.generator import DOMAIN_PREFIXES, load_templates
+from nl2sql_pipeline.gold.builtin.generator import DOMAIN_PREFIXES, load_templates
 from nl2sql_pipeline.gold.registry import list_gold_sets
 from nl2sql_pipeline.policy.loader import load_policy
 from nl2sql_pipeline.semantic_model import load_semantic_model

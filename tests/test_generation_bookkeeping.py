@@ -9,6 +9,7 @@ import pytest
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.generation import prompt_context
 from nl2sql_pipeline.generation.conversation import plan_calls
+from nl2sql_pipeline.generation.model_spec import ModelSpec
 from nl2sql_pipeline.generation.prompts import (
     DatabasePromptText,
     PromptContext,
@@ -18,7 +19,6 @@ from nl2sql_pipeline.generation.prompts import (
     messages_text,
     prompt_hash,
 )
-from nl2sql_pipeline.generation.registry import ModelSpec
 
 SPEC = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
 OPENING = [

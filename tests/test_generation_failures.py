@@ -161,7 +161,7 @@ def test_retry_delays_back_off_exponentially_with_jitter_and_honour_retry_after(
     import random
 
     from nl2sql_pipeline.generation.dispatch import RunControl, retry_delay
-    from nl2sql_pipeline.generation.registry import RetryPolicy
+    from nl2sql_pipeline.generation.model_spec import RetryPolicy
 
     policy = RetryPolicy(max_retries=5, base_delay_s=1.0, max_delay_s=6.0)
     control = RunControl(rng=random.Random(3))

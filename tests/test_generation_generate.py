@@ -15,9 +15,10 @@ from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation import generate as gen
 from nl2sql_pipeline.generation.cache import GenerationCache
 from nl2sql_pipeline.generation.limiter import SharedRateLimiter
+from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.generation.offline_provider import OfflineProvider
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
-from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy, load_registry
+from nl2sql_pipeline.generation.registry import load_registry
 from nl2sql_pipeline.results.frames import candidates_to_frame
 
 # litellm builds pydantic schemas lazily on its first call; pydantic warns about its TypedDicts.

@@ -18,7 +18,7 @@ from nl2sql_pipeline.generation.limiter import (
     default_margin,
     provider_key,
 )
-from nl2sql_pipeline.generation.registry import Limits, ModelSpec
+from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
 

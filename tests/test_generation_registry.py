@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.registry import (
     KIND_LITELLM,
     KIND_OFFLINE,
@@ -18,7 +19,6 @@ from nl2sql_pipeline.generation.registry import (
     RetryPolicy,
     get_model,
     load_registry,
-    model_readiness,
 )
 
 VALID = """\

@@ -27,7 +27,7 @@ SETUP = textwrap.dedent(
     from nl2sql_pipeline.cases import case_from_dict
     from nl2sql_pipeline.generation import GenerationCache, generate_candidates
     from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
-    from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices
+    from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices
 
     def setup(api_base, cache_root, total):
         spec = ModelSpec(slug="resume", kind="litellm", model="openai/resume", api_base=api_base,

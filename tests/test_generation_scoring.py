@@ -9,7 +9,7 @@ from fake_llm_server import FakeLLMServer, Reply, last_user_message
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.generation import CandidateRecord, generate_candidates, prompt_context_for_cases
 from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES, ERROR_CLASSES
-from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
+from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.results.frames import verdicts_to_frame

@@ -15,7 +15,7 @@ import pytest
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.gold.formats import expand_alternatives, import_benchmark
-from nl2sql_pipeline.gold.validation import load_cases
+from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
@@ -480,8 +480,8 @@ def test_cli_gold_import_format_writes_the_gold_file_and_reports(tmp_path, capsy
 
 def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt(tmp_path):
     from nl2sql_pipeline.errors import CaseValidationError
+    from nl2sql_pipeline.generation.model_spec import ModelSpec
     from nl2sql_pipeline.generation.prompts import build_messages
-    from nl2sql_pipeline.generation.registry import ModelSpec
 
     base = {
         "id": "c1",

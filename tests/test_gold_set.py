@@ -21,8 +21,8 @@ from sqlglot import exp
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case, case_from_dict
-from nl2sql_pipeline.gold import generator
-from nl2sql_pipeline.gold.generator import (
+from nl2sql_pipeline.gold.builtin import generator
+from nl2sql_pipeline.gold.builtin.generator import (
     CATEGORY_PLAN,
     DOMAIN_PREFIXES,
     TAG_VOCABULARY,

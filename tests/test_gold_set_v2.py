@@ -23,10 +23,10 @@ from nl2sql_cli.main import main
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.generation.model_spec import KIND_LITELLM, ModelSpec
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext, build_messages, fenced_sql
-from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec
-from nl2sql_pipeline.gold import generator
-from nl2sql_pipeline.gold.generator import (
+from nl2sql_pipeline.gold.builtin import generator
+from nl2sql_pipeline.gold.builtin.generator import (
     DOMAIN_PREFIXES,
     INJECTION_TAG,
     PROBE_TAGS,
@@ -39,8 +39,8 @@ from nl2sql_pipeline.gold.generator import (
     render_jsonl,
     write_gold_set,
 )
+from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
-from nl2sql_pipeline.gold.validation import load_cases
 from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 
 GOLD_DIR = paths.PROJECT_ROOT / "data" / "gold"
@@ -208,7 +208,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_preflight_passes_on_the_whole_set(home: Path, cases: list[Case]) -> None:
-    from nl2sql_pipeline.gold.preflight import run_preflight
+    from nl2sql_pipeline.gold.quality.preflight import run_preflight
 
     report = run_preflight(cases, paths.database_path)
     assert report.passed, report.problems

@@ -18,8 +18,8 @@ import pytest
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
-from nl2sql_pipeline.gold.preflight import run_preflight
-from nl2sql_pipeline.gold.triage import (
+from nl2sql_pipeline.gold.quality.preflight import run_preflight
+from nl2sql_pipeline.gold.quality.triage import (
     BLOCKING_KINDS,
     CLOCK_DEPENDENT,
     DEGENERATE_RESULT,

@@ -14,12 +14,12 @@ import pytest
 from nl2sql_cli.main import main
 from nl2sql_pipeline.cases import Case, Turn
 from nl2sql_pipeline.errors import CaseValidationError, ConfigError, DatabaseNotFoundError
-from nl2sql_pipeline.gold.registry import GoldSetInfo, list_gold_sets, load_gold_set
-from nl2sql_pipeline.gold.validation import (
+from nl2sql_pipeline.gold.quality.validation import (
     load_cases,
     sql_parse_problem,
     validate_cases_against_database,
 )
+from nl2sql_pipeline.gold.registry import GoldSetInfo, list_gold_sets, load_gold_set
 
 BASE: dict[str, Any] = {
     "id": "c1",
@@ -478,7 +478,7 @@ def test_database_check_reports_unknown_tables(
         tmp_path / "db.jsonl", good, bad, turn, probe(database=..., policy_probe_sql="SELECT * FROM secrets")
     )
 
-    from nl2sql_pipeline.gold.importers import import_cases
+    from nl2sql_pipeline.gold.formats.team_files import import_cases
 
     problems = validate_cases_against_database(import_cases(path, database=str(small_db)), small_db)
 
@@ -610,9 +610,9 @@ def test_cli_generate_calls_the_generator_and_prints_the_path(
         write_lines(Path(path), BASE, PROBE)
         return Path(path)
 
-    fake = types.ModuleType("nl2sql_pipeline.gold.generator")
+    fake = types.ModuleType("nl2sql_pipeline.gold.builtin.generator")
     fake.write_builtin_gold = write_builtin_gold  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "nl2sql_pipeline.gold.generator", fake)
+    monkeypatch.setitem(sys.modules, "nl2sql_pipeline.gold.builtin.generator", fake)
     monkeypatch.setenv("NL2SQL_DATA", str(tmp_path / "data"))
 
     assert main(["gold", "generate"]) == 0

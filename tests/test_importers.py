@@ -10,8 +10,8 @@ import pytest
 from nl2sql_cli.main import main
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import CaseValidationError
-from nl2sql_pipeline.gold.importers import import_cases, infer_category, write_jsonl
-from nl2sql_pipeline.gold.validation import load_cases
+from nl2sql_pipeline.gold.formats.team_files import import_cases, infer_category, write_jsonl
+from nl2sql_pipeline.gold.quality.validation import load_cases
 
 TEAM_YAML = """\
 # kept by the content team

@@ -8,8 +8,8 @@ import pytest
 from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.config.jsonl import parse_jsonl, render_jsonl, write_jsonl_lines
-from nl2sql_pipeline.gold.importers import infer_category
-from nl2sql_pipeline.gold.sql_analysis import structural_tags
+from nl2sql_pipeline.gold.builtin.sql_analysis import structural_tags
+from nl2sql_pipeline.gold.formats.team_files import infer_category
 from nl2sql_pipeline.sql.features import FEATURES, sql_features
 
 

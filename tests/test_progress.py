@@ -181,8 +181,8 @@ def test_a_log_record_wipes_the_live_bar_first():
 def test_generation_reports_every_unit_while_it_runs():
     from nl2sql_pipeline.cases import Case
     from nl2sql_pipeline.generation import generate_candidates
+    from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
     from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
-    from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
 
     cases = [
         Case(id=f"c{i}", domain="d", category="c", question=f"q{i}", database="db", expected_sql="SELECT 1")

@@ -25,10 +25,10 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.execution import release_sandboxes, run_query
 from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
+from nl2sql_pipeline.generation.model_spec import KIND_LITELLM, ModelSpec, Prices
 from nl2sql_pipeline.generation.prompts import fenced_sql
-from nl2sql_pipeline.generation.registry import KIND_LITELLM, ModelSpec, Prices
-from nl2sql_pipeline.gold.generator import INJECTION_TAG
-from nl2sql_pipeline.gold.validation import load_cases
+from nl2sql_pipeline.gold.builtin.generator import INJECTION_TAG
+from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.results.frames import attempts_to_frame, candidates_to_frame, verdicts_to_frame
 from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS

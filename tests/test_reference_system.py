@@ -13,7 +13,8 @@ import pytest
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.generation import generate_candidates, prompt_context_for_cases
-from nl2sql_pipeline.generation.registry import ModelSpec, load_registry
+from nl2sql_pipeline.generation.model_spec import ModelSpec
+from nl2sql_pipeline.generation.registry import load_registry
 from nl2sql_pipeline.generation.systems.command import close_processes
 from nl2sql_pipeline.generation.systems.contract import SystemRequest, SystemResponse
 from nl2sql_pipeline.gold.registry import load_gold_set

@@ -14,8 +14,8 @@ from fake_system_server import FakeSystem, SystemReply
 from nl2sql_pipeline.generation import GenerationCache, generate_candidates
 from nl2sql_pipeline.generation import failures as f
 from nl2sql_pipeline.generation.limiter import SharedRateLimiter
-from nl2sql_pipeline.generation.registry import Limits, ModelSpec, Prices, RetryPolicy
-from nl2sql_pipeline.generation.systems.spec import SystemConfig
+from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
+from nl2sql_pipeline.generation.system_spec import SystemConfig
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import judge, outcomes

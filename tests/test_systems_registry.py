@@ -146,7 +146,7 @@ def test_the_contract_round_trips_and_validates():
 def test_the_answer_columns_round_trip_through_the_codec():
     import dataclasses
 
-    from nl2sql_pipeline.generation.records import CandidateRecord
+    from nl2sql_pipeline.generation.candidate_record import CandidateRecord
     from nl2sql_pipeline.results.frames import (
         candidates_from_frame,
         candidates_to_frame,

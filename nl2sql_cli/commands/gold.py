@@ -38,14 +38,14 @@ def _print_problems(problems: Sequence[str], what: str) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     """Handler of ``gold validate``: the file's rules, then each case against its own database, then the
-    gold preflight's triage of every expected query (``nl2sql_pipeline.gold.triage``).
+    gold preflight's triage of every expected query (``nl2sql_pipeline.gold.quality.triage``).
 
     ``--database`` fills the database of cases that name none. A sample database not built yet is
     noted, not an error; any other missing database file exits 3. Blocking triage findings (and expected
     SQL that fails) are problems (exit 2); the other findings are warnings. ``--json`` prints one object.
     """
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
-    from nl2sql_pipeline.gold.validation import load_cases, validate_cases_against_database
+    from nl2sql_pipeline.gold.quality.validation import load_cases, validate_cases_against_database
 
     path = Path(args.file)
     out = _ValidateOutput(path, as_json=args.json)
@@ -61,7 +61,7 @@ def _validate(args: argparse.Namespace) -> int:
             fill = str(Path(fill).expanduser().resolve())  # relative to the working directory, not the gold file
     try:
         if fill:
-            from nl2sql_pipeline.gold.importers import import_cases
+            from nl2sql_pipeline.gold.formats.team_files import import_cases
 
             cases = import_cases(path, database=fill)
         else:
@@ -119,7 +119,7 @@ class _ValidateOutput:
 
     def triage(self, cases: Sequence[Any], resolver: Any) -> list[str]:
         """Run the gold preflight's query checks and triage (not the policies); return its blocking problems."""
-        from nl2sql_pipeline.gold.preflight import run_preflight
+        from nl2sql_pipeline.gold.quality.preflight import run_preflight
 
         report = run_preflight(list(cases), resolver, check_policy=False)
         self.flags.extend(flag.to_dict() for flag in report.triage)
@@ -181,7 +181,7 @@ def _resolver_for(path: Path) -> Any:
 def _import(args: argparse.Namespace) -> int:
     """Handler of ``gold import``."""
     from nl2sql_pipeline.errors import CaseValidationError
-    from nl2sql_pipeline.gold.importers import import_cases, write_jsonl
+    from nl2sql_pipeline.gold.formats.team_files import import_cases, write_jsonl
 
     source, out = Path(args.file), Path(args.out)
     if args.format:
@@ -278,8 +278,8 @@ def _register_imported(result) -> None:
 def _list(args: argparse.Namespace) -> int:
     """Handler of ``gold list``: every registered gold set with its case count."""
     from nl2sql_pipeline.errors import CaseValidationError, ConfigError
+    from nl2sql_pipeline.gold.quality.validation import load_cases
     from nl2sql_pipeline.gold.registry import list_gold_sets, registry_path
-    from nl2sql_pipeline.gold.validation import load_cases
 
     data_dir = Path(args.data_dir) if args.data_dir else None
     sets = list_gold_sets(data_dir)
@@ -309,15 +309,18 @@ def _list(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     """Handler of ``gold generate``: write a built-in gold set (default multidomain-v1) and print its path."""
     from nl2sql_pipeline.errors import CaseValidationError
-    from nl2sql_pipeline.gold.validation import load_cases
+    from nl2sql_pipeline.gold.quality.validation import load_cases
     from nl2sql_pipeline.paths import data_dir
 
     try:
-        generator = importlib.import_module("nl2sql_pipeline.gold.generator")
+        generator = importlib.import_module("nl2sql_pipeline.gold.builtin.generator")
     except ModuleNotFoundError as exc:
-        if exc.name != "nl2sql_pipeline.gold.generator":
+        if exc.name != "nl2sql_pipeline.gold.builtin.generator":
             raise
-        print("error: the built-in gold generator (nl2sql_pipeline.gold.generator) is not installed", file=sys.stderr)
+        print(
+            "error: the built-in gold generator (nl2sql_pipeline.gold.builtin.generator) is not installed",
+            file=sys.stderr,
+        )
         return EXIT_ENVIRONMENT
     key = args.gold_set
     if key == DEFAULT_GENERATED_SET:

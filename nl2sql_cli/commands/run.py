@@ -241,7 +241,7 @@ def run_evaluation(
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``."""
-    from nl2sql_cli.outcome import stored_outcome
+    from nl2sql_cli.run_result import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
 

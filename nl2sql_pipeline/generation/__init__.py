@@ -23,14 +23,16 @@ Importing this package does not import litellm (only a real call does).
 """
 
 from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord, generation_summary
 from nl2sql_pipeline.generation.client import call_model
 from nl2sql_pipeline.generation.extract import extract_sql
 from nl2sql_pipeline.generation.failures import ENVIRONMENT_ERROR_CLASSES, ERROR_CLASSES, classify_exception
 from nl2sql_pipeline.generation.generate import generate_candidates
+from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
 from nl2sql_pipeline.generation.prompt_context import build_prompt_context, prompt_context_for_cases
 from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext, build_messages, prompt_hash
-from nl2sql_pipeline.generation.records import CandidateRecord, generation_summary
-from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, get_model, load_registry, model_readiness
+from nl2sql_pipeline.generation.readiness import model_readiness
+from nl2sql_pipeline.generation.registry import get_model, load_registry
 
 __all__ = [
     "CacheKey",

@@ -15,9 +15,9 @@ import threading
 import time
 from typing import Any
 
+from nl2sql_pipeline.generation.candidate_record import ModelCall
+from nl2sql_pipeline.generation.model_spec import ModelSpec
 from nl2sql_pipeline.generation.prompts import Message, messages_text
-from nl2sql_pipeline.generation.records import ModelCall
-from nl2sql_pipeline.generation.registry import ModelSpec
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, call_cost, usage_from_response
 from nl2sql_pipeline.heap import settle_long_lived
 

@@ -20,9 +20,11 @@ from typing import Any
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord, ModelCall
 from nl2sql_pipeline.generation.dispatch import RunControl, dispatch
 from nl2sql_pipeline.generation.extract import extract_sql
 from nl2sql_pipeline.generation.failures import CONTENT_FILTERED, NO_SQL, NOT_READY, ProviderFailure
+from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
 from nl2sql_pipeline.generation.offline_requests import offline_request_metadata, offline_turn_metadata
 from nl2sql_pipeline.generation.prompts import (
     Message,
@@ -35,8 +37,6 @@ from nl2sql_pipeline.generation.prompts import (
     turn_questions,
     user_message,
 )
-from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall
-from nl2sql_pipeline.generation.registry import ModelSpec, Readiness
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED
 
 logger = logging.getLogger(__name__)

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nl2sql_pipeline.generation.candidate_record import ModelCall
 from nl2sql_pipeline.generation.client import call_model, warm_up
 from nl2sql_pipeline.generation.failures import PROVIDER_ERROR, ProviderFailure, classify_exception
 from nl2sql_pipeline.generation.inflight import ConcurrencySlots, NoSlots, SharedSlots, SlotWaitStopped
 from nl2sql_pipeline.generation.limiter import LimiterStopped, NoLimit, RateLimiter, SharedRateLimiter, provider_key
+from nl2sql_pipeline.generation.model_spec import ModelSpec, RetryPolicy
 from nl2sql_pipeline.generation.prompts import Message, messages_chars
-from nl2sql_pipeline.generation.records import ModelCall
-from nl2sql_pipeline.generation.registry import ModelSpec, RetryPolicy
 from nl2sql_pipeline.generation.usage import tokens_for_chars
 
 logger = logging.getLogger(__name__)

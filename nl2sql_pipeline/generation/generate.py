@@ -20,14 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.generation.cache import GenerationCache
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord, ModelCall, generation_summary
 from nl2sql_pipeline.generation.client import call_model, completion_kwargs, configure_litellm
 from nl2sql_pipeline.generation.conversation import CallRequest, cached_call, plan_calls
 from nl2sql_pipeline.generation.conversation import run_unit as _run_unit
 from nl2sql_pipeline.generation.dispatch import RunControl, limiter_for, slots_for
 from nl2sql_pipeline.generation.limiter import RateLimiter
+from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
 from nl2sql_pipeline.generation.prompts import PromptContext
-from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall, generation_summary
-from nl2sql_pipeline.generation.registry import ModelSpec, Readiness, model_readiness
+from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.tracked import report_record, tracked
 from nl2sql_pipeline.progress import STAGE_GENERATE, ProgressTracker, tracking
 

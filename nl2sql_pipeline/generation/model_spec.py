@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nl2sql_pipeline.generation.few_shot import FewShotSet
-from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS, SystemConfig
+from nl2sql_pipeline.generation.system_spec import SYSTEM_KINDS, SystemConfig
 
 KIND_OFFLINE = "offline"
 KIND_LITELLM = "litellm"
@@ -35,6 +35,14 @@ DEFAULT_TIMEOUT_S = 120.0
 OFFLINE_PROVIDER = "nl2sql-offline"
 OFFLINE_MODEL_NAMES: tuple[str, ...] = ("gold-echo", "sql-mutant")
 DEFAULT_PROMPT_TEMPLATE = "nl2sql-v1"
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a model can be called right now, and why not."""
+
+    ready: bool
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import litellm
 from litellm import CustomLLM, ModelResponse
 from litellm.llms.custom_llm import CustomLLMError
 
+from nl2sql_pipeline.generation.model_spec import OFFLINE_MODEL_NAMES, OFFLINE_PROVIDER
 from nl2sql_pipeline.generation.mutations import mutate
 from nl2sql_pipeline.generation.offline_requests import (  # re-exported: the provider's request protocol
     METADATA_KEY,
@@ -34,7 +35,6 @@ from nl2sql_pipeline.generation.offline_requests import (  # re-exported: the pr
     offline_turn_metadata,
 )
 from nl2sql_pipeline.generation.prompts import fenced_sql, messages_text
-from nl2sql_pipeline.generation.registry import OFFLINE_MODEL_NAMES, OFFLINE_PROVIDER
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, estimate_tokens
 
 FIELD_MUTATION = "nl2sql_mutation"

@@ -25,10 +25,10 @@ from pathlib import Path
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config.jsonl import parse_jsonl
 from nl2sql_pipeline.errors import ConfigError, GenerationError
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL
-from nl2sql_pipeline.generation.records import CandidateRecord
-from nl2sql_pipeline.generation.registry import ModelSpec, PredictionsSource
+from nl2sql_pipeline.generation.model_spec import ModelSpec, PredictionsSource
 
 MAX_LISTED = 5
 

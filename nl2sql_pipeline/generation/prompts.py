@@ -25,7 +25,8 @@ from string import Template
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import ConfigError, GenerationError
 from nl2sql_pipeline.generation.few_shot import FewShotExample
-from nl2sql_pipeline.generation.registry import ModelSpec, prompts_dir
+from nl2sql_pipeline.generation.model_spec import ModelSpec
+from nl2sql_pipeline.generation.registry import prompts_dir
 
 SYSTEM_PLACEHOLDERS: frozenset[str] = frozenset({"schema_text", "semantic_text", "reference_date"})
 USER_PLACEHOLDERS: frozenset[str] = frozenset({"question"})

@@ -10,20 +10,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from nl2sql_pipeline.generation.model_spec import ModelSpec, file_content_hash
+from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness, file_content_hash
 
 READINESS_TIMEOUT_S = 0.5
-
-
-@dataclass(frozen=True)
-class Readiness:
-    """Whether a model can be called right now, and why not."""
-
-    ready: bool
-    reason: str
 
 
 def _is_loopback(host: str) -> bool:

@@ -3,7 +3,7 @@
 A slug (``gold-echo``, ``gpt-4o-mini``) is the partition key of every model-dependent asset; the
 registry maps it to the litellm model id, its parameters, prompt template, few-shot set, prices,
 limits, retry and timeout settings and re-run policy. The spec types live in ``generation.model_spec``
-and readiness in ``generation.readiness``; both are re-exported here. Every entry is checked by the
+(re-exported here); whether a model can be called now is ``generation.readiness``. Every entry is checked by the
 one config checker, which reports every problem at once as ``models.yml:<line>: model '<slug>', key
 '<key>': <what> (<fix>)``.
 
@@ -46,12 +46,7 @@ from nl2sql_pipeline.generation.model_spec import (  # noqa: F401 - re-exported:
     RetryPolicy,
     file_content_hash,
 )
-from nl2sql_pipeline.generation.readiness import (  # noqa: F401 - re-exported for existing callers
-    READINESS_TIMEOUT_S,
-    Readiness,
-    model_readiness,
-)
-from nl2sql_pipeline.generation.systems.spec import SYSTEM_KINDS
+from nl2sql_pipeline.generation.system_spec import SYSTEM_KINDS
 
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 TEMPLATE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -297,7 +292,7 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
     if kind == KIND_PREDICTIONS:
         return _parse_predictions(check, slug, entry)
     if kind in SYSTEM_KINDS:
-        from nl2sql_pipeline.generation.systems.registry_entry import parse_system_entry
+        from nl2sql_pipeline.generation.system_entry import parse_system_entry
 
         return parse_system_entry(
             check,

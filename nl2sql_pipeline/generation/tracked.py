@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ParamSpec
 
-from nl2sql_pipeline.generation.records import CandidateRecord
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.progress import ProgressTracker
 
 P = ParamSpec("P")

@@ -14,7 +14,7 @@ import logging
 import math
 from dataclasses import dataclass
 
-from nl2sql_pipeline.generation.registry import ModelSpec
+from nl2sql_pipeline.generation.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
 

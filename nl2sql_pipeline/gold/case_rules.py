@@ -27,7 +27,7 @@ from nl2sql_pipeline.cases import (
 )
 from nl2sql_pipeline.config.jsonl import json_type_name as _type_name
 from nl2sql_pipeline.errors import CaseValidationError
-from nl2sql_pipeline.gold.records import (
+from nl2sql_pipeline.gold.raw_cases import (
     FOLLOW_UP_CATEGORY,
     ID_PATTERN,
     POLICY_REJECTION_CATEGORY,

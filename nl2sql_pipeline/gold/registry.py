@@ -30,7 +30,7 @@ from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.databases.registry import DatabaseEntry, parse_entries
 from nl2sql_pipeline.databases.resolve import CaseDatabases, DatabaseKind
 from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
-from nl2sql_pipeline.gold.validation import load_cases
+from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.paths import data_dir as default_data_dir
 
 logger = logging.getLogger(__name__)

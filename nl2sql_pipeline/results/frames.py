@@ -29,7 +29,7 @@ import pandas as pd
 from nl2sql_pipeline.cases import Case, case_from_dict
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.execution.result_json import ResultsCodecError, decode_rows, encode_rows
-from nl2sql_pipeline.generation.records import CandidateRecord
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.scoring.run_scores import RunScores
 from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow, VariantOracleRow, Verdict

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.generation.records import CandidateRecord
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 
 if TYPE_CHECKING:  # the comparator (sqlglot) is imported only where clause items are made or read
     from nl2sql_pipeline.compare.structure import ClauseItems

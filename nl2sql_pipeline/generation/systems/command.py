@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import IO, Any
 
-from nl2sql_pipeline.generation.systems.spec import PYTHON_PLACEHOLDER, SystemConfig
+from nl2sql_pipeline.generation.system_spec import PYTHON_PLACEHOLDER, SystemConfig
 
 logger = logging.getLogger(__name__)
 

@@ -21,14 +21,13 @@ from typing import Any
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import GenerationError
 from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord, ModelCall
 from nl2sql_pipeline.generation.conversation import cached_call
 from nl2sql_pipeline.generation.dispatch import RunControl, dispatch
 from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL, NOT_READY, ProviderFailure
-from nl2sql_pipeline.generation.model_spec import ModelSpec
+from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
 from nl2sql_pipeline.generation.prompts import PromptContext
-from nl2sql_pipeline.generation.readiness import Readiness
-from nl2sql_pipeline.generation.records import CandidateRecord, ModelCall
 from nl2sql_pipeline.generation.systems.contract import (
     SchemaContext,
     SystemRequest,

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nl2sql_pipeline.errors import GenerationError
-from nl2sql_pipeline.generation.systems.registry_entry import ENV_REF_RE
-from nl2sql_pipeline.generation.systems.spec import SystemConfig
+from nl2sql_pipeline.generation.system_entry import ENV_REF_RE
+from nl2sql_pipeline.generation.system_spec import SystemConfig
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 

@@ -13,7 +13,7 @@ import shutil
 import socket
 from urllib.parse import urlparse
 
-from nl2sql_pipeline.generation.systems.spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON, SystemConfig
+from nl2sql_pipeline.generation.system_spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON, SystemConfig
 
 
 def _is_loopback(host: str) -> bool:

@@ -15,15 +15,15 @@ import threading
 import time
 from typing import Any
 
+from nl2sql_pipeline.generation.candidate_record import ModelCall
 from nl2sql_pipeline.generation.model_spec import ModelSpec
-from nl2sql_pipeline.generation.records import ModelCall
+from nl2sql_pipeline.generation.system_spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON
 from nl2sql_pipeline.generation.systems.contract import (
     SystemRequest,
     SystemResponse,
     parse_response,
     parse_response_text,
 )
-from nl2sql_pipeline.generation.systems.spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON
 
 TOKEN_SOURCE_UNKNOWN = "unknown"  # the system reported no usage: the record's tokens are None
 

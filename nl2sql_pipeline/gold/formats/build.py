@@ -37,8 +37,8 @@ from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
 from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceDatabase, SourceQuestion
-from nl2sql_pipeline.gold.importers import infer_category, write_jsonl
-from nl2sql_pipeline.gold.records import RawCase
+from nl2sql_pipeline.gold.formats.team_files import infer_category, write_jsonl
+from nl2sql_pipeline.gold.raw_cases import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
 
 logger = logging.getLogger(__name__)

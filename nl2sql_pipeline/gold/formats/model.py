@@ -9,7 +9,7 @@ from typing import Any
 
 from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys
 from nl2sql_pipeline.errors import CaseValidationError
-from nl2sql_pipeline.gold.records import problem
+from nl2sql_pipeline.gold.raw_cases import problem
 
 SQLITE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3")
 DUCKDB_SUFFIX = ".duckdb"

@@ -25,7 +25,7 @@ from typing import Any
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceQuestion, text_field
 from nl2sql_pipeline.gold.formats.spider import collect_databases
-from nl2sql_pipeline.gold.records import problem
+from nl2sql_pipeline.gold.raw_cases import problem
 
 SQL_NAMES: tuple[str, ...] = ("sql", "query", "expected_sql", "gold_sql", "SQL")
 DATABASE_NAMES: tuple[str, ...] = ("database", "db_id", "db_name", "db")

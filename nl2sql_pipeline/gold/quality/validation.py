@@ -3,7 +3,7 @@
 ``load_cases`` reads a JSONL, YAML or CSV gold set and returns its cases, or raises one
 ``CaseValidationError`` listing every problem (never just the first). Each problem reads
 ``<file>:<line>: <what is wrong> (<how to fix>)``. The YAML and CSV formats are mapped onto the
-native fields by ``nl2sql_pipeline.gold.importers`` and then checked by the same rules as JSONL
+native fields by ``nl2sql_pipeline.gold.formats.team_files`` and then checked by the same rules as JSONL
 (``gold.case_rules``) over the raw records of ``gold.records``; ``gold.database_check`` checks cases
 against a built database. The names of those modules are re-exported here.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.case_rules import sql_parse_problem, validate_case_dict, validate_records
-from nl2sql_pipeline.gold.database_check import validate_cases_against_database
-from nl2sql_pipeline.gold.importers import import_cases
-from nl2sql_pipeline.gold.records import (
+from nl2sql_pipeline.gold.formats.team_files import import_cases
+from nl2sql_pipeline.gold.quality.database_check import validate_cases_against_database
+from nl2sql_pipeline.gold.raw_cases import (
     CSV_SUFFIXES,
     JSONL_SUFFIXES,
     SQL_DIALECT,

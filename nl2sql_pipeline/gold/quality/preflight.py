@@ -20,7 +20,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, compare_query_results
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import IsolatedRunner, SandboxLimits, run_query
-from nl2sql_pipeline.gold.triage import (
+from nl2sql_pipeline.gold.quality.triage import (
     CLOCK_DEPENDENT,
     TriageFlag,
     clock_functions,

@@ -28,7 +28,7 @@ from nl2sql_pipeline.generation.model_spec import (
     Prices,
     RetryPolicy,
 )
-from nl2sql_pipeline.generation.systems.spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON, SystemConfig
+from nl2sql_pipeline.generation.system_spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON, SystemConfig
 
 TARGET_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 HEADER_NAME_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")

@@ -30,7 +30,7 @@ from nl2sql_pipeline.config.jsonl import write_jsonl_lines
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.case_rules import validate_records
-from nl2sql_pipeline.gold.records import (
+from nl2sql_pipeline.gold.raw_cases import (
     JSONL_SUFFIXES,
     POLICY_REJECTION_CATEGORY,
     SUPPORTED_SUFFIXES,

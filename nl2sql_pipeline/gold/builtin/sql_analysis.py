@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from nl2sql_pipeline.gold.vocabulary import SQL_DIALECT, GoldTemplateError
+from nl2sql_pipeline.gold.builtin.vocabulary import SQL_DIALECT, GoldTemplateError
 from nl2sql_pipeline.sql.features import sql_features
 
 BRIDGE_TABLE = "anime_genres"

@@ -18,7 +18,7 @@ from typing import Any
 from nl2sql_pipeline.cases import OUTCOME_POLICY_REJECTION, Case, Turn
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import read_yaml
-from nl2sql_pipeline.gold.vocabulary import (
+from nl2sql_pipeline.gold.builtin.vocabulary import (
     DATABASE,
     DEFAULT_SEED,
     DOMAIN_PREFIXES,

@@ -11,7 +11,7 @@ from sqlglot.errors import SqlglotError
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import DatabaseNotFoundError
-from nl2sql_pipeline.gold.records import SQL_DIALECT
+from nl2sql_pipeline.gold.raw_cases import SQL_DIALECT
 
 
 def _referenced_tables(sql: str) -> set[str]:

@@ -25,9 +25,9 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config import jsonl
 from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.gold.checks import carries_injection, check_gold_set, check_injection_cases
-from nl2sql_pipeline.gold.sql_analysis import parse_sql, sql_skeleton, structural_tags
-from nl2sql_pipeline.gold.templates import (
+from nl2sql_pipeline.gold.builtin.checks import carries_injection, check_gold_set, check_injection_cases
+from nl2sql_pipeline.gold.builtin.sql_analysis import parse_sql, sql_skeleton, structural_tags
+from nl2sql_pipeline.gold.builtin.templates import (
     CaseTemplate,
     injection_slot_values,
     injection_texts,
@@ -35,7 +35,7 @@ from nl2sql_pipeline.gold.templates import (
     render_case,
     sql_literal,
 )
-from nl2sql_pipeline.gold.vocabulary import (
+from nl2sql_pipeline.gold.builtin.vocabulary import (
     BUILTIN_GOLD_FILE,
     CATEGORY_PLAN,
     DATABASE,
@@ -189,7 +189,7 @@ def write_gold_set(key: str, path: Path | None = None) -> Path:
     return _write_jsonl(generate(), path or gold_set_path(key))
 
 
-if __name__ == "__main__":  # regenerate the checked-in files: python -m nl2sql_pipeline.gold.generator
+if __name__ == "__main__":  # regenerate the checked-in files: python -m nl2sql_pipeline.gold.builtin.generator
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     for gold_key in BUILTIN_GOLD_SETS:
         write_gold_set(gold_key)

@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterable
 
 from nl2sql_pipeline.cases import CATEGORIES, DIFFICULTIES, Case
-from nl2sql_pipeline.gold.sql_analysis import sql_skeleton, structural_tags
-from nl2sql_pipeline.gold.templates import injection_slot_values, injection_texts
-from nl2sql_pipeline.gold.vocabulary import (
+from nl2sql_pipeline.gold.builtin.sql_analysis import sql_skeleton, structural_tags
+from nl2sql_pipeline.gold.builtin.templates import injection_slot_values, injection_texts
+from nl2sql_pipeline.gold.builtin.vocabulary import (
     CATEGORY_PLAN,
     DOMAIN_PREFIXES,
     INJECTION_ID_INFIX,
