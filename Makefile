@@ -7,7 +7,7 @@ export NL2SQL_HOME ?= $(CURDIR)/.nl2sql
 export DAGSTER_HOME ?= $(NL2SQL_HOME)/dagster_home
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install lock run test test-fast ui bench clean
+.PHONY: install lock run test test-fast lint format ui bench clean
 
 install: $(STAMP)
 
@@ -37,6 +37,17 @@ test: install
 ## Fast tests only (no webserver / PostgreSQL).
 test-fast: install
 	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider -m "not integration"
+
+## Lint, format check and types, each at zero findings (.ci/run runs this before the tests).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## Apply the formatter and ruff's safe fixes.
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 ## The Dagster UI on http://127.0.0.1:3000 (same instance and storage as `make run`); `dg dev` supersedes
 ## `dagster dev` (dagster-dg-cli is pinned beside dagster).
