@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-import nl2sql_pipeline.compare as compare_package
+import nl2sql_pipeline.compare.comparator as compare_package
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
 from nl2sql_pipeline.compare.identical import same_result
 from nl2sql_pipeline.execution import QueryResult
