@@ -258,7 +258,7 @@ def visible_cte_names(node: exp.Expr) -> set[str]:
     return names
 
 
-def function_name(func: exp.Expr) -> str:
+def function_name(func: exp.Func) -> str:
     """The lower-case DuckDB name of a function node (``range`` for sqlglot's exclusive GenerateSeries)."""
     if isinstance(func, exp.Anonymous):
         return func.name.lower()

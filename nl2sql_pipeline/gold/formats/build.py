@@ -132,10 +132,12 @@ def _copy_database(db: SourceDatabase, target: Path) -> tuple[DatabaseReport, di
     os.replace(tmp, target)
     con = duckdb.connect(str(target), read_only=True)
     try:
-        tables = con.execute("SELECT count(*), coalesce(sum(estimated_size), 0) FROM duckdb_tables()").fetchone()
+        [(table_count, table_bytes)] = con.execute(
+            "SELECT count(*), coalesce(sum(estimated_size), 0) FROM duckdb_tables()"
+        ).fetchall()
     finally:
         con.close()
-    return DatabaseReport(db.db_id, "", str(db.path), int(tables[0]), int(tables[1])), {}
+    return DatabaseReport(db.db_id, "", str(db.path), int(table_count), int(table_bytes)), {}
 
 
 def _check_alternative(
