@@ -197,7 +197,10 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
             select = f"SELECT * FROM {table.qualified} {where}"
         else:
             key = table.primary_key[0]
-            kind = table.column(key).data_type.upper()  # type: ignore[union-attr]
+            key_column = table.column(key)
+            if key_column is None:  # not so: _duplicable found the key among the columns
+                continue
+            kind = key_column.data_type.upper()
             [(largest,)] = ctx.con.execute(f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchall()
             top = largest or 0
             offset = int(top) + 1
