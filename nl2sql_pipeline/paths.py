@@ -52,6 +52,7 @@ def assets_dir() -> Path | UPath:
     of ``NL2SQL_ASSETS_URL`` (``file:///shared/nl2sql/assets``, ``s3://bucket/nl2sql/assets``, ...) as a
     ``UPath``, which offers the ``pathlib`` operations the readers use (``/``, ``glob``, ``exists``, ``open``)."""
     url = os.environ.get(ASSETS_URL_ENV_VAR)
+    path: Path | UPath
     if url and "://" in url:
         from upath import UPath
 

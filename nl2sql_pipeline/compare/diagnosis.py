@@ -39,6 +39,13 @@ def _both_parsed(given: DiagnosisInput) -> bool:
     return given.expected is not None and given.candidate is not None
 
 
+def _parsed(given: DiagnosisInput) -> tuple[ClauseItems, ClauseItems] | None:
+    """Both queries' clause items (expected, candidate); None when either did not parse."""
+    if given.expected is None or given.candidate is None:
+        return None
+    return given.expected, given.candidate
+
+
 def _listed(items: frozenset[str]) -> str:
     return ", ".join(sorted(items))
 
@@ -79,7 +86,7 @@ def missing_filter(given: DiagnosisInput) -> Finding | None:
     """A WHERE/HAVING condition of the gold is absent from the candidate."""
     if not _both_parsed(given):
         return None
-    missing = set()
+    missing: set[str] = set()
     for clause in ("where", "having"):
         exp_items, cand_items = given.items(clause)
         missing |= exp_items - cand_items
@@ -90,7 +97,7 @@ def extra_filter(given: DiagnosisInput) -> Finding | None:
     """The candidate adds a WHERE/HAVING condition the gold does not have."""
     if not _both_parsed(given):
         return None
-    extra = set()
+    extra: set[str] = set()
     for clause in ("where", "having"):
         exp_items, cand_items = given.items(clause)
         extra |= cand_items - exp_items
@@ -99,21 +106,25 @@ def extra_filter(given: DiagnosisInput) -> Finding | None:
 
 def wrong_aggregate(given: DiagnosisInput) -> Finding | None:
     """The aggregate functions differ (SUM for COUNT, AVG for MAX, ...)."""
-    if not _both_parsed(given) or given.expected.aggregates == given.candidate.aggregates:
+    parsed = _parsed(given)
+    if parsed is None or parsed[0].aggregates == parsed[1].aggregates:
         return None
+    expected, candidate = parsed
     return "wrong_aggregate", (
-        f"aggregates {_listed(given.expected.aggregates) or 'none'} expected, got {_listed(given.candidate.aggregates) or 'none'}"
+        f"aggregates {_listed(expected.aggregates) or 'none'} expected, got {_listed(candidate.aggregates) or 'none'}"
     )
 
 
 def wrong_join(given: DiagnosisInput) -> Finding | None:
     """The join kinds, joined tables or join keys differ."""
-    if not _both_parsed(given):
+    parsed = _parsed(given)
+    if parsed is None:
         return None
+    expected, candidate = parsed
     exp_items, cand_items = given.items("from_join")
-    if given.expected.join_kinds != given.candidate.join_kinds:
+    if expected.join_kinds != candidate.join_kinds:
         return "wrong_join", (
-            f"join kinds {_listed(given.expected.join_kinds) or 'none'} expected, got {_listed(given.candidate.join_kinds) or 'none'}"
+            f"join kinds {_listed(expected.join_kinds) or 'none'} expected, got {_listed(candidate.join_kinds) or 'none'}"
         )
     if exp_items != cand_items:
         return "wrong_join", f"tables or join keys differ: {_listed(exp_items ^ cand_items)}"
@@ -122,9 +133,10 @@ def wrong_join(given: DiagnosisInput) -> Finding | None:
 
 def missing_distinct(given: DiagnosisInput) -> Finding | None:
     """DISTINCT on one side only (duplicates kept or dropped)."""
-    if not _both_parsed(given) or given.expected.distinct == given.candidate.distinct:
+    parsed = _parsed(given)
+    if parsed is None or parsed[0].distinct == parsed[1].distinct:
         return None
-    return "missing_distinct", "DISTINCT expected" if given.expected.distinct else "unexpected DISTINCT"
+    return "missing_distinct", "DISTINCT expected" if parsed[0].distinct else "unexpected DISTINCT"
 
 
 def wrong_grouping(given: DiagnosisInput) -> Finding | None:

@@ -116,7 +116,7 @@ def _plan(exp_types: list[str], cand_types: list[str], alignment: tuple[int, ...
 
 
 def _select_list(plan: _Plan, side: str) -> str:
-    items = []
+    items: list[str] = []
     for index, keys in enumerate(plan.pairs):
         exprs = keys.expected if side == "e" else keys.candidate
         items.extend(f"{expr} AS k{index}_{part}" for part, expr in enumerate(exprs))

@@ -134,10 +134,13 @@ def _tagged(column: str, fam: str | None) -> str:
 def pair_keys(exp_col: str, exp_type: str, cand_col: str, cand_type: str, rel_tol: float) -> PairKeys:
     """The keys of expected column ``exp_col`` and candidate column ``cand_col`` (SQL identifiers)."""
     fe, fc = family(exp_type), family(cand_type)
-    if fe is None and fc is None:
-        return PairKeys((exp_col,), (cand_col,))
-    fe = fc if fe is None else fe  # an all-NULL column takes the other side's family: NULL only equals NULL
-    fc = fe if fc is None else fc
+    # an all-NULL column (no family) takes the other side's family: NULL only equals NULL
+    if fe is None:
+        if fc is None:
+            return PairKeys((exp_col,), (cand_col,))
+        fe = fc
+    elif fc is None:
+        fc = fe
     kinds = {fe, fc}
     if kinds <= _NUMERIC:
         if "float" not in kinds:

@@ -119,6 +119,8 @@ def match_rows(
         exp_keys = _bucket_rows(exp_left, float_positions, bucket)
         cand_keys = _bucket_rows(cand_left, float_positions, bucket)
         exp_buckets, cand_buckets = Counter(exp_keys), Counter(cand_keys)
+        missing_b: Counter[tuple]
+        extra_b: Counter[tuple]
         if dict.__eq__(exp_buckets, cand_buckets):  # the usual case: every row is within tolerance
             missing_b, extra_b = Counter(), Counter()
         else:
@@ -210,7 +212,7 @@ def _bucket_rows(
     """The rows with the values in ``float_positions`` replaced by their buckets."""
     if not rows:
         return []
-    columns = list(zip(*rows))
+    columns: list[Sequence[Any]] = list(zip(*rows))
     for position in float_positions:
         columns[position] = bucket_column(columns[position])
     return list(zip(*columns))
@@ -265,6 +267,7 @@ def _match_group(exp: list, cand: list, config: CompareConfig) -> list[tuple[int
     def close(a: tuple, b: tuple) -> bool:
         return _rows_close(a, b, config)
 
+    order: Callable[[tuple], Any]
     try:
         exp.sort(key=itemgetter(0))
         cand.sort(key=itemgetter(0))

@@ -112,7 +112,7 @@ def order_spec(expected_sql: str) -> OrderSpec | None:
     return OrderSpec(keys, _literal_limit(tree))
 
 
-def _renderer() -> Callable[[exp.Expression], str]:
+def _renderer() -> Callable[[exp.Expr], str]:
     """``node.sql(dialect="duckdb")`` for the nodes of one shared tree, from one generator.
 
     ``node.sql()`` builds a dialect and a generator and copies the node on every call (the generator may
@@ -121,18 +121,18 @@ def _renderer() -> Callable[[exp.Expression], str]:
     """
     generator = sql_ast.DIALECT.generator()
 
-    def text(node: exp.Expression) -> str:
+    def text(node: exp.Expr) -> str:
         return generator.generate(node, copy=not isinstance(node, exp.Column))
 
     return text
 
 
 def _resolve(
-    item: exp.Expression,
-    projections: list[exp.Expression],
+    item: exp.Expr,
+    projections: list[exp.Expr],
     names: list[str],
     set_operation: bool,
-    render: Callable[[exp.Expression], str],
+    render: Callable[[exp.Expr], str],
 ) -> SortKey:
     ordered = item if isinstance(item, exp.Ordered) else exp.Ordered(this=item)
     key = ordered.this
@@ -152,12 +152,12 @@ def _resolve(
     return SortKey(None, text, descending)
 
 
-def _projection_column(projection: exp.Expression, key: exp.Column) -> bool:
+def _projection_column(projection: exp.Expr, key: exp.Column) -> bool:
     inner = projection.this if isinstance(projection, exp.Alias) else projection
     return isinstance(inner, exp.Column) and inner.name.casefold() == key.name.casefold()
 
 
-def _literal_limit(tree: exp.Expression) -> int | None:
+def _literal_limit(tree: exp.Expr) -> int | None:
     limit = tree.args.get("limit")
     value = limit.expression if isinstance(limit, exp.Limit) else None
     if isinstance(value, exp.Literal) and value.is_int:

@@ -78,8 +78,9 @@ def with_order(
 
 def _split(
     rows: Sequence[Sequence[Any]], keys: list[tuple], boundary: tuple, config: CompareConfig
-) -> tuple[list, list]:
-    rest, tied = [], []
+) -> tuple[list[tuple], list[tuple]]:
+    rest: list[tuple] = []
+    tied: list[tuple] = []
     for row, key in zip(rows, keys):
         (tied if all(values_close(a, b, config) for a, b in zip(key, boundary)) else rest).append(tuple(row))
     return rest, tied

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 from nl2sql_pipeline.compare.matching import RowMatch, match_rows
 from nl2sql_pipeline.compare.model import CompareConfig, Comparison, ComparisonInputError
@@ -20,8 +20,8 @@ class Aligned:
 
     alignment: tuple[int, ...]  # alignment[i] = the candidate column compared with expected column i
     pairs: list[ColumnPair]
-    expected_rows: list[tuple]
-    candidate_rows: list[tuple]
+    expected_rows: Sequence[tuple]
+    candidate_rows: Sequence[tuple]
     rows: RowMatch
 
     def value_rules_used(self) -> set[str]:
@@ -32,7 +32,15 @@ class Aligned:
         return used
 
 
-def credit(rows: RowMatch, width: int) -> dict[str, float]:
+class Credit(TypedDict):
+    """The partial credit of a comparison (the ``Comparison`` fields of the same names)."""
+
+    row_precision: float
+    row_recall: float
+    cell_f1: float
+
+
+def credit(rows: RowMatch, width: int) -> Credit:
     """Row precision and recall, and the cell F1: every cell of a matched row counts, and for the rows
     left unmatched, the values each column has in common on both sides (as multisets)."""
     matched = rows.matched
@@ -45,11 +53,11 @@ def credit(rows: RowMatch, width: int) -> dict[str, float]:
             cells += sum((Counter(exp_values) & Counter(cand_values)).values())
     total = width * (rows.expected_count + rows.candidate_count)
     cell_f1 = 1.0 if total == 0 else 2.0 * cells / total
-    return {
-        "row_precision": round(precision, 6),
-        "row_recall": round(recall, 6),
-        "cell_f1": round(min(cell_f1, 1.0), 6),
-    }
+    return Credit(
+        row_precision=round(precision, 6),
+        row_recall=round(recall, 6),
+        cell_f1=round(min(cell_f1, 1.0), 6),
+    )
 
 
 def all_rows_match(count: int) -> str:
@@ -61,6 +69,11 @@ def all_rows_match(count: int) -> str:
 
 def _transpose(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
     return list(zip(*rows)) if rows else [()] * width
+
+
+def _all_tuples(rows: Sequence[Sequence[Any]]) -> TypeGuard[Sequence[tuple]]:
+    """True when every row is a tuple (other sequences are compared as the tuples they canonicalise to)."""
+    return set(map(type, rows)) <= {tuple}
 
 
 def _check_shape(side: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -145,8 +158,16 @@ class ComparisonState:
         aligned = self._aligned.get(alignment)
         if aligned is None:
             pairs = [self.pair(i, j) for i, j in enumerate(alignment)]
-            if pairs and self._unchanged(pairs, alignment):  # already canonical: count the rows as given
-                expected_rows, candidate_rows = self.expected_rows, self.candidate_rows
+            given_expected, given_candidate = self.expected_rows, self.candidate_rows
+            expected_rows: Sequence[tuple]
+            candidate_rows: Sequence[tuple]
+            if (
+                pairs
+                and self._unchanged(pairs, alignment)
+                and _all_tuples(given_expected)
+                and _all_tuples(given_candidate)
+            ):  # already canonical: count the rows as given
+                expected_rows, candidate_rows = given_expected, given_candidate
             elif pairs:
                 expected_rows = list(zip(*(p.expected for p in pairs)))
                 candidate_rows = list(zip(*(p.candidate for p in pairs)))
@@ -177,13 +198,13 @@ class ComparisonState:
         return cached[1]
 
     def _unchanged(self, pairs: list[ColumnPair], alignment: tuple[int, ...]) -> bool:
-        """True when the inputs are tuples whose every column is already canonical, in aligned order."""
+        """True when every input column is already canonical, in aligned order (rows as tuples: ``_all_tuples``)."""
         if alignment != tuple(range(len(alignment))):
             return False
         for index, pair in enumerate(pairs):
             if pair.expected is not self.expected_cols[index] or pair.candidate is not self.candidate_cols[index]:
                 return False
-        return set(map(type, self.expected_rows)) <= {tuple} and set(map(type, self.candidate_rows)) <= {tuple}
+        return True
 
     def original_row(self, side: str, canonical_row: tuple, aligned: Aligned) -> tuple:
         """The first original row (in expected column order) whose canonical form is ``canonical_row``."""
@@ -239,15 +260,12 @@ class ComparisonState:
         """A mismatch: ``rule`` is the check that failed."""
         if self.alignment_rules and self.alignment is not None:
             reason = f"{reason}; {self.alignment_note(self.aligned())}"
-        extra = credit(self.aligned().rows, len(self.expected_columns)) if self.alignment is not None else {}
-        return Comparison(
-            match=False,
-            rule=rule,
-            reason=self._with_notes(reason),
-            score=round(score, 6),
-            alignment=self.alignment,
-            **extra,
+        comparison = Comparison(
+            match=False, rule=rule, reason=self._with_notes(reason), score=round(score, 6), alignment=self.alignment
         )
+        if self.alignment is None:
+            return comparison
+        return comparison.evolve(**credit(self.aligned().rows, len(self.expected_columns)))
 
     def alignment_note(self, aligned: Aligned) -> str:
         """How the candidate columns were aligned, for the reason."""

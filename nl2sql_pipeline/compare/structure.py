@@ -99,10 +99,10 @@ def _clause_items(tree: exp.Expr) -> ClauseItems | None:
 
     generator = sql_ast.DIALECT.generator()  # one generator for every item (``node.sql()`` builds one per call)
 
-    def text(node: exp.Expression) -> str:  # the tree is this call's own: no copy per item
+    def text(node: exp.Expr) -> str:  # the tree is this call's own: no copy per item
         return generator.generate(node, copy=False)
 
-    def conjuncts(node: exp.Expression | None) -> frozenset[str]:
+    def conjuncts(node: exp.Expr | None) -> frozenset[str]:
         if node is None:
             return frozenset()
         inner = node.this if isinstance(node, (exp.Where, exp.Having)) else node

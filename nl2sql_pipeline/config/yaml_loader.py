@@ -11,15 +11,19 @@ item, so a checker can say *where* a wrong value is, however deep it sits.
 from __future__ import annotations
 
 import collections.abc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:  # the C loader has the pure-Python one's interface
+    _Base = yaml.SafeLoader
+else:
+    _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class MarkedDict(dict):  # type: ignore[type-arg]
+class MarkedDict(dict):
     """A mapping read from YAML: ``line`` of the mapping, ``key_lines[key]`` of each key."""
 
     line: int = 0
@@ -31,7 +35,7 @@ class MarkedDict(dict):  # type: ignore[type-arg]
         return lines.get(key, self.line)
 
 
-class MarkedList(list):  # type: ignore[type-arg]
+class MarkedList(list):
     """A list read from YAML: ``line`` of the list, ``item_lines[i]`` of each item."""
 
     line: int = 0
@@ -49,7 +53,7 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
     fix = "keep one entry per key"
 
 
-class StrictLoader(_Base):  # type: ignore[misc, valid-type]
+class StrictLoader(_Base):
     """A safe YAML loader (C-accelerated when libyaml is available) that rejects duplicate keys and
     builds :class:`MarkedDict` / :class:`MarkedList` values."""
 
@@ -119,10 +123,10 @@ def describe_yaml_error(source: object, exc: yaml.YAMLError, fix: str = "fix the
     return f"{where}: invalid YAML: {what} ({getattr(exc, 'fix', None) or fix})"
 
 
-def read_yaml(path: Path, error: type[Exception], *, missing: str) -> tuple[str, Any]:
+def read_yaml(path: Path, error: Callable[[str], Exception], *, missing: str) -> tuple[str, Any]:
     """Read and strictly parse the YAML file ``path``: its text and its value.
 
-    Raises ``error`` (a typed exception taking one message) for a missing file (``missing`` is the fix),
+    Raises ``error(message)`` (a typed exception class taking one message, or a function making one) for a missing file (``missing`` is the fix),
     an unreadable one, or invalid YAML (with the line).
     """
     try:

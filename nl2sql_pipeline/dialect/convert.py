@@ -57,7 +57,7 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
         raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
     if len(trees) != 1 or not isinstance(trees[0], exp.Query):
         raise ConversionError(f"is not exactly one query in {source_dialect} ({len(trees)} statements)")
-    tree = trees[0]
+    tree: exp.Expr = trees[0]
     applied = []
     for fix in DIALECT_FIXES.get(source_dialect, ()):
         before = tree.sql(dialect=TARGET_DIALECT)

@@ -226,6 +226,12 @@ def _find_table(tables: Mapping[str, SourceTable], name: str) -> SourceTable | N
 # ------------------------------------------------------------------------------------------ key checks
 
 
+def _declared_names(table: SourceTable, columns: Sequence[str]) -> tuple[str, ...]:
+    """``columns`` spelled as ``table`` declares them (a name it does not have is kept as given)."""
+    found = [table.column(c) for c in columns]
+    return tuple(column.name if column is not None else name for column, name in zip(found, columns))
+
+
 def _key_problem(con: sqlite3.Connection, table: SourceTable, columns: Sequence[str]) -> str | None:
     """Why ``columns`` cannot be a primary key of ``table`` in DuckDB (None when they can)."""
     missing = [c for c in columns if table.column(c) is None]
@@ -262,7 +268,7 @@ def _foreign_key_problem(
         why = _key_problem(con, parent, fk.parent_columns)
         if why:
             return f"{fk.parent}({', '.join(fk.parent_columns)}) is not a key of the parent: {why}"
-        uniques.setdefault(parent.name, []).append(tuple(parent.column(c).name for c in fk.parent_columns))  # type: ignore[union-attr]
+        uniques.setdefault(parent.name, []).append(_declared_names(parent, fk.parent_columns))
     for col, parent_col in zip(fk.columns, fk.parent_columns):
         mine, theirs = child.column(col), parent.column(parent_col)
         if mine is None or theirs is None:
@@ -334,7 +340,7 @@ def plan_keys(con: sqlite3.Connection, tables: Mapping[str, SourceTable], extra:
         if why:
             notes.append(f"primary key {name}({', '.join(candidate)}) not declared: {why}")
         else:
-            keys[name] = tuple(tables[name].column(c).name for c in candidate)  # type: ignore[union-attr]
+            keys[name] = _declared_names(tables[name], candidate)
     seen: set[tuple] = set()
     uniques: dict[str, list[tuple[str, ...]]] = {}
     fks: list[ForeignKey] = []

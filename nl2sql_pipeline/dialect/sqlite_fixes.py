@@ -27,12 +27,12 @@ from sqlglot import exp
 
 ColumnInfo = Mapping[str, Mapping[str, Any]]
 """Lower-case table name -> lower-case column name -> column (``SourceColumn``) or anything."""
-Fix = Callable[[exp.Expression, ColumnInfo], exp.Expression]
+Fix = Callable[[exp.Expr, ColumnInfo], exp.Expr]
 
 _SCOPE_BOUNDARIES = (exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except)
 
 
-def _own_nodes(node: exp.Expression, skip: tuple[type, ...] = ()) -> Iterator[exp.Expression]:
+def _own_nodes(node: exp.Expr, skip: tuple[type, ...] = ()) -> Iterator[exp.Expr]:
     """``node`` and its descendants in the same query scope (subqueries not entered; ``skip`` types
     yielded but not entered)."""
     yield node
@@ -48,7 +48,7 @@ def _aliases(select: exp.Select) -> set[str]:
     return {p.alias.lower() for p in select.expressions if isinstance(p, exp.Alias) and p.alias}
 
 
-def double_quoted_strings(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+def double_quoted_strings(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     """``"x"`` that names no column of any table nor any alias becomes the string literal 'x'."""
     known = {name for table in columns.values() for name in table}
     aliases = {a.lower() for a in (n.alias for n in tree.find_all(exp.Alias)) if a}
@@ -68,7 +68,7 @@ def double_quoted_strings(tree: exp.Expression, columns: ColumnInfo) -> exp.Expr
 def _aggregates(select: exp.Select) -> list[exp.AggFunc]:
     """Aggregate calls of ``select``'s own scope (projections, HAVING, ORDER BY; windows left out)."""
     parts = list(select.expressions) + [select.args.get("having"), select.args.get("order")]
-    found = []
+    found: list[exp.AggFunc] = []
     for part in parts:
         if part is None:
             continue
@@ -82,7 +82,7 @@ def _grouped(select: exp.Select) -> tuple[set[str], set[str]]:
     """The SQL of every GROUP BY expression and the grouped columns as lower-case ``qualifier.name``
     (``.name`` when unqualified; positions and projection aliases resolved)."""
     group = select.args.get("group")
-    exprs: list[exp.Expression] = list(group.expressions) if group else []
+    exprs: list[exp.Expr] = list(group.expressions) if group else []
     by_alias = {p.alias.lower(): p.this for p in select.expressions if isinstance(p, exp.Alias)}
     resolved = []
     for item in exprs:
@@ -107,7 +107,7 @@ def _is_grouped(column: exp.Column, grouped_names: set[str]) -> bool:
 
 
 def _bare_columns(
-    part: exp.Expression, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]
+    part: exp.Expr, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]
 ) -> list[exp.Column]:
     """Columns of ``part`` outside any aggregate and not grouped."""
     if part.sql().lower() in grouped_sql:
@@ -124,7 +124,7 @@ def _bare_columns(
     return found
 
 
-def _ancestors(node: exp.Expression, stop: exp.Expression) -> Iterator[exp.Expression]:
+def _ancestors(node: exp.Expr, stop: exp.Expr) -> Iterator[exp.Expr]:
     current = node.parent
     while current is not None and current is not stop:
         yield current
@@ -133,7 +133,7 @@ def _ancestors(node: exp.Expression, stop: exp.Expression) -> Iterator[exp.Expre
         yield stop
 
 
-def bare_columns_in_aggregates(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+def bare_columns_in_aggregates(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     """Wrap columns an aggregated SELECT neither groups nor aggregates, as SQLite evaluates them."""
     for select in list(tree.find_all(exp.Select)):
         aggregates = _aggregates(select)
@@ -152,7 +152,7 @@ def bare_columns_in_aggregates(tree: exp.Expression, columns: ColumnInfo) -> exp
         for column in bare:
             if extreme is not None:
                 wrapper = exp.ArgMax if isinstance(extreme, exp.Max) else exp.ArgMin
-                replacement: exp.Expression = wrapper(this=column.copy(), expression=extreme.this.copy())
+                replacement: exp.Expr = wrapper(this=column.copy(), expression=extreme.this.copy())
             else:
                 replacement = exp.AnyValue(this=column.copy())
             if column.parent is select:
@@ -161,14 +161,14 @@ def bare_columns_in_aggregates(tree: exp.Expression, columns: ColumnInfo) -> exp
     return tree
 
 
-def like_is_case_insensitive(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+def like_is_case_insensitive(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     """``a LIKE b`` becomes ``a ILIKE b`` (SQLite's LIKE ignores ASCII case; DuckDB's does not)."""
     for like in list(tree.find_all(exp.Like)):
         like.replace(exp.ILike(this=like.this.copy(), expression=like.expression.copy()))
     return tree
 
 
-def _table_names(tree: exp.Expression) -> dict[str, str]:
+def _table_names(tree: exp.Expr) -> dict[str, str]:
     """Alias or name (lower case) -> table name (lower case) of every table the query reads."""
     names: dict[str, str] = {}
     for table in tree.find_all(exp.Table):
@@ -187,13 +187,13 @@ def _column_of(column: exp.Column, tables: Mapping[str, str], columns: ColumnInf
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _is_number(node: exp.Expression) -> bool:
+def _is_number(node: exp.Expr) -> bool:
     if isinstance(node, exp.Neg):
         node = node.this
     return isinstance(node, exp.Literal) and node.is_number
 
 
-def _as_text(node: exp.Expression) -> exp.Expression:
+def _as_text(node: exp.Expr) -> exp.Expr:
     text = node.this.name if isinstance(node, exp.Neg) else node.name
     return exp.Literal.string(f"-{text}" if isinstance(node, exp.Neg) else text)
 
@@ -201,11 +201,11 @@ def _as_text(node: exp.Expression) -> exp.Expression:
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
-def text_compared_with_numbers(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+def text_compared_with_numbers(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     """Comparisons of a column holding text with a number literal, made as SQLite makes them."""
     tables = _table_names(tree)
 
-    def fix(column: exp.Column, literals: list[exp.Expression]) -> None:
+    def fix(column: exp.Column, literals: list[exp.Expr]) -> None:
         source = _column_of(column, tables, columns)
         if source is None or getattr(source, "duckdb_type", None) != "VARCHAR":
             return
@@ -232,21 +232,27 @@ def text_compared_with_numbers(tree: exp.Expression, columns: ColumnInfo) -> exp
             for one, other in ((left, right), (right, left)):
                 if text(one) and numeric(other):
                     one.replace(exp.TryCast(this=one.copy(), to=exp.DataType.build("DOUBLE")))
-    for node in list(tree.find_all(exp.In)):
-        values = list(node.expressions)
-        if isinstance(node.this, exp.Column) and values and all(_is_number(v) for v in values):
-            fix(node.this, values)
-    for node in list(tree.find_all(exp.Between)):
-        bounds = [node.args.get("low"), node.args.get("high")]
-        if isinstance(node.this, exp.Column) and all(b is not None and _is_number(b) for b in bounds):
-            fix(node.this, bounds)  # type: ignore[arg-type]
+    for in_list in list(tree.find_all(exp.In)):
+        values = list(in_list.expressions)
+        if isinstance(in_list.this, exp.Column) and values and all(_is_number(v) for v in values):
+            fix(in_list.this, values)
+    for between in list(tree.find_all(exp.Between)):
+        low, high = between.args.get("low"), between.args.get("high")
+        if (
+            isinstance(between.this, exp.Column)
+            and low is not None
+            and high is not None
+            and _is_number(low)
+            and _is_number(high)
+        ):
+            fix(between.this, [low, high])
     return tree
 
 
 _BIGINT = exp.DataType.build("BIGINT")
 
 
-def _is_integer(node: exp.Expression, tables: Mapping[str, str], columns: ColumnInfo) -> bool:
+def _is_integer(node: exp.Expr, tables: Mapping[str, str], columns: ColumnInfo) -> bool:
     """True when SQLite computes ``node`` as an integer (integer columns, literals, counts, sums of those)."""
     if isinstance(node, (exp.Paren, exp.Neg)):
         return _is_integer(node.this, tables, columns)
@@ -265,7 +271,7 @@ def _is_integer(node: exp.Expression, tables: Mapping[str, str], columns: Column
     return False
 
 
-def integer_division(tree: exp.Expression, columns: ColumnInfo) -> exp.Expression:
+def integer_division(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     """``a / b`` of two integers truncates in SQLite: typed so sqlglot writes DuckDB's truncating form."""
     tables = _table_names(tree)
     for div in list(tree.find_all(exp.Div)):

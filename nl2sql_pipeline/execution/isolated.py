@@ -39,6 +39,13 @@ _HEADER = struct.Struct(">Q")
 READY = "nl2sql-sandbox-worker-ready"
 
 
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """A pipe of the worker process (started with stdin and stdout piped, so never None)."""
+    if stream is None:
+        raise SandboxError("the sandbox worker process has no pipe to talk through")
+    return stream
+
+
 def write_frame(stream: IO[bytes], payload: object) -> None:
     """Write one length-prefixed pickle frame and flush."""
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
@@ -98,7 +105,7 @@ class IsolatedRunner:
             process = self._worker()
             started = time.perf_counter()
             try:
-                write_frame(process.stdin, request)
+                write_frame(_pipe(process.stdin), request)
                 outcome = self._await(process, limits.timeout_s + grace_s)
             except (BrokenPipeError, EOFError):
                 outcome = self._died(process)
@@ -123,7 +130,7 @@ class IsolatedRunner:
         with self._lock:
             process, self._process = self._process, None
             if process is not None and process.poll() is None:
-                process.stdin.close()
+                _pipe(process.stdin).close()
                 try:
                     process.wait(timeout=5)
                 except subprocess.TimeoutExpired:
@@ -157,10 +164,11 @@ class IsolatedRunner:
 
     def _await(self, process: subprocess.Popen[bytes], wait_s: float) -> object | None:
         """The worker's reply, or None when none came within ``wait_s`` seconds."""
-        ready, _, _ = select.select([process.stdout], [], [], wait_s)
+        replies = _pipe(process.stdout)
+        ready, _, _ = select.select([replies], [], [], wait_s)
         if not ready:
             return None
-        return read_frame(process.stdout)
+        return read_frame(replies)
 
     def _died(self, process: subprocess.Popen[bytes]) -> str:
         code = process.wait()

@@ -255,5 +255,5 @@ def _literal(value: object) -> str:
 
 def _settings(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> dict[str, object]:
     """The current values of ``names`` (strings lower-cased), read in one query."""
-    row = con.execute("SELECT " + ", ".join("current_setting(?)" for _ in names), list(names)).fetchone()
+    [row] = con.execute("SELECT " + ", ".join("current_setting(?)" for _ in names), list(names)).fetchall()
     return {name: value.lower() if isinstance(value, str) else value for name, value in zip(names, row)}

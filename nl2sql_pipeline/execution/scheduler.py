@@ -121,10 +121,11 @@ class Scheduler:
 
     def _fire(self, ticket: Ticket) -> None:
         with ticket.lock:
-            if ticket.cancelled:
+            callback = ticket.callback
+            if ticket.cancelled or callback is None:  # cancel() clears the callback
                 return
             try:
-                ticket.callback()  # type: ignore[misc]  # set while the ticket is not cancelled
+                callback()
             except Exception:  # a failing callback must not stop the thread every query relies on
                 logger.exception("sandbox scheduler callback failed")
             ticket.fired += 1

@@ -13,6 +13,7 @@ import sys
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.execution.exceptions import SandboxError
 from nl2sql_pipeline.execution.isolated import READY, read_frame, write_frame
 from nl2sql_pipeline.execution.pool import run_query
 
@@ -25,9 +26,12 @@ def serve() -> int:
     write_frame(replies, READY)
     while True:
         try:
-            db_path, sql, limits, storage_root = read_frame(requests)
+            request = read_frame(requests)
         except EOFError:
             return 0
+        if not isinstance(request, tuple) or len(request) != 4:
+            raise SandboxError(f"the sandbox worker got a {type(request).__name__} frame, not a request tuple")
+        db_path, sql, limits, storage_root = request
         if storage_root is None:
             os.environ.pop(paths.STORAGE_ENV_VAR, None)
         else:

@@ -195,7 +195,7 @@ class _DeniedScope:
             parent = identifier.parent
             if name in self.denied_names:
                 return (
-                    f"{identifier.name!r} in {parent.sql(dialect='duckdb')[:60]!r} references denied column "
+                    f"{identifier.name!r} in {(parent or identifier).sql(dialect='duckdb')[:60]!r} references denied column "
                     f"{self.denied_names[name]}"
                 )
             qualifies_a_field = (
@@ -206,7 +206,7 @@ class _DeniedScope:
             if name in self.refs_by_alias and not qualifies_a_field:
                 ref = self.refs_by_alias[name][0]
                 return (
-                    f"{parent.sql(dialect='duckdb')[:60]!r} uses the whole row of {ref.name}, denied column "
+                    f"{(parent or identifier).sql(dialect='duckdb')[:60]!r} uses the whole row of {ref.name}, denied column "
                     f"{self._denied_of(ref)} included; select the columns you need"
                 )
         return None

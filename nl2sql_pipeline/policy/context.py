@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 import duckdb
 from sqlglot import exp
@@ -186,7 +186,7 @@ class QueryContext:
                 if issubclass(node_type, types):
                     cached.extend(nodes)
             self._nodes_by_types[types] = cached
-        return cached  # type: ignore[return-value]
+        return cast("list[E]", cached)  # cached under ``types``: each node is an instance of one of them
 
     def called_names(self) -> Iterator[tuple[str, str]]:
         """``(lower-case name, as written)`` of every name directly followed by ``(`` in the token stream.
@@ -258,7 +258,7 @@ def visible_cte_names(node: exp.Expr) -> set[str]:
     return names
 
 
-def function_name(func: exp.Expr) -> str:
+def function_name(func: exp.Func) -> str:
     """The lower-case DuckDB name of a function node (``range`` for sqlglot's exclusive GenerateSeries)."""
     if isinstance(func, exp.Anonymous):
         return func.name.lower()

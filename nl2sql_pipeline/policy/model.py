@@ -11,9 +11,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-ALL_TABLES = "*"
+ALL_TABLES: Final = "*"
 
 BUILTIN_DENIED_FUNCTIONS: tuple[str, ...] = (
     # file readers and scanners (table functions and their scalar cousins)

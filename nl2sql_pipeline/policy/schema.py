@@ -101,7 +101,7 @@ def _read_schema_cached(path: str, mtime_ns: int, size: int, wanted: tuple[str, 
             f"cannot open database {path} read-only ({exc}); close any process writing to it, or rebuild it"
         ) from exc
     try:
-        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        [(catalog,)] = con.execute("SELECT current_database()").fetchall()
         rows = con.execute(
             """
             SELECT lower(c.schema_name), c.table_name, c.column_name

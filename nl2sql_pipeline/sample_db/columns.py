@@ -11,6 +11,13 @@ import pyarrow as pa
 from nl2sql_pipeline.sample_db.sampling import EPOCH
 
 
+def with_nulls(values: np.ndarray, null: np.ndarray) -> np.ndarray:
+    """``values`` as an object array holding None where ``null`` is true (the numpy side of a masked column)."""
+    out = values.astype(object)
+    out[null] = None
+    return out
+
+
 def str_array(values: Any, mask: np.ndarray | None = None) -> pa.Array:
     """A string column (every value through ``str``)."""
     return pa.array([str(v) for v in values], type=pa.string(), mask=mask)

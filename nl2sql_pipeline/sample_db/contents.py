@@ -37,9 +37,9 @@ def content_hash(con: duckdb.DuckDBPyConnection) -> str:
     ]
     for table in tables:
         keys = ", ".join(f'"{c}"' for c in _primary_key_columns(con, table))
-        (table_md5,) = con.execute(
+        [(table_md5,)] = con.execute(
             f"SELECT md5(coalesce(string_agg(to_json(t)::VARCHAR, chr(10) ORDER BY {keys}), '')) FROM \"{table}\" AS t"
-        ).fetchone()
+        ).fetchall()
         digest.update(f"{table}:{table_md5}\n".encode())
     return digest.hexdigest()
 
@@ -51,7 +51,7 @@ def live_row_counts(path: Path) -> dict[str, int]:
         tables = [
             r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()
         ]
-        counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+        counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0] for t in tables}
     finally:
         con.close()
     known = [t for t in TABLE_ORDER if t in counts]

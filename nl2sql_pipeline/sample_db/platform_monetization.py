@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from nl2sql_pipeline.sample_db import words
 from nl2sql_pipeline.sample_db.anime_content import Catalog
-from nl2sql_pipeline.sample_db.columns import date_array, int_array, money, str_array, timestamp_array
+from nl2sql_pipeline.sample_db.columns import date_array, int_array, money, str_array, timestamp_array, with_nulls
 from nl2sql_pipeline.sample_db.sampling import (
     DAYS,
     EPOCH,
@@ -93,7 +93,7 @@ def generate_subscriptions(seed: int, audience: Audience) -> tuple[pa.Table, np.
     rows: list[tuple[int, int, int, int, str]] = []  # user, plan, start, end (-1 = active), status
     sees_ads = np.ones(n_users, dtype=bool)
     subscribes = rng.random(n_users) < 0.8
-    for user in np.flatnonzero(subscribes):
+    for user in np.flatnonzero(subscribes).tolist():
         start = int(audience.signup_day[user] + rng.integers(0, 45))
         plan = int(rng.choice(4, p=plan_p)) + 1
         ad_free = True
@@ -113,15 +113,15 @@ def generate_subscriptions(seed: int, audience: Audience) -> tuple[pa.Table, np.
         sees_ads[user] = not ad_free
     rows.sort(key=lambda r: (r[2], r[0]))
     user_col = np.array([r[0] for r in rows])
-    end = np.array([r[3] for r in rows])
-    active = end < 0
+    end_day = np.array([r[3] for r in rows])
+    active = end_day < 0
     table = pa.table(
         {
             "subscription_id": int_array(np.arange(1, len(rows) + 1)),
             "user_id": int_array(user_col),
             "plan_id": int_array([r[1] for r in rows]),
             "start_date": date_array(np.array([r[2] for r in rows])),
-            "end_date": date_array(np.where(active, 0, end), active),
+            "end_date": date_array(np.where(active, 0, end_day), active),
             "status": str_array([r[4] for r in rows]),
         }
     )
@@ -196,7 +196,7 @@ def generate_ad_campaigns(seed: int) -> Campaigns:
         start_day=start,
         end_day=np.where(open_ended, DAYS - 1, np.minimum(end, DAYS - 1)),
         budget=budget,
-        target=np.where(target_null, None, target).astype(object),
+        target=with_nulls(target, target_null),
     )
 
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from nl2sql_pipeline.sample_db import words
 from nl2sql_pipeline.sample_db.anime_content import Catalog
-from nl2sql_pipeline.sample_db.columns import date_array, int_array, str_array, timestamp_array
+from nl2sql_pipeline.sample_db.columns import date_array, int_array, str_array, timestamp_array, with_nulls
 from nl2sql_pipeline.sample_db.sampling import (
     DAYS,
     SECONDS_PER_DAY,
@@ -91,8 +91,8 @@ def generate_users(seed: int, scale: float) -> Audience:
         signup_day=signup,
         last_active_day=last_active,
         activity=activity,
-        age_band=np.where(age_null, None, age).astype(object),
-        country=np.where(country_null, None, country).astype(object),
+        age_band=with_nulls(age, age_null),
+        country=with_nulls(country, country_null),
     )
 
 

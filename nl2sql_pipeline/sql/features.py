@@ -35,15 +35,16 @@ class SqlFeatures:
         return name in self.names
 
 
-def parse(sql: str) -> exp.Expression | None:
-    """One DuckDB statement parsed by sqlglot (raises ``sqlglot.errors.SqlglotError`` when it does not parse)."""
+def parse(sql: str) -> exp.Expr:
+    """One DuckDB statement parsed by sqlglot (raises ``sqlglot.errors.SqlglotError`` when it does not parse,
+    also when it is empty)."""
     return sqlglot.parse_one(sql, dialect=SQL_DIALECT)
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def _is_date_literal(node: exp.Expression) -> bool:
+def _is_date_literal(node: exp.Expr) -> bool:
     """A string literal cast to a date/time type (``DATE '2026-01-01'``)."""
     return (
         isinstance(node, exp.Cast)
@@ -65,7 +66,7 @@ def _is_date_function(node: exp.Func) -> bool:
     return bool(_DATE_FUNCTION_WORDS.search(name.lower()))
 
 
-def _defined_aliases(query: exp.Expression) -> set[str]:
+def _defined_aliases(query: exp.Expr) -> set[str]:
     names: set[str] = set()
     for table in query.find_all(exp.Table):
         names.add(table.alias_or_name.lower())
@@ -77,124 +78,124 @@ def _defined_aliases(query: exp.Expression) -> set[str]:
     return names
 
 
-def _subquery_bodies(tree: exp.Expression) -> list[exp.Expression]:
-    bodies: list[exp.Expression] = [node.this for node in tree.find_all(exp.Subquery)]
+def _subquery_bodies(tree: exp.Expr) -> list[exp.Expr]:
+    bodies: list[exp.Expr] = [node.this for node in tree.find_all(exp.Subquery)]
     bodies += [node.this for node in tree.find_all(exp.Exists)]
     return bodies
 
 
-def _orders(tree: exp.Expression) -> list[exp.Order]:
+def _orders(tree: exp.Expr) -> list[exp.Order]:
     return [order for order in tree.find_all(exp.Order) if not isinstance(order.parent, exp.Window)]
 
 
 # ---------------------------------------------------------------- features
 
 
-def join(tree: exp.Expression) -> bool:
+def join(tree: exp.Expr) -> bool:
     """Any JOIN."""
     return tree.find(exp.Join) is not None
 
 
-def left_join(tree: exp.Expression) -> bool:
+def left_join(tree: exp.Expr) -> bool:
     """A LEFT JOIN."""
     return any(node.side == "LEFT" for node in tree.find_all(exp.Join))
 
 
-def multi_hop(tree: exp.Expression) -> bool:
+def multi_hop(tree: exp.Expr) -> bool:
     """One FROM clause joining three or more tables."""
     return any(len(select.args.get("joins") or []) >= 2 for select in tree.find_all(exp.Select))
 
 
-def aggregate(tree: exp.Expression) -> bool:
+def aggregate(tree: exp.Expr) -> bool:
     """An aggregate function outside a window."""
     return any(not isinstance(agg.parent, exp.Window) for agg in tree.find_all(exp.AggFunc))
 
 
-def window(tree: exp.Expression) -> bool:
+def window(tree: exp.Expr) -> bool:
     """A window function."""
     return tree.find(exp.Window) is not None
 
 
-def group_by(tree: exp.Expression) -> bool:
+def group_by(tree: exp.Expr) -> bool:
     """GROUP BY."""
     return tree.find(exp.Group) is not None
 
 
-def having(tree: exp.Expression) -> bool:
+def having(tree: exp.Expr) -> bool:
     """HAVING."""
     return tree.find(exp.Having) is not None
 
 
-def filter_(tree: exp.Expression) -> bool:
+def filter_(tree: exp.Expr) -> bool:
     """A WHERE clause of a query (or UPDATE/DELETE)."""
     return any(isinstance(where.parent, (exp.Select, exp.Update, exp.Delete)) for where in tree.find_all(exp.Where))
 
 
-def order_by(tree: exp.Expression) -> bool:
+def order_by(tree: exp.Expr) -> bool:
     """ORDER BY outside window specifications."""
     return bool(_orders(tree))
 
 
-def top_n(tree: exp.Expression) -> bool:
+def top_n(tree: exp.Expr) -> bool:
     """ORDER BY ... LIMIT n."""
     return any(order.parent is not None and order.parent.args.get("limit") for order in _orders(tree))
 
 
-def distinct(tree: exp.Expression) -> bool:
+def distinct(tree: exp.Expr) -> bool:
     """SELECT DISTINCT or an aggregate over DISTINCT values."""
     return tree.find(exp.Distinct) is not None
 
 
-def case_when(tree: exp.Expression) -> bool:
+def case_when(tree: exp.Expr) -> bool:
     """A CASE expression."""
     return tree.find(exp.Case) is not None
 
 
-def cte(tree: exp.Expression) -> bool:
+def cte(tree: exp.Expr) -> bool:
     """WITH ..."""
     return tree.find(exp.With) is not None
 
 
-def set_op(tree: exp.Expression) -> bool:
+def set_op(tree: exp.Expr) -> bool:
     """UNION / INTERSECT / EXCEPT."""
     return tree.find(exp.SetOperation) is not None
 
 
-def ratio(tree: exp.Expression) -> bool:
+def ratio(tree: exp.Expr) -> bool:
     """A division by a computed value, or AVG over a 0/1 indicator (CASE / cast)."""
     return any(_is_ratio(div) for div in tree.find_all(exp.Div)) or any(
         isinstance(avg.this, (exp.Case, exp.Cast)) for avg in tree.find_all(exp.Avg)
     )
 
 
-def string_match(tree: exp.Expression) -> bool:
+def string_match(tree: exp.Expr) -> bool:
     """LIKE / ILIKE."""
     return tree.find(exp.Like, exp.ILike) is not None
 
 
-def date_trunc(tree: exp.Expression) -> bool:
+def date_trunc(tree: exp.Expr) -> bool:
     """date_trunc(...)."""
     return tree.find(exp.DateTrunc, exp.TimestampTrunc) is not None
 
 
-def null_handling(tree: exp.Expression) -> bool:
+def null_handling(tree: exp.Expr) -> bool:
     """IS [NOT] NULL, COALESCE or NULLIF."""
     return tree.find(exp.Coalesce, exp.Nullif) is not None or any(
         isinstance(node.expression, exp.Null) for node in tree.find_all(exp.Is)
     )
 
 
-def date_range(tree: exp.Expression) -> bool:
+def date_range(tree: exp.Expr) -> bool:
     """A comparison against a literal DATE/TIMESTAMP."""
     return any(any(_is_date_literal(arg) for arg in node.iter_expressions()) for node in tree.find_all(*_COMPARISONS))
 
 
-def subquery(tree: exp.Expression) -> bool:
+def subquery(tree: exp.Expr) -> bool:
     """A subquery (scalar, IN, EXISTS or derived table)."""
     return bool(_subquery_bodies(tree))
 
 
-def correlated_subquery(tree: exp.Expression) -> bool:
+def correlated_subquery(tree: exp.Expr) -> bool:
     """A subquery referencing an alias of an enclosing query."""
     for body in _subquery_bodies(tree):
         inner = _defined_aliases(body)
@@ -203,17 +204,17 @@ def correlated_subquery(tree: exp.Expression) -> bool:
     return False
 
 
-def temporal_cast(tree: exp.Expression) -> bool:
+def temporal_cast(tree: exp.Expr) -> bool:
     """Any cast to a date/time type (of a literal or a column)."""
     return any(cast.to.is_type(*exp.DataType.TEMPORAL_TYPES) for cast in tree.find_all(exp.Cast))
 
 
-def date_function(tree: exp.Expression) -> bool:
+def date_function(tree: exp.Expr) -> bool:
     """A date/time function (``date_trunc``, ``extract``, ``year``, ``current_date``, ...)."""
     return any(not isinstance(func, exp.Cast) and _is_date_function(func) for func in tree.find_all(exp.Func))
 
 
-def date_literal_filter(tree: exp.Expression) -> bool:
+def date_literal_filter(tree: exp.Expr) -> bool:
     """A WHERE or HAVING clause holding a string literal that starts like a date (``'2026-01-01'``)."""
     return any(
         literal.is_string and bool(_DATE_LITERAL.match(literal.this))
@@ -223,7 +224,7 @@ def date_literal_filter(tree: exp.Expression) -> bool:
     )
 
 
-FEATURES: tuple[tuple[str, Callable[[exp.Expression], bool]], ...] = (
+FEATURES: tuple[tuple[str, Callable[[exp.Expr], bool]], ...] = (
     ("join", join),
     ("left_join", left_join),
     ("multi_hop", multi_hop),
@@ -252,14 +253,12 @@ FEATURES: tuple[tuple[str, Callable[[exp.Expression], bool]], ...] = (
 """Feature name -> predicate over the parsed tree, in the order they are checked."""
 
 
-def sql_features(sql: str | exp.Expression) -> SqlFeatures:
+def sql_features(sql: str | exp.Expr) -> SqlFeatures:
     """The features of ``sql`` (a string is parsed once; a tree is used as given).
 
-    Raises ``sqlglot.errors.SqlglotError`` when the string does not parse, ValueError when it is empty.
+    Raises ``sqlglot.errors.SqlglotError`` when the string does not parse (also when it is empty).
     """
     tree = parse(sql) if isinstance(sql, str) else sql
-    if tree is None:
-        raise ValueError(f"SQL is empty: {sql!r}")
     names = frozenset(name for name, predicate in FEATURES if predicate(tree))
     tables = frozenset(table.name.lower() for table in tree.find_all(exp.Table))
     return SqlFeatures(names=names, tables=tables)

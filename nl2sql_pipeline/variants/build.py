@@ -85,7 +85,7 @@ def build_variant(
     summary: dict[str, Any] = {"index": index, "seed": own_seed}
     try:
         attach_source(con, source)
-        database = con.execute("SELECT current_database()").fetchone()[0]
+        [(database,)] = con.execute("SELECT current_database()").fetchall()
         ctx = VariantContext(
             con,
             read_schema(con),

@@ -46,7 +46,7 @@ class BoundaryLiteral:
     values: tuple[str, ...]
 
 
-def _literal_text(node: exp.Expression) -> str | None:
+def _literal_text(node: exp.Expr) -> str | None:
     """The text of a literal operand (``'x'``, ``3``, ``-3``, ``DATE '2026-01-01'``), else None."""
     if isinstance(node, exp.Cast):
         node = node.this
@@ -57,13 +57,13 @@ def _literal_text(node: exp.Expression) -> str | None:
     return None
 
 
-def _column_of(node: exp.Expression) -> exp.Column | None:
+def _column_of(node: exp.Expr) -> exp.Column | None:
     if isinstance(node, exp.Cast):
         node = node.this
     return node if isinstance(node, exp.Column) and node.name else None
 
 
-def _comparisons(tree: exp.Expression) -> Iterable[tuple[exp.Column, str]]:
+def _comparisons(tree: exp.Expr) -> Iterable[tuple[exp.Column, str]]:
     """(column, literal text) for every comparison of a bare column with a literal."""
     for node in tree.find_all(*_COMPARISONS):
         left, right = node.this, node.expression
@@ -71,23 +71,23 @@ def _comparisons(tree: exp.Expression) -> Iterable[tuple[exp.Column, str]]:
             column, text = _column_of(column_side), _literal_text(literal_side)
             if column is not None and text is not None:
                 yield column, text
-    for node in tree.find_all(exp.Between):
-        column = _column_of(node.this)
+    for between in tree.find_all(exp.Between):
+        column = _column_of(between.this)
         if column is not None:
-            for bound in (node.args.get("low"), node.args.get("high")):
+            for bound in (between.args.get("low"), between.args.get("high")):
                 text = _literal_text(bound) if bound is not None else None
                 if text is not None:
                     yield column, text
-    for node in tree.find_all(exp.In):
-        column = _column_of(node.this)
+    for in_list in tree.find_all(exp.In):
+        column = _column_of(in_list.this)
         if column is not None:
-            for item in node.expressions:
+            for item in in_list.expressions:
                 text = _literal_text(item)
                 if text is not None:
                     yield column, text
 
 
-def _tables_of(tree: exp.Expression, column: exp.Column, schema: SourceSchema) -> list[Table]:
+def _tables_of(tree: exp.Expr, column: exp.Column, schema: SourceSchema) -> list[Table]:
     """The source tables ``column`` may belong to: by its qualifier, else every table of the query having it."""
     qualifier = column.table.lower() if column.table else None
     found: list[Table] = []
@@ -113,17 +113,17 @@ def boundary_values(text: str, data_type: str) -> tuple[str, ...]:
     kind = data_type.upper()
     try:
         if _INTEGER.match(kind):
-            value = int(Decimal(text))
-            return (str(value - 1), str(value), str(value + 1))
+            integer = int(Decimal(text))
+            return (str(integer - 1), str(integer), str(integer + 1))
         decimal = _DECIMAL.match(kind)
         if decimal:
             step = Decimal(1).scaleb(-int(decimal.group(2)))
-            value = Decimal(text).quantize(step)
-            return (str(value - step), str(value), str(value + step))
+            fixed = Decimal(text).quantize(step)
+            return (str(fixed - step), str(fixed), str(fixed + step))
         if kind in ("FLOAT", "DOUBLE", "REAL"):
-            value = float(text)
-            step = max(abs(value), 1.0) * 1e-6
-            return (repr(value - step), repr(value), repr(value + step))
+            real = float(text)
+            real_step = max(abs(real), 1.0) * 1e-6
+            return (repr(real - real_step), repr(real), repr(real + real_step))
         if kind == "DATE":
             day = dt.date.fromisoformat(text.strip()[:10])
             return tuple((day + dt.timedelta(days=d)).isoformat() for d in (-1, 0, 1))

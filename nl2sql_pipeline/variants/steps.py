@@ -64,7 +64,8 @@ def _sql_string(text: str) -> str:
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: Table) -> int:
-    return int(con.execute(f"SELECT count(*) FROM {table.qualified}").fetchone()[0])
+    [(count,)] = con.execute(f"SELECT count(*) FROM {table.qualified}").fetchall()
+    return int(count)
 
 
 def _changed(con: duckdb.DuckDBPyConnection, sql: str) -> int:
@@ -196,8 +197,12 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
             select = f"SELECT * FROM {table.qualified} {where}"
         else:
             key = table.primary_key[0]
-            kind = table.column(key).data_type.upper()  # type: ignore[union-attr]
-            top = ctx.con.execute(f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchone()[0] or 0
+            key_column = table.column(key)
+            if key_column is None:  # not so: _duplicable found the key among the columns
+                continue
+            kind = key_column.data_type.upper()
+            [(largest,)] = ctx.con.execute(f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchall()
+            top = largest or 0
             offset = int(top) + 1
             if top < 0 or 2 * offset > _INTEGER_MAX[kind]:
                 continue
@@ -241,16 +246,16 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
         if table is None or column is None:
             continue
         if table.qualified not in row_ids:
-            top, count = ctx.con.execute(f"SELECT max(rowid), count(*) FROM {table.qualified}").fetchone()
+            [(top, count)] = ctx.con.execute(f"SELECT max(rowid), count(*) FROM {table.qualified}").fetchall()
             row_ids[table.qualified] = (
                 range(count)
                 if top is None or top + 1 == count
                 else [r[0] for r in ctx.con.execute(f"SELECT rowid FROM {table.qualified} ORDER BY rowid").fetchall()]
             )
         candidates = row_ids[table.qualified]
-        casts = ctx.con.execute(
+        [casts] = ctx.con.execute(
             "SELECT " + ", ".join(f"TRY_CAST(? AS {column.data_type})" for _ in literal.values), list(literal.values)
-        ).fetchone()
+        ).fetchall()
         values = [v for v, cast in zip(literal.values, casts) if cast is not None]
         rng = random.Random(f"{ctx.seed}:{table.qualified}.{column.name}")
         per_value = max(BOUNDARY_ROWS[0], min(BOUNDARY_ROWS[1], int(len(candidates) * BOUNDARY_ROWS[2])))

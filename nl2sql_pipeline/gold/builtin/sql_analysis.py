@@ -40,25 +40,22 @@ _FEATURE_TAGS: frozenset[str] = frozenset(
 )
 
 
-def parse_sql(sql: str) -> exp.Expression:
-    """Parse one DuckDB statement with sqlglot; raise GoldTemplateError when it does not parse."""
+def parse_sql(sql: str) -> exp.Expr:
+    """Parse one DuckDB statement with sqlglot; raise GoldTemplateError when it does not parse (or is empty)."""
     try:
-        tree = sqlglot.parse_one(sql, dialect=SQL_DIALECT)
+        return sqlglot.parse_one(sql, dialect=SQL_DIALECT)
     except sqlglot.errors.ParseError as exc:
         raise GoldTemplateError([f"SQL does not parse as DuckDB: {exc}\n{sql}"]) from exc
-    if tree is None:
-        raise GoldTemplateError([f"SQL is empty: {sql!r}"])
-    return tree
 
 
-def sql_skeleton(sql: str | exp.Expression) -> str:
+def sql_skeleton(sql: str | exp.Expr) -> str:
     """The query with every literal replaced by ``?``, normalized by sqlglot: equal skeletons = same shape."""
     tree = parse_sql(sql) if isinstance(sql, str) else sql
     stripped = tree.copy().transform(lambda node: exp.Placeholder() if isinstance(node, exp.Literal) else node)
     return stripped.sql(dialect=SQL_DIALECT, normalize=True, comments=False)
 
 
-def structural_tags(sql: str | exp.Expression) -> frozenset[str]:
+def structural_tags(sql: str | exp.Expr) -> frozenset[str]:
     """The query tags (see QUERY_TAGS) that the SQL's syntax tree exhibits."""
     features = sql_features(parse_sql(sql) if isinstance(sql, str) else sql)
     tags = set(features.names & _FEATURE_TAGS)

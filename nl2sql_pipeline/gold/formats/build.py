@@ -132,10 +132,12 @@ def _copy_database(db: SourceDatabase, target: Path) -> tuple[DatabaseReport, di
     os.replace(tmp, target)
     con = duckdb.connect(str(target), read_only=True)
     try:
-        tables = con.execute("SELECT count(*), coalesce(sum(estimated_size), 0) FROM duckdb_tables()").fetchone()
+        [(table_count, table_bytes)] = con.execute(
+            "SELECT count(*), coalesce(sum(estimated_size), 0) FROM duckdb_tables()"
+        ).fetchall()
     finally:
         con.close()
-    return DatabaseReport(db.db_id, "", str(db.path), int(tables[0]), int(tables[1])), {}
+    return DatabaseReport(db.db_id, "", str(db.path), int(table_count), int(table_bytes)), {}
 
 
 def _check_alternative(
@@ -239,15 +241,17 @@ def build_gold(
         ]
         if question.db_id not in engines:
             engines[question.db_id] = SQLPolicyEngine.for_database(files[question.db_id])
-        for i, report in enumerate(checked):
-            if report.sql is not None:
-                decision = engines[question.db_id].check(report.sql)
+        for i, query_report in enumerate(checked):
+            if query_report.sql is not None:
+                decision = engines[question.db_id].check(query_report.sql)
                 if not decision.allowed:
-                    checked[i] = QueryReport(**{**asdict(report), "policy": f"{decision.rule}: {decision.reason}"})
+                    checked[i] = QueryReport(
+                        **{**asdict(query_report), "policy": f"{decision.rule}: {decision.reason}"}
+                    )
         queries += checked
         kept = [r.sql for r in checked if r.sql is not None]
         if kept:
-            records.append(_case_record(question, kept, relative, number))  # type: ignore[arg-type]
+            records.append(_case_record(question, kept, relative, number))
         else:
             logger.info("%s (%s): no gold query kept", question.id, question.location)
     cases = _validate(records, out, {n: q.location for n, q in enumerate(source.questions, start=1)})

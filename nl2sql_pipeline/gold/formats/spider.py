@@ -58,8 +58,9 @@ def keys_from_tables_json(entry: dict[str, Any]) -> ExtraKeys:
     primary: dict[str, tuple[str, ...]] = {}
     for key in entry.get("primary_keys") or []:
         resolved = [column(i) for i in (key if isinstance(key, list) else [key])]
-        if resolved and all(resolved) and len({t for t, _ in resolved}) == 1:  # type: ignore[misc]
-            primary[resolved[0][0]] = tuple(c for _, c in resolved)  # type: ignore[index,misc]
+        found = [c for c in resolved if c is not None]
+        if found and len(found) == len(resolved) and len({t for t, _ in found}) == 1:
+            primary[found[0][0]] = tuple(c for _, c in found)
     foreign = []
     for pair in entry.get("foreign_keys") or []:
         child, parent = (column(i) for i in pair) if isinstance(pair, list) and len(pair) == 2 else (None, None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, compare_query_results
@@ -123,9 +124,7 @@ def run_preflight(
                 if not self_score.match:
                     report.problems.append(f"{label}: gold does not match itself ({self_score.reason}): comparator bug")
                 report.add(result_flags(label, first))
-                flags, probes = limit_flags(
-                    label, sql, lambda text, lim, db=db_path: run_query(db, text, lim), limits, config
-                )
+                flags, probes = limit_flags(label, sql, partial(run_query, db_path), limits, config)
                 report.queries_run += probes
                 report.add(flags)
                 if gate is not None:

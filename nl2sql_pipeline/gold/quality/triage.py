@@ -183,7 +183,7 @@ class _LimitShape:
     ordered: bool
 
 
-def _limit_shape(tree: exp.Expression) -> _LimitShape | None:
+def _limit_shape(tree: exp.Expr) -> _LimitShape | None:
     """The outermost literal LIMIT (and OFFSET) of a SELECT or set operation; None without one."""
     if not isinstance(tree, (exp.Select, exp.SetOperation)):
         return None
@@ -200,7 +200,7 @@ def _limit_shape(tree: exp.Expression) -> _LimitShape | None:
     return _LimitShape(int(value.this), int(offset_value.this) if offset_value is not None else 0, ordered)
 
 
-def _probe(tree: exp.Expression, rows: int, hidden_keys: Sequence[exp.Expression] = ()) -> str:
+def _probe(tree: exp.Expr, rows: int, hidden_keys: Sequence[exp.Expr] = ()) -> str:
     """The query without its OFFSET, with ``LIMIT rows`` and the hidden sort keys appended as result columns."""
     probe = tree.copy()
     probe.set("offset", None)
@@ -246,7 +246,7 @@ def limit_flags(
     spec = order_spec(sql)
     if spec is None:
         return [], 0
-    hidden: list[exp.Expression] = []
+    hidden: list[exp.Expr] = []
     if spec.hidden:
         if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
             return [], 0  # the hidden keys cannot be added as result columns without changing the rows
