@@ -39,7 +39,7 @@ def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg
     )
     if reason is not None:
         context.log.warning("run %s recorded as NOT comparable (never a baseline): %s", context.run_id, reason)
-    metadata = {
+    metadata: dict[str, dg.MetadataValue | str | bool] = {
         "path": dg.MetadataValue.path(str(db_path)),
         "run_id": str(identity["run_id"]),
         "comparable": reason is None,

@@ -2,8 +2,13 @@
 
 import dagster as dg
 
-gold_sets_partitions = dg.DynamicPartitionsDefinition(name="gold_sets")
-models_partitions = dg.DynamicPartitionsDefinition(name="models")
+GOLD_SETS_PARTITIONS = "gold_sets"
+"""Name of the dynamic partitions of gold-set versions (``DynamicPartitionsDefinition.name`` is Optional)."""
+MODELS_PARTITIONS = "models"
+"""Name of the dynamic partitions of model slugs."""
+
+gold_sets_partitions = dg.DynamicPartitionsDefinition(name=GOLD_SETS_PARTITIONS)
+models_partitions = dg.DynamicPartitionsDefinition(name=MODELS_PARTITIONS)
 gold_model_partitions = dg.MultiPartitionsDefinition({"gold": gold_sets_partitions, "model": models_partitions})
 
 

@@ -13,7 +13,7 @@ import datetime as dt
 import dagster as dg
 
 from assets.jobs import evaluate_model_job
-from assets.partitions import gold_sets_partitions, models_partitions
+from assets.partitions import GOLD_SETS_PARTITIONS, MODELS_PARTITIONS
 
 NIGHTLY_CRON = "0 2 * * *"
 NIGHTLY_REASON = "nightly schedule"
@@ -29,8 +29,8 @@ def nightly_models() -> list[str]:
 
 def nightly_requests(instance: dg.DagsterInstance, night: dt.date) -> list[dg.RunRequest]:
     """One run request per prepared gold version and registered nightly model, keyed by ``night``."""
-    registered = set(instance.get_dynamic_partitions(models_partitions.name))
-    golds = set(instance.get_dynamic_partitions(gold_sets_partitions.name))
+    registered = set(instance.get_dynamic_partitions(MODELS_PARTITIONS))
+    golds = set(instance.get_dynamic_partitions(GOLD_SETS_PARTITIONS))
     prepared = sorted(golds & set(instance.get_materialized_partitions(dg.AssetKey("gold_set"))))
     return [
         dg.RunRequest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.partitions import gold_sets_partitions, models_partitions
+from assets.partitions import GOLD_SETS_PARTITIONS, MODELS_PARTITIONS, gold_sets_partitions, models_partitions
 
 
 def partition_keys_from_registries() -> tuple[list[str], list[str]]:
@@ -18,12 +18,12 @@ def partition_keys_from_registries() -> tuple[list[str], list[str]]:
 def register_partitions(instance: dg.DagsterInstance) -> tuple[list[str], list[str]]:
     """Add every registered gold set and model as a dynamic partition; returns what was added."""
     golds, models = partition_keys_from_registries()
-    new_golds = [g for g in golds if not instance.has_dynamic_partition(gold_sets_partitions.name, g)]
-    new_models = [m for m in models if not instance.has_dynamic_partition(models_partitions.name, m)]
+    new_golds = [g for g in golds if not instance.has_dynamic_partition(GOLD_SETS_PARTITIONS, g)]
+    new_models = [m for m in models if not instance.has_dynamic_partition(MODELS_PARTITIONS, m)]
     if new_golds:
-        instance.add_dynamic_partitions(gold_sets_partitions.name, new_golds)
+        instance.add_dynamic_partitions(GOLD_SETS_PARTITIONS, new_golds)
     if new_models:
-        instance.add_dynamic_partitions(models_partitions.name, new_models)
+        instance.add_dynamic_partitions(MODELS_PARTITIONS, new_models)
     return new_golds, new_models
 
 
@@ -39,12 +39,12 @@ def partition_registry_sensor(context: dg.SensorEvaluationContext) -> dg.SensorR
 
     golds, models = partition_keys_from_registries()
     sync_pool_limits(context.instance)
-    requests = []
+    requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
     if golds:
         requests.append(gold_sets_partitions.build_add_request(golds))
     if models:
         requests.append(models_partitions.build_add_request(models))
-    removed = sorted(set(context.instance.get_dynamic_partitions(models_partitions.name)) - set(models))
+    removed = sorted(set(context.instance.get_dynamic_partitions(MODELS_PARTITIONS)) - set(models))
     if removed:
         context.log.info("models removed from the registry: %s", ", ".join(removed))
         requests.append(models_partitions.build_delete_request(removed))
@@ -63,7 +63,7 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
     from nl2sql_pipeline.runs import RunVersions, run_versions, stale_reason
 
     registry = load_registry()
-    golds = instance.get_dynamic_partitions(gold_sets_partitions.name)
+    golds = instance.get_dynamic_partitions(GOLD_SETS_PARTITIONS)
     stale = []
     for gold in golds:
         cases = None
@@ -74,9 +74,10 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
             records = instance.fetch_materializations(
                 dg.AssetRecordsFilter(asset_key=dg.AssetKey("run_scores"), asset_partitions=[key]), limit=1
             ).records
-            if not records:
+            materialization = records[0].asset_materialization if records else None
+            if materialization is None:
                 continue  # never evaluated: evaluating it is a user's decision, not a sensor's
-            recorded = {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+            recorded = {k: v.value for k, v in materialization.metadata.items()}
             if spec.rerun == "always":
                 cases = cases if cases is not None else load_gold_set(gold)
                 current = run_versions(spec.config_hash, cases, None, case_databases(gold))

@@ -92,7 +92,7 @@ def datacompy_equal(exp_cols: list[str], exp_rows: list[tuple], cand_cols: list[
 
 def main() -> int:
     try:
-        import datacompy  # noqa: F401
+        import datacompy  # noqa: F401  # only probing whether the optional package is installed
 
         have_datacompy = True
     except ImportError:

@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_llm_server import FakeLLMServer, Reply  # noqa: E402
+from fake_llm_server import FakeLLMServer, Reply  # noqa: E402  # importable only once tests/ is on sys.path
 
-import nl2sql_pipeline  # noqa: E402,F401  (sets the local litellm price map before litellm loads)
+import nl2sql_pipeline  # noqa: E402,F401  # after the sys.path setup; sets the local litellm price map before litellm loads
 
 SETUP = textwrap.dedent(
     """

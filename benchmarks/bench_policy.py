@@ -21,8 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import duckdb
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.policy import SQLPolicyEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBES = ROOT / "tests" / "test_policy_probes.py"
@@ -37,14 +41,14 @@ def _load_probe_suite() -> ModuleType:
     return module
 
 
-def _timed_pass(engine: object, workload: list[str]) -> tuple[float, float, list[float], int]:
+def _timed_pass(engine: SQLPolicyEngine, workload: list[str]) -> tuple[float, float, list[float], int]:
     """Check every query once: (CPU seconds, wall seconds, per-query wall seconds, number allowed)."""
     timings: list[float] = []
     allowed = 0
     cpu_started, started = time.process_time(), time.perf_counter()
     for sql in workload:
         t0 = time.perf_counter()
-        decision = engine.check(sql)  # type: ignore[attr-defined]
+        decision = engine.check(sql)
         timings.append(time.perf_counter() - t0)
         allowed += decision.allowed
     return time.process_time() - cpu_started, time.perf_counter() - started, timings, allowed

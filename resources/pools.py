@@ -24,8 +24,12 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import dagster as dg
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.generation.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
 
@@ -38,17 +42,17 @@ MAX_WAIT_POLL_S = 2.0
 POOLED_KINDS = ("litellm", "http")  # models that call a provider or a service over the network
 
 
-def provider_pool(spec: object) -> str | None:
+def provider_pool(spec: ModelSpec) -> str | None:
     """The pool of a model's provider; None for models that call nothing remote (offline, predictions,
     in-process python and command systems)."""
     from nl2sql_pipeline.generation.dispatch import budget_key
 
-    if getattr(spec, "kind", None) not in POOLED_KINDS or getattr(spec, "is_offline", False):
+    if spec.kind not in POOLED_KINDS or spec.is_offline:
         return None
-    return POOL_PREFIX + _UNSAFE_RE.sub("_", budget_key(spec)).strip("_")  # type: ignore[arg-type]
+    return POOL_PREFIX + _UNSAFE_RE.sub("_", budget_key(spec)).strip("_")
 
 
-def pool_limits(registry: Mapping[str, object] | None = None) -> dict[str, int]:
+def pool_limits(registry: Mapping[str, ModelSpec] | None = None) -> dict[str, int]:
     """{pool: limit} for every provider pool of the registry, plus ``llm_generation``."""
     from nl2sql_pipeline.generation.registry import load_registry
 
@@ -57,7 +61,7 @@ def pool_limits(registry: Mapping[str, object] | None = None) -> dict[str, int]:
     for spec in registry.values():
         pool = provider_pool(spec)
         if pool is not None:
-            own = spec.limits.max_concurrency or 1  # type: ignore[attr-defined]
+            own = spec.limits.max_concurrency or 1
             limits[pool] = max(limits.get(pool, 1), own)
     limits[GENERATION_POOL] = sum(limits.values()) + 1
     return limits

@@ -184,7 +184,8 @@ def _row_counts(path: Any, qualified: list[str]) -> dict[str, int]:
             sql = (
                 f'SELECT count(*) FROM "{schema.replace(chr(34), chr(34) * 2)}"."{table.replace(chr(34), chr(34) * 2)}"'
             )
-            counts[table if schema == "main" else name] = int(con.execute(sql).fetchone()[0])
+            [(count,)] = con.execute(sql).fetchall()  # count(*): exactly one row of one column
+            counts[table if schema == "main" else name] = int(count)
         return counts
     finally:
         con.close()

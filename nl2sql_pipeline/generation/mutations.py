@@ -28,17 +28,17 @@ from sqlglot.errors import SqlglotError
 logger = logging.getLogger(__name__)
 
 DIALECT = "duckdb"
-Mutation = Callable[[exp.Expression, random.Random], "exp.Expression | None"]
+Mutation = Callable[[exp.Expr, random.Random], "exp.Expr | None"]
 
 _DATE_LITERAL_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})((?:[ T].*)?)$")
 DATE_SHIFTS_DAYS: tuple[int, ...] = (-30, -7, -1, 1, 7, 30)
-_FLIPPED: dict[type[exp.Expression], type[exp.Expression]] = {
+_FLIPPED: dict[type[exp.Expr], type[exp.Expr]] = {
     exp.GT: exp.GTE,
     exp.GTE: exp.GT,
     exp.LT: exp.LTE,
     exp.LTE: exp.LT,
 }
-_SWAPPED: dict[type[exp.Expression], type[exp.Expression]] = {
+_SWAPPED: dict[type[exp.Expr], type[exp.Expr]] = {
     exp.Sum: exp.Avg,
     exp.Avg: exp.Sum,
     exp.Min: exp.Max,
@@ -46,11 +46,11 @@ _SWAPPED: dict[type[exp.Expression], type[exp.Expression]] = {
 }
 
 
-def _query_selects(tree: exp.Expression) -> list[exp.Select]:
+def _query_selects(tree: exp.Expr) -> list[exp.Select]:
     return list(tree.find_all(exp.Select))
 
 
-def drop_where_predicate(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def drop_where_predicate(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Drop one conjunct of a WHERE clause (the whole WHERE when it has a single predicate).
 
     >>> drop_where_predicate(sqlglot.parse_one("SELECT a FROM t WHERE a > 1 AND b = 2"), random.Random(0)).sql()
@@ -70,13 +70,13 @@ def drop_where_predicate(tree: exp.Expression, rng: random.Random) -> exp.Expres
     return tree
 
 
-def swap_aggregate(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def swap_aggregate(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """SUM<->AVG, MIN<->MAX, or COUNT(DISTINCT x) -> COUNT(x), on one aggregate.
 
     >>> swap_aggregate(sqlglot.parse_one("SELECT SUM(x) FROM t"), random.Random(0)).sql()
     'SELECT AVG(x) FROM t'
     """
-    targets: list[exp.Expression] = [
+    targets: list[exp.Expr] = [
         node
         for node in tree.find_all(exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
         if type(node) in _SWAPPED
@@ -92,7 +92,7 @@ def swap_aggregate(tree: exp.Expression, rng: random.Random) -> exp.Expression |
     return tree
 
 
-def change_join_type(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def change_join_type(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Turn one inner join (``JOIN`` / ``INNER JOIN`` with ON or USING) into a LEFT join.
 
     >>> change_join_type(sqlglot.parse_one("SELECT * FROM a JOIN b ON a.id = b.id"), random.Random(0)).sql()
@@ -113,7 +113,7 @@ def change_join_type(tree: exp.Expression, rng: random.Random) -> exp.Expression
     return tree
 
 
-def drop_distinct(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def drop_distinct(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Remove DISTINCT from one ``SELECT DISTINCT`` (not DISTINCT ON).
 
     >>> drop_distinct(sqlglot.parse_one("SELECT DISTINCT a FROM t"), random.Random(0)).sql()
@@ -137,7 +137,7 @@ def _shift_date_text(text: str, days: int) -> str | None:
     return (day + dt.timedelta(days=days)).isoformat() + match.group(2)
 
 
-def shift_date_bound(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def shift_date_bound(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Move one date literal (``DATE '2026-01-01'`` or ``'2026-01-01'``) by a few days either way.
 
     >>> shift_date_bound(sqlglot.parse_one("SELECT a FROM t WHERE d >= DATE '2026-01-01'"), random.Random(4)).sql()
@@ -154,7 +154,7 @@ def shift_date_bound(tree: exp.Expression, rng: random.Random) -> exp.Expression
     return tree
 
 
-def alter_limit(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def alter_limit(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Change one integer LIMIT to n+1, n-1 (n > 1) or 2n.
 
     >>> alter_limit(sqlglot.parse_one("SELECT a FROM t LIMIT 5"), random.Random(1)).sql()
@@ -174,7 +174,7 @@ def alter_limit(tree: exp.Expression, rng: random.Random) -> exp.Expression | No
     return tree
 
 
-def flip_comparison(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def flip_comparison(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Make one strict comparison inclusive or one inclusive comparison strict (> <-> >=, < <-> <=).
 
     >>> flip_comparison(sqlglot.parse_one("SELECT a FROM t WHERE a <= 3"), random.Random(0)).sql()
@@ -188,7 +188,7 @@ def flip_comparison(tree: exp.Expression, rng: random.Random) -> exp.Expression 
     return tree
 
 
-def drop_order_tiebreaker(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def drop_order_tiebreaker(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Drop the last key of a query's ORDER BY when it has two or more (window orders are left alone).
 
     >>> drop_order_tiebreaker(sqlglot.parse_one("SELECT a FROM t ORDER BY a DESC, b"), random.Random(0)).sql()
@@ -206,14 +206,12 @@ def drop_order_tiebreaker(tree: exp.Expression, rng: random.Random) -> exp.Expre
     return tree
 
 
-def _ordinal(node: exp.Expression) -> int | None:
+def _ordinal(node: exp.Expr) -> int | None:
     inner = node.this if isinstance(node, exp.Ordered) else node
     return int(inner.this) if isinstance(inner, exp.Literal) and inner.is_int else None
 
 
-def _renumber(
-    keys: list[exp.Expression], removed: list[int], key: exp.Expression, aliases: set[str]
-) -> list[exp.Expression]:
+def _renumber(keys: list[exp.Expr], removed: list[int], key: exp.Expr, aliases: set[str]) -> list[exp.Expr]:
     """GROUP BY / ORDER BY keys without those naming the dropped key, ordinals shifted past the gaps."""
     kept = []
     for node in keys:
@@ -235,7 +233,7 @@ def _renumber(
     return kept
 
 
-def _repeating_projections(select: exp.Select, key: exp.Expression) -> list[int]:
+def _repeating_projections(select: exp.Select, key: exp.Expr) -> list[int]:
     """1-based positions of the projections that are ``key`` itself or the alias it names."""
     alias_key = key.name if isinstance(key, exp.Column) and not key.table else None
     return [
@@ -245,7 +243,7 @@ def _repeating_projections(select: exp.Select, key: exp.Expression) -> list[int]
     ]
 
 
-def drop_group_by_key(tree: exp.Expression, rng: random.Random) -> exp.Expression | None:
+def drop_group_by_key(tree: exp.Expr, rng: random.Random) -> exp.Expr | None:
     """Drop one GROUP BY key, with the projections and ORDER BY keys that repeat it.
 
     Positional references (``GROUP BY 1``, ``ORDER BY 2``) are renumbered to follow their projections.
@@ -255,7 +253,7 @@ def drop_group_by_key(tree: exp.Expression, rng: random.Random) -> exp.Expressio
     >>> drop_group_by_key(tree, random.Random(0)).sql()
     'SELECT a, SUM(x) FROM t GROUP BY a ORDER BY 2'
     """
-    options: list[tuple[exp.Select, exp.Group, exp.Expression, list[int]]] = []
+    options: list[tuple[exp.Select, exp.Group, exp.Expr, list[int]]] = []
     for select in _query_selects(tree):
         group = select.args.get("group")
         if group is None:

@@ -101,7 +101,7 @@ def answer(model_name: str, request: OfflineRequest, optional_params: dict[str, 
 class OfflineProvider(CustomLLM):
     """Serves the built-in offline models to ``litellm.completion`` (stateless, thread-safe)."""
 
-    def completion(  # type: ignore[override]
+    def completion(
         self,
         model: str,
         messages: list,
@@ -124,21 +124,21 @@ class OfflineProvider(CustomLLM):
         request = _request_from(litellm_params)
         sql, mutation = answer(model_name, request, optional_params or {})
         reply = fenced_sql(sql)
-        message = model_response.choices[0].message  # type: ignore[union-attr]
+        message = model_response.choices[0].message
         message.content = reply
         message.provider_specific_fields = {FIELD_MUTATION: mutation, FIELD_TOKEN_SOURCE: TOKEN_SOURCE_ESTIMATED}
-        model_response.choices[0].finish_reason = "stop"  # type: ignore[union-attr]
+        model_response.choices[0].finish_reason = "stop"
         prompt_tokens = estimate_tokens(messages_text(messages))
         completion_tokens = estimate_tokens(reply)
         model_response.model = f"{OFFLINE_PROVIDER}/{model_name}"
-        model_response.usage = litellm.Usage(  # type: ignore[attr-defined]
+        model_response.usage = litellm.Usage(  # type: ignore[attr-defined]  # a pydantic extra field of ModelResponse
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             total_tokens=prompt_tokens + completion_tokens,
         )
         return model_response
 
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
         """Same as ``completion`` (nothing to wait for offline)."""
         return self.completion(*args, **kwargs)
 

@@ -109,19 +109,19 @@ def _database_texts(
         introspected_schema_text,
     )
 
-    named = entry is not None and entry.semantic_model is not None
+    naming_entry = entry if entry is not None and entry.semantic_model is not None else None
     if given is not None:
         model = given
-    elif named or model_path.is_file():
+    elif naming_entry is not None or model_path.is_file():
         model = load_semantic_model(model_path)
     else:
         model = None
     if model is not None and name != model.database:
-        if named:
+        if naming_entry is not None:
             raise ConfigError(
                 f"{model.path}: the semantic model describes database {model.database!r}, not {name!r} "
                 f"(set 'database: {name}' in it, or remove 'semantic_model:' from the registry entry "
-                f"{entry.source} to describe the database by introspection)"
+                f"{naming_entry.source} to describe the database by introspection)"
             )
         model = None
     if model is None:

@@ -310,6 +310,7 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
     values = check.mapping(entry, fields, line=line, skip=("path", "format"))
     if values is None or values["kind"] is None:
         return None
+    kind = values["kind"]  # the checked kind (a str from KINDS), not the raw entry value
     model = values["model"]
     if model is not None and kind == KIND_OFFLINE:
         provider, _, name = model.partition("/")

@@ -38,7 +38,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._send(400, {"error": {"message": f"request is not JSON: {exc}", "status": 400}})
             return
-        reply = answer_json(data) if isinstance(data, dict) else {"error": {"message": "not an object", "status": 400}}
+        reply: dict[str, Any] = (
+            answer_json(data) if isinstance(data, dict) else {"error": {"message": "not an object", "status": 400}}
+        )
         error = reply.get("error")
         self._send(int(error.get("status") or 500) if isinstance(error, dict) else 200, reply)
 

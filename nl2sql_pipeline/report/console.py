@@ -57,10 +57,11 @@ def _headline(report: RunReport) -> list[str]:
             f"{'grades'.ljust(22)}  "
             + ", ".join(f"{row.key} {format_rate(row.rate)} ({row.fraction})" for row in report.grades)
         )
-    if report.latency_p50.known:
+    p50, mean = report.latency_p50.estimate, report.latency_mean.estimate
+    if p50 is not None and mean is not None:
         lines.append(
-            f"{'latency p50 / mean'.ljust(22)}  {_ms(report.latency_p50.estimate)} "
-            f"{format_interval(report.latency_p50, _ms)} / {_ms(report.latency_mean.estimate)} "
+            f"{'latency p50 / mean'.ljust(22)}  {_ms(p50)} "
+            f"{format_interval(report.latency_p50, _ms)} / {_ms(mean)} "
             f"{format_interval(report.latency_mean, _ms)}"
         )
     else:
@@ -71,7 +72,7 @@ def _headline(report: RunReport) -> list[str]:
     )
     if cost.unknown_cases:
         cost_text += f", unknown for {cost.unknown_cases} cases"
-    elif cost.total.known:
+    elif cost.total.estimate is not None:
         cost_text += f"; total {_usd(cost.total.estimate)} {format_interval(cost.total, _usd)}"
     lines.append(f"{'cost'.ljust(22)}  {cost_text}")
     lines.append(f"{'tokens'.ljust(22)}  {report.token_source or 'n/a (no scored call)'}")
@@ -99,7 +100,7 @@ def _test_suite_lines(report: RunReport, shown: int = 5) -> list[str]:
 
 def _answers(report: RunReport, shown: int = 3) -> list[str]:
     """A system's own answers: how many cases had one, a few of them, and where its rows disagree with its SQL."""
-    answered = [v for v in report.verdicts if v.answer]
+    answered = [(v.case_id, v.answer) for v in report.verdicts if v.answer]
     disagree = [v for v in report.verdicts if v.system_rows_disagree]
     if not answered and not disagree:
         return []
@@ -109,9 +110,9 @@ def _answers(report: RunReport, shown: int = 3) -> list[str]:
     ]
     for v in disagree[:shown]:
         lines.append(f"{''.ljust(22)}  ! {v.case_id}: {v.system_rows_reason or 'rows differ'}")
-    for v in answered[:shown]:
-        text = v.answer if len(v.answer) <= 100 else v.answer[:97] + "..."
-        lines.append(f"{''.ljust(22)}  {v.case_id}: {text}")
+    for case_id, answer in answered[:shown]:
+        text = answer if len(answer) <= 100 else answer[:97] + "..."
+        lines.append(f"{''.ljust(22)}  {case_id}: {text}")
     return lines
 
 

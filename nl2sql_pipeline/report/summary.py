@@ -11,20 +11,24 @@ from typing import Any
 
 from nl2sql_pipeline.scoring import metrics
 from nl2sql_pipeline.scoring.formatting import format_rate, format_value
+from nl2sql_pipeline.scoring.run_scores import RunScores
+
+Scores = RunScores | Mapping[str, Any]
+"""Scores as read here: a ``RunScores`` or the flat dict of a run read back through the codec."""
 
 HEADLINE_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.kind) for m in metrics.HEADLINE_METRICS)
 
 
-def _nested(scores: Mapping[str, Any], name: str) -> dict[str, Any]:
+def _nested(scores: Scores, name: str) -> dict[str, Any]:
     return dict(scores.get(name) or {})
 
 
-def warnings_of(scores: Mapping[str, Any]) -> list[str]:
+def warnings_of(scores: Scores) -> list[str]:
     """The run's warnings (skipped cases, estimated tokens, unknown cost)."""
     return list(scores.get("warnings") or [])
 
 
-def markdown_scores(scores: Mapping[str, Any]) -> str:
+def markdown_scores(scores: Scores) -> str:
     """The headline metrics as a Markdown table, warnings first."""
     lines = [f"> **WARNING:** {w}" for w in warnings_of(scores)]
     if lines:
@@ -37,7 +41,7 @@ def markdown_scores(scores: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown_breakdown(scores: Mapping[str, Any], dimension: str) -> str:
+def markdown_breakdown(scores: Scores, dimension: str) -> str:
     """The rates per value of one dimension (domain, category, difficulty, database, tag) as a Markdown table."""
     data = _nested(scores, f"per_{dimension}")
     lines = [f"| {dimension} | queries | semantic correctness | execution success |", "| --- | --- | --- | --- |"]

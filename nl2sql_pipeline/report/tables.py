@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from nl2sql_pipeline.report.samples import CaseSample
 from nl2sql_pipeline.scoring.causes import outcome_causes
@@ -145,13 +146,14 @@ def _test_suite(scored: Sequence[Verdict]) -> tuple[RateRow | None, list[Verdict
     return _rate_row("test_suite_accuracy", measured, lambda v: bool(v.test_suite_correct)), disagree
 
 
+def _has_grade(grade: str, verdict: Verdict) -> bool:
+    return (verdict.grade or "fail") == grade
+
+
 def _grades(scored: Sequence[Verdict]) -> list[RateRow]:
     if not scored:
         return []
-    return [
-        _rate_row(name, scored, lambda v, name=name: (v.grade or "fail") == name)
-        for name in ("pass", "partial", "fail")
-    ]
+    return [_rate_row(name, scored, partial(_has_grade, name)) for name in ("pass", "partial", "fail")]
 
 
 def _partial_run_warnings(queries: Sequence[Verdict], scored: Sequence[Verdict]) -> list[str]:

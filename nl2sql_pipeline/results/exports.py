@@ -6,7 +6,9 @@ Nested scores (``per_domain``, ``warnings``, ...) stay JSON text in the exports,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
@@ -16,6 +18,9 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
+
+if TYPE_CHECKING:
+    from upath import UPath
 
 VIEWS_SQL = """
 CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);
@@ -66,9 +71,7 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     runs = stored_runs(root)
     out_dir.mkdir(parents=True, exist_ok=True)
     verdicts = pd.concat([run.frame.assign(run_id=run.run_id) for run in runs], ignore_index=True)
-    scores = pd.concat(
-        [pd.read_parquet(p) for p in sorted(Path(p) for p in _glob_paths(SCORES_ASSET, root))], ignore_index=True
-    )
+    scores = pd.concat([pd.read_parquet(p) for p in _glob_paths(SCORES_ASSET, root)], ignore_index=True)
     return [
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
@@ -76,8 +79,9 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     ]
 
 
-def _glob_paths(asset: str, root: Path | None) -> list[Path]:
-    return sorted((root or paths.assets_dir()).joinpath(asset).glob("gold=*/model=*.parquet"))
+def _glob_paths(asset: str, root: Path | None) -> list[Path | UPath]:
+    found: Iterable[Path | UPath] = (root or paths.assets_dir()).joinpath(asset).glob("gold=*/model=*.parquet")
+    return sorted(found)
 
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:

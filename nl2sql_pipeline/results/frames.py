@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -194,7 +194,6 @@ def decode_result(row: dict[str, Any]) -> QueryResult:
         column_types = json.loads(row["column_types"])
     except (TypeError, ValueError) as exc:
         raise ResultsCodecError(f"stored result columns are not JSON text ({exc})") from exc
-    elapsed = row.get("elapsed_ms")
     return QueryResult(
         ok=bool(row["ok"]),
         columns=list(columns),
@@ -203,7 +202,7 @@ def decode_result(row: dict[str, Any]) -> QueryResult:
         truncated=False if is_missing(row.get("truncated")) else bool(row["truncated"]),
         error_class=None if is_missing(row.get("error_class")) else str(row["error_class"]),
         error_message=None if is_missing(row.get("error_message")) else str(row["error_message"]),
-        elapsed_ms=0.0 if is_missing(elapsed) else float(elapsed),
+        elapsed_ms=0.0 if is_missing(row.get("elapsed_ms")) else float(row["elapsed_ms"]),
     )
 
 
@@ -470,7 +469,7 @@ def verdicts_to_frame(
 
 
 # Nested verdict values: JSON text in the Parquet, real values in the record.
-_VERDICT_JSON = {
+_VERDICT_JSON: dict[str, Callable[[Any], Any]] = {
     "clause_scores": dict,
     "diagnosis_detail": lambda items: tuple((str(label), str(text)) for label, text in items),
 }

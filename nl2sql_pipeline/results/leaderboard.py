@@ -8,8 +8,9 @@ the exact McNemar label on the cases both scored (the best row itself says ``bes
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -17,6 +18,9 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
 from nl2sql_pipeline.stages import outcomes
+
+if TYPE_CHECKING:
+    from upath import UPath
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +47,8 @@ def stored_runs(root: Path | None = None) -> list[StoredRun]:
     """Every run whose verdicts and scores are in the storage root, by gold set then model."""
     base = (root or paths.assets_dir()) / VERDICTS_ASSET
     runs = []
-    for path in sorted(base.glob("gold=*/model=*.parquet")):
+    found: Iterable[Path | UPath] = base.glob("gold=*/model=*.parquet")
+    for path in sorted(found):
         gold, model = path.parent.name.removeprefix("gold="), path.stem.removeprefix("model=")
         try:
             runs.append(load_run(gold, model, root))

@@ -39,7 +39,7 @@ class GateThresholds:
     min_policy_recall: float | None = None
     max_regression: float | None = None
 
-    def over(self, fallback: Mapping[str, float] | GateThresholds | None) -> GateThresholds:
+    def over(self, fallback: Mapping[str, float | None] | GateThresholds | None) -> GateThresholds:
         """These thresholds, with every unset one taken from ``fallback`` (e.g. the model's ``gates:``)."""
         if fallback is None:
             return self

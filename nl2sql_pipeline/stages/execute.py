@@ -46,11 +46,11 @@ def execute_attempts(
     # with their code and data in the CPU caches (interleaved with DuckDB queries they cost about twice
     # as much). The decisions are the same either way: the policy never depends on what ran before.
     decisions = {
-        id(attempt): gate.check(case, attempt.sql)
+        id(attempt): gate.check(case, sql)
         for case in cases
         if not case.is_probe
         for attempt in by_case.get(case.id, ())
-        if _has_sql(attempt)
+        if (sql := _runnable_sql(attempt)) is not None
     }
     executed: list[Attempt] = []
     with tracking(progress, STAGE_EXECUTE, "") as tracker, hold as runner:
@@ -68,9 +68,9 @@ def execute_attempts(
     return executed
 
 
-def _has_sql(attempt: Attempt) -> bool:
-    """Whether the attempt has SQL for the gate and the sandbox (not none, not from a failed generation)."""
-    return attempt.sql is not None and attempt.generation_error_class is None
+def _runnable_sql(attempt: Attempt) -> str | None:
+    """The attempt's SQL for the gate and the sandbox; None when it has none or it came from a failed generation."""
+    return attempt.sql if attempt.generation_error_class is None else None
 
 
 def _execution_failure(attempt: Attempt) -> str | None:
@@ -117,10 +117,11 @@ def execute_attempt(
 
     ``decision`` is the gate's decision on the attempt's SQL when the caller already asked for it.
     """
-    if not _has_sql(attempt):
+    sql = _runnable_sql(attempt)
+    if sql is None:
         return replace(attempt, policy_name=gate.policy_name_for(case))
     if decision is None:
-        decision = gate.check(case, attempt.sql)
+        decision = gate.check(case, sql)
     if not decision.allowed:
         return replace(
             attempt,
@@ -129,7 +130,7 @@ def execute_attempt(
             policy_name=decision.policy_name,
             policy_reason=decision.reason,
         )
-    result = runner(gate.database_path(case.database), attempt.sql, limits)
+    result = runner(gate.database_path(case.database), sql, limits)
     return replace(
         attempt,
         policy_allowed=True,

@@ -201,16 +201,16 @@ def _check_usage(data: Mapping[str, Any]) -> Usage | None:
         return None
     if not isinstance(usage, dict):
         raise ContractError('"usage" must be an object {"input_tokens": int, "output_tokens": int} or null')
-    values = []
+    counts: dict[str, int] = {}
     for name in ("input_tokens", "output_tokens"):
         value = usage.get(name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ContractError(f'"usage.{name}" must be a whole number >= 0, got {value!r}')
-        values.append(value)
+        counts[name] = value
     source = usage.get("source", "measured")
     if source not in TOKEN_SOURCES:
         raise ContractError(f'"usage.source" must be one of {", ".join(TOKEN_SOURCES)}, got {source!r}')
-    return Usage(*values, source=source)
+    return Usage(counts["input_tokens"], counts["output_tokens"], source=source)
 
 
 def _check_cost(data: Mapping[str, Any]) -> float | None:

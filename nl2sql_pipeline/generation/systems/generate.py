@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
@@ -235,9 +236,7 @@ def run_system_unit(
                 failure = ProviderFailure(NOT_READY, f"not sent: system {spec.slug} is not ready: {state.reason}")
                 return _failed(unit, spec, failure, key.prompt_hash, tally, turns, turn)
             estimate = [{"role": "user", "content": json.dumps(request.to_json_dict(), default=str)}]
-            outcome = dispatch(
-                spec, estimate, control, case_id=unit.case.id, send=lambda request=request: call_system(spec, request)
-            )
+            outcome = dispatch(spec, estimate, control, case_id=unit.case.id, send=partial(call_system, spec, request))
             tally.attempts += outcome.attempts
             tally.calls += 1 if outcome.attempts else 0
             if outcome.call is None:
