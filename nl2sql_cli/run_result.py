@@ -43,9 +43,9 @@ def stored_outcome(
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import list_gold_sets
-    from nl2sql_pipeline.runs.prepared import is_prepared, prepared_triage
     from nl2sql_pipeline.runs.reuse import reusable_run
     from nl2sql_pipeline.runs.versions_memo import gold_versions, model_versions
+    from nl2sql_pipeline.storage.prepared import is_prepared, prepared_triage
 
     try:
         if gold_set not in list_gold_sets():

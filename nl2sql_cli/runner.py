@@ -8,6 +8,9 @@ Integrity under parallel runs: runs of dead processes are marked failed first; e
 materialization holds the partition's lock (``nl2sql_pipeline.runs.locks``: another ``nl2sql-eval run``
 of the same gold x model waits up to ``lock_wait_s``, then gives up with a message naming the holder),
 and its scores are read back from the file this run wrote, never the partition's latest file.
+
+What is stored is asked of the storage layer (``nl2sql_pipeline.storage``: is the gold version prepared, are
+its database variants; ``nl2sql_pipeline.results.read``: the scores of a run), never read from its paths here.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import dagster as dg
 
 from assets.checks import PREFLIGHT_CHECK
+from assets.gold import database_variants, sample_database
 from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
@@ -27,15 +30,14 @@ from nl2sql_cli.run_result import EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.results.frames import run_scores_from_frame
+from nl2sql_pipeline.results.read import RunResultsNotFoundError, load_scores
 from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
-from nl2sql_pipeline.runs.prepared import is_prepared, mark_prepared, prepared_triage
 from nl2sql_pipeline.runs.reuse import reusable_run
+from nl2sql_pipeline.storage.prepared import gold_ready, mark_prepared, prepared_triage, variants_ready
 from resources.build import build_resources
 from resources.instance import ensure_instance_home
-from resources.io_manager import ParquetIOManager, read_parquet
 from resources.pools import sync_pool_limits
 from resources.stale_runs import fail_dead_runs, process_tags
 
@@ -136,16 +138,15 @@ def evaluate(
 
     cases = load_gold_set(gold_set)
     fingerprint = gold_fingerprint(cases)
-    io = ParquetIOManager()
     try:
         with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
-            if not _gold_ready(io, gold_set, fingerprint):
+            if not gold_ready(gold_set, fingerprint):
                 if not _prepare_gold(instance, gold_set, fingerprint, outcome, test_suite_variants):
                     return outcome
             else:
                 outcome.gold_prepared = True
                 outcome.preflight_triage = prepared_triage(gold_set, fingerprint)
-            if not _variants_ready(io, gold_set, fingerprint, test_suite_variants):
+            if not variants_ready(gold_set, fingerprint, test_suite_variants):
                 if not _prepare_variants(instance, gold_set, outcome, test_suite_variants):
                     return outcome
     except LockTimeoutError as exc:
@@ -206,50 +207,20 @@ def evaluate(
         if not result.success:
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
             continue
-        own = io.run_path(io.partition_path(dg.AssetKey("run_scores"), key), result.run_id)
-        identity, scores = run_scores_from_frame(read_parquet(own))
+        try:
+            identity, scores = load_scores(gold_set, slug, run_id=result.run_id)
+        except RunResultsNotFoundError as exc:  # the run succeeded but its scores file is gone: a failed run
+            outcome.failures.append(f"{slug}: {exc}")
+            continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
     return outcome
-
-
-def _gold_ready(io: ParquetIOManager, gold_set: str, fingerprint: str) -> bool:
-    """True when this gold version was prepared at this fingerprint and its files are still there."""
-    from nl2sql_pipeline.sample_db.spec import DATABASE_NAME
-
-    return (
-        is_prepared(gold_set, fingerprint)
-        and paths.database_path(DATABASE_NAME).exists()
-        and io.partition_path(dg.AssetKey("gold_set"), gold_set).exists()
-        and io.partition_path(dg.AssetKey("oracle_results"), gold_set).exists()
-    )
-
-
-def _variants_ready(io: ParquetIOManager, gold_set: str, fingerprint: str, count: int) -> bool:
-    """True when ``database_variants`` of this gold version holds at least ``count`` variants whose files exist
-    (with ``count`` 0, when it was materialized at all: the per-model assets read it)."""
-    path = io.partition_path(dg.AssetKey("database_variants"), gold_set)
-    if not path.exists():
-        return False
-    if count <= 0:
-        return True
-    try:
-        frame = read_parquet(path, columns=["variant_index", "variant_path", "gold_fingerprint"])
-    except (OSError, ValueError, KeyError):
-        return False
-    if not len(frame):
-        return False
-    return (
-        set(frame["gold_fingerprint"]) == {fingerprint}
-        and int(frame["variant_index"].max()) + 1 >= count
-        and all(Path(p).is_file() for p in set(frame["variant_path"]))
-    )
 
 
 def _prepare_variants(instance: dg.DagsterInstance, gold_set: str, outcome: EvaluationOutcome, count: int) -> bool:
     """Materialize ``database_variants`` of the gold version with ``count`` variants per database."""
     started = time.perf_counter()
     result = _materialize(
-        [dg.AssetKey("database_variants")], instance, partition_key=gold_set, settings={"test_suite_variants": count}
+        [database_variants.key], instance, partition_key=gold_set, settings={"test_suite_variants": count}
     )
     outcome.stage_seconds["database_variants"] = time.perf_counter() - started
     if not result.success:
@@ -267,7 +238,7 @@ def _prepare_gold(
 ) -> bool:
     """Materialize the sample database, then the gold set (blocking preflight) and its oracle; mark it prepared."""
     started = time.perf_counter()
-    result = _materialize(["sample_database"], instance)
+    result = _materialize([sample_database.key], instance)
     outcome.stage_seconds["sample_database"] = time.perf_counter() - started
     if not result.success:
         outcome.failures.append(f"sample_database: {_failure_text(result)}")

@@ -16,6 +16,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from nl2sql_cli.exit_codes import (
     EXIT_BAD_INPUT,
@@ -248,9 +249,8 @@ def run_evaluation(
     code = _check_inputs(gold_set)
     if code is not None:
         return code
-    given = (thresholds or GateThresholds()).over(
-        {"min_semantic_correct": min_correctness, "max_regression": max_regression}
-    )
+    fallback = {"min_semantic_correct": min_correctness, "max_regression": max_regression}
+    given = (thresholds or GateThresholds()).over({k: v for k, v in fallback.items() if v is not None})
 
     def waiting(message: str) -> None:
         print(f"WAITING: {message}", file=sys.stderr, flush=True)
@@ -290,7 +290,9 @@ def run_evaluation(
             f"NOTE: run {run_id} was left in progress by a process that no longer exists; marked failed",
             file=sys.stderr,
         )
-    runs = [{"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()]
+    runs: list[dict[str, Any]] = [
+        {"model": slug, "gold_set": gold_set, "scores": scores} for slug, scores in outcome.scores.items()
+    ]
     gates = check_gates(
         list(outcome.scores.values()), paths.baselines_db_path(), lambda model: thresholds_for_model(given, model)
     )
@@ -340,9 +342,9 @@ def run_evaluation(
         print(f"PREFLIGHT FAILED:\n{problem}", file=sys.stderr)
     for failure in outcome.failures:
         print(f"FAILED: {failure}", file=sys.stderr)
-    for failure in gates.failures:
-        label = "INCOMPLETE RUN" if failure.incomplete else "GATE FAILED"
-        print(f"{label}: {failure.message}", file=sys.stderr)
+    for gate_failure in gates.failures:
+        label = "INCOMPLETE RUN" if gate_failure.incomplete else "GATE FAILED"
+        print(f"{label}: {gate_failure.message}", file=sys.stderr)
     if outcome.failures:
         return EXIT_RUN_FAILED
     if gates.incomplete:

@@ -1,15 +1,17 @@
-"""Reading a run's stored results back: its verdicts and its scores, by (gold set, model) or by run id.
+"""Reading a run's stored results back: its verdicts and its scores, by (gold set, model), by run id, or
+the scores one run wrote.
 
-Today the storage root keeps one Parquet file per gold x model partition
-(``assets/case_verdicts/gold=G/model=M.parquet``, ``assets/run_scores/...``): the latest run of each pair.
-Every reader of stored verdicts goes through :func:`verdicts_path`, so per-run files need one change here.
+The files are where ``nl2sql_pipeline.storage.layout`` puts them: the latest run of each gold x model
+partition in its partition file (``<assets>/case_verdicts/gold=G/model=M.parquet``, ``<assets>/run_scores/...``),
+and every run's own file beside it. ``root`` is the assets root (default ``paths.assets_dir()``: a folder,
+or the fsspec URL of ``NL2SQL_ASSETS_URL``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -20,10 +22,15 @@ from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_fra
 from nl2sql_pipeline.runs.store import list_runs
 from nl2sql_pipeline.scoring.run_scores import RunScores
 from nl2sql_pipeline.stages.records import Verdict
+from nl2sql_pipeline.storage import layout
+from nl2sql_pipeline.storage.parquet import read_parquet
 
-GOLD_ASSET = "gold_set"
-VERDICTS_ASSET = "case_verdicts"
-SCORES_ASSET = "run_scores"
+if TYPE_CHECKING:
+    from nl2sql_pipeline.storage.layout import AnyPath
+
+GOLD_ASSET = layout.GOLD_SET
+VERDICTS_ASSET = layout.CASE_VERDICTS
+SCORES_ASSET = layout.RUN_SCORES
 
 
 class RunResultsNotFoundError(Nl2SqlError):
@@ -43,21 +50,33 @@ class StoredRun:
     frame: pd.DataFrame  # the verdict rows as stored (generated SQL, reasons, partition columns)
 
 
-def _partition_path(asset: str, gold_set: str, model: str, root: Path | None = None) -> Path:
-    return (root or paths.assets_dir()) / asset / f"gold={gold_set}" / f"model={model}.parquet"
+def verdicts_path(gold_set: str, model: str, root: AnyPath | None = None) -> AnyPath:
+    """The Parquet file of the latest verdicts of ``model`` on ``gold_set``."""
+    return layout.partition_path(VERDICTS_ASSET, gold_set, model, root)
 
 
-def verdicts_path(gold_set: str, model: str, root: Path | None = None) -> Path:
-    """The Parquet file of the verdicts of ``model`` on ``gold_set``."""
-    return _partition_path(VERDICTS_ASSET, gold_set, model, root)
+def scores_path(gold_set: str, model: str, root: AnyPath | None = None) -> AnyPath:
+    """The Parquet file of the latest run scores of ``model`` on ``gold_set``."""
+    return layout.partition_path(SCORES_ASSET, gold_set, model, root)
 
 
-def scores_path(gold_set: str, model: str, root: Path | None = None) -> Path:
-    """The Parquet file of the run scores of ``model`` on ``gold_set``."""
-    return _partition_path(SCORES_ASSET, gold_set, model, root)
+def load_scores(
+    gold_set: str, model: str, run_id: str | None = None, root: AnyPath | None = None
+) -> tuple[dict[str, Any], RunScores]:
+    """The identity (gold set, model, run id, versions) and scores of run ``run_id`` of ``model`` on
+    ``gold_set``, from the file that run wrote (never the partition's latest file, which a later run may have
+    replaced); of the latest run when ``run_id`` is None."""
+    latest = scores_path(gold_set, model, root)
+    path = layout.run_path(latest, run_id) if run_id else latest
+    if not path.exists():
+        which = f"run {run_id}" if run_id else "any run"
+        raise RunResultsNotFoundError(
+            f"no stored scores of {which} of model {model!r} on gold set {gold_set!r} ({path} is missing)"
+        )
+    return run_scores_from_frame(read_parquet(path))
 
 
-def load_run(gold_set: str, model: str, root: Path | None = None) -> StoredRun:
+def load_run(gold_set: str, model: str, root: AnyPath | None = None) -> StoredRun:
     """The latest stored run of ``model`` on ``gold_set`` (its scores and verdicts)."""
     verdict_file, score_file = verdicts_path(gold_set, model, root), scores_path(gold_set, model, root)
     for path in (verdict_file, score_file):
@@ -66,12 +85,12 @@ def load_run(gold_set: str, model: str, root: Path | None = None) -> StoredRun:
                 f"no stored results for model {model!r} on gold set {gold_set!r} ({path} is missing); "
                 f"run `nl2sql-eval run --gold-set {gold_set} --model {model}` first"
             )
-    frame = pd.read_parquet(verdict_file)
-    identity, scores = run_scores_from_frame(pd.read_parquet(score_file))
+    frame = read_parquet(verdict_file)
+    identity, scores = run_scores_from_frame(read_parquet(score_file))
     return StoredRun(gold_set, model, identity.get("run_id"), identity, scores, verdicts_from_frame(frame), frame)
 
 
-def load_run_by_id(run_id: str, db_path: Path | None = None, root: Path | None = None) -> StoredRun:
+def load_run_by_id(run_id: str, db_path: Path | None = None, root: AnyPath | None = None) -> StoredRun:
     """The stored run ``run_id`` of the baselines file; fails when a later run replaced its results."""
     db_path = db_path or paths.baselines_db_path()
     matches = [r for r in list_runs(db_path) if r["run_id"] == run_id or str(r["run_id"]).startswith(run_id)]
@@ -96,9 +115,9 @@ def recorded_runs(db_path: Path | None = None) -> list[dict[str, Any]]:
     return list_runs(db_path or paths.baselines_db_path())
 
 
-def load_cases(gold_set: str, root: Path | None = None) -> dict[str, Case]:
+def load_cases(gold_set: str, root: AnyPath | None = None) -> dict[str, Case]:
     """The cases of ``gold_set`` as the last run materialized them, by id (empty when never materialized)."""
-    path = (root or paths.assets_dir()) / GOLD_ASSET / f"gold={gold_set}.parquet"
+    path = layout.partition_path(GOLD_ASSET, gold_set, root=root)
     if not path.exists():
         return {}
-    return {case.id: case for case in cases_from_frame(pd.read_parquet(path))}
+    return {case.id: case for case in cases_from_frame(read_parquet(path))}

@@ -1,0 +1,122 @@
+"""The layout of the storage root, written down once.
+
+Asset outputs live under the assets root (``paths.assets_dir()``: ``<storage root>/assets``, or the fsspec
+URL of ``NL2SQL_ASSETS_URL``), one Parquet file per asset partition:
+
+- ``<root>/<asset>/gold=<g>/model=<m>.parquet`` for a gold x model partition;
+- ``<root>/<asset>/gold=<g>.parquet`` for a gold partition;
+- ``<root>/<asset>.parquet`` for an unpartitioned asset.
+
+That file is the partition's *latest* materialization. Every run writes its own file beside it,
+``<partition file without .parquet>.runs/<run_id>.parquet``, and then points the latest file at it.
+
+Markers of prepared gold versions live under the storage root itself:
+``<storage root>/prepared/gold=<g>/<fingerprint>-h<harness version>.json``.
+
+Nothing here touches a file: these are names only (no pandas, no fsspec until a URL root is asked for).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, overload
+
+from nl2sql_pipeline import HARNESS_VERSION, paths
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from upath import UPath
+
+    AnyPath: TypeAlias = Path | UPath
+
+SUFFIX = ".parquet"
+RUNS_SUFFIX = ".runs"
+
+# The assets whose files the core reads back (their Dagster asset keys are these names).
+SAMPLE_DATABASE = "sample_database"
+GOLD_SET = "gold_set"
+ORACLE_RESULTS = "oracle_results"
+DATABASE_VARIANTS = "database_variants"
+CANDIDATE_RESULTS = "candidate_results"
+CASE_VERDICTS = "case_verdicts"
+RUN_SCORES = "run_scores"
+
+
+class LayoutError(ValueError):
+    """A partition asked for in a shape the layout does not have (a model without a gold set)."""
+
+
+def assets_root(root: str | Path | UPath | None = None) -> AnyPath:
+    """The folder of the asset files: ``root`` when given (a path, or a string that is a folder or an fsspec
+    URL), else ``paths.assets_dir()``."""
+    if root is None or root == "":
+        return paths.assets_dir()
+    if isinstance(root, str):
+        if "://" in root:
+            from upath import UPath
+
+            return UPath(root)
+        return Path(root)
+    return root
+
+
+def partition_path(
+    asset: str | Sequence[str],
+    gold: str | None = None,
+    model: str | None = None,
+    root: str | Path | UPath | None = None,
+) -> AnyPath:
+    """The latest file of ``asset`` (a name, or the parts of a nested asset key) at the partition
+    (``gold``, ``model``): both for a gold x model partition, ``gold`` alone for a gold partition, neither
+    for an unpartitioned asset."""
+    parts = [asset] if isinstance(asset, str) else list(asset)
+    if not parts:
+        raise LayoutError("an asset needs a name")
+    base = assets_root(root).joinpath(*parts)
+    if model is not None:
+        if gold is None:
+            raise LayoutError(f"{'/'.join(parts)}: a model partition needs its gold set")
+        return base / f"gold={gold}" / f"model={model}{SUFFIX}"
+    if gold is not None:
+        return base / f"gold={gold}{SUFFIX}"
+    return base.with_name(base.name + SUFFIX)
+
+
+@overload
+def run_path(latest: Path, run_id: str) -> Path: ...
+@overload
+def run_path(latest: UPath, run_id: str) -> UPath: ...
+def run_path(latest: AnyPath, run_id: str) -> AnyPath:
+    """The file run ``run_id`` wrote for the partition whose latest file is ``latest``."""
+    if not latest.name.endswith(SUFFIX):
+        raise LayoutError(f"{latest} is not a partition file (no {SUFFIX} suffix)")
+    return latest.with_name(latest.name[: -len(SUFFIX)] + RUNS_SUFFIX) / f"{run_id}{SUFFIX}"
+
+
+def run_file(
+    asset: str | Sequence[str],
+    run_id: str,
+    gold: str | None = None,
+    model: str | None = None,
+    root: str | Path | UPath | None = None,
+) -> AnyPath:
+    """The file run ``run_id`` wrote for ``asset`` at the partition (``gold``, ``model``)."""
+    return run_path(partition_path(asset, gold, model, root), run_id)
+
+
+@overload
+def temp_path(path: Path, purpose: str = "") -> Path: ...
+@overload
+def temp_path(path: UPath, purpose: str = "") -> UPath: ...
+def temp_path(path: AnyPath, purpose: str = "") -> AnyPath:
+    """A hidden temp file beside ``path``, private to this process, renamed into place once written."""
+    tag = f".{purpose}" if purpose else ""
+    return path.with_name(f".{path.name}.{os.getpid()}{tag}.tmp")
+
+
+def prepared_marker_path(gold_set: str, fingerprint: str) -> Path:
+    """The marker recording that the gold version ``gold_set`` at ``fingerprint`` was prepared."""
+    return paths.storage_root() / "prepared" / f"gold={gold_set}" / f"{fingerprint}-h{HARNESS_VERSION}.json"
