@@ -145,7 +145,10 @@ def test_row_cap_boundaries(db, cap, expected_rows, truncated):
 def test_huge_result_is_fetched_only_up_to_the_cap(db):
     # a row far past the cap raises when it is computed: fetching it (or materializing the whole result)
     # would turn the result into an error; streaming fetches stop at row_cap + 1
-    sql = "SELECT CASE WHEN range < 50000000 THEN range ELSE error('computed past the cap') END AS r FROM range(100000000)"
+    sql = (
+        "SELECT CASE WHEN range < 50000000 THEN range ELSE error('computed past the cap') END AS r "
+        "FROM range(100000000)"
+    )
     result = run_query(db, sql, SandboxLimits(row_cap=5, timeout_s=60))
     assert result.ok, result.error_message
     assert result.rows == [(0,), (1,), (2,), (3,), (4,)] and result.truncated
