@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import nl2sql_pipeline.execution.isolated as isolated_module
+import nl2sql_pipeline.execution.sandbox as sandbox_module
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 from nl2sql_pipeline.execution import (
     ERROR_CLASSES,
@@ -116,17 +119,20 @@ def test_statement_check_refuses_everything_else(sql, reason):
 
 
 def test_statement_check_rejects_non_strings():
-    assert "must be a string" in statement_check(None)  # type: ignore[arg-type]
+    assert "must be a string" in statement_check(None)  # type: ignore[arg-type]  # a non-string, on purpose
 
 
 def test_result_shape_types_and_values(db):
+    started = time.perf_counter()
     result = run_query(db, "SELECT x, y, z FROM t ORDER BY x")
+    caller_ms = (time.perf_counter() - started) * 1000
     assert result.ok and result.error_class is None and result.error_message is None
     assert result.columns == ["x", "y", "z"]
     assert result.column_types == ["INTEGER", "VARCHAR", "DECIMAL(6,2)"]
     assert result.rows == [(0, "v0", pytest.approx(0)), (1, "v1", pytest.approx(0.25)), (2, "v2", pytest.approx(0.5))]
     assert str(result.rows[1][2]) == "0.25"
-    assert not result.truncated and 0 < result.elapsed_ms < 5_000
+    assert not result.truncated
+    assert 0 < result.elapsed_ms <= caller_ms  # milliseconds, measured inside the call (not a speed bound)
 
 
 @pytest.mark.parametrize("cap, expected_rows, truncated", [(0, 0, True), (2, 2, True), (3, 3, False), (10, 3, False)])
@@ -137,19 +143,23 @@ def test_row_cap_boundaries(db, cap, expected_rows, truncated):
 
 
 def test_huge_result_is_fetched_only_up_to_the_cap(db):
-    started = time.perf_counter()
-    result = run_query(db, "SELECT * FROM range(100000000)", SandboxLimits(row_cap=5))
+    # a row far past the cap raises when it is computed: fetching it (or materializing the whole result)
+    # would turn the result into an error; streaming fetches stop at row_cap + 1
+    sql = (
+        "SELECT CASE WHEN range < 50000000 THEN range ELSE error('computed past the cap') END AS r "
+        "FROM range(100000000)"
+    )
+    result = run_query(db, sql, SandboxLimits(row_cap=5, timeout_s=60))
+    assert result.ok, result.error_message
     assert result.rows == [(0,), (1,), (2,), (3,), (4,)] and result.truncated
-    assert time.perf_counter() - started < 2.0  # 1e8 rows were never materialized
 
 
 def test_timeout_interrupts_and_the_sandbox_stays_usable(db):
     with Sandbox(db, SandboxLimits(timeout_s=0.3)) as sandbox:
-        started = time.perf_counter()
-        result = sandbox.run(RUNAWAY)
+        result = sandbox.run(RUNAWAY)  # 1e18 rows: it returns at all only because the interrupt stopped it
         assert result.error_class == "timeout" and not result.ok
-        assert time.perf_counter() - started < 0.3 + 1.0
-        assert 300 <= result.elapsed_ms < 1300
+        assert "was interrupted" in result.error_message
+        assert result.elapsed_ms >= 300  # not before its deadline
         follow_up = sandbox.run("SELECT count(*) FROM t")
         assert follow_up.ok and follow_up.rows == [(3,)]
 
@@ -161,7 +171,8 @@ def test_recursive_cte_without_end_times_out(db):
 
 
 def test_memory_and_spill_limits_give_resource(db, tmp_path):
-    limits = SandboxLimits(memory_limit="16MB", max_temp_directory_size="1MB", timeout_s=5)
+    # a generous timeout: on a loaded machine the query must still reach the limit, not the deadline
+    limits = SandboxLimits(memory_limit="16MB", max_temp_directory_size="1MB", timeout_s=120)
     result = run_query(db, "SELECT count(DISTINCT range::VARCHAR) FROM range(3000000)", limits)
     assert result.error_class == "resource", result.error_message
     assert not (tmp_path / "t.duckdb.tmp").exists()  # spill space lives under the storage root
@@ -239,15 +250,22 @@ def test_failure_rejects_unknown_error_class():
         QueryResult.failure("oops", "x")
 
 
-def test_pool_reuses_one_database_and_stays_cheap(db):
-    run_query(db, "SELECT 1")
-    opened = POOL.open_count()
-    started = time.perf_counter()
+def test_pool_reuses_one_database_instance_for_every_query(db, monkeypatch):
+    # opening a DuckDB instance is what costs (30-40 ms, benchmarks/bench_pipeline.py); count the opens
+    opened: list[Path] = []
+    real_open = sandbox_module._open_locked_down
+
+    def counting_open(db_path: Path, folder: Path, limits: SandboxLimits) -> duckdb.DuckDBPyConnection:
+        opened.append(db_path)
+        return real_open(db_path, folder, limits)
+
+    monkeypatch.setattr(sandbox_module, "_open_locked_down", counting_open)
+    assert run_query(db, "SELECT 1").rows == [(1,)]
+    assert opened == [db.resolve()]  # this test's fresh file: the first query opened its instance
+    held = POOL.open_count()
     for _ in range(200):
         assert run_query(db, "SELECT x FROM t WHERE x = 1").rows == [(1,)]
-    per_query_ms = (time.perf_counter() - started) * 1000 / 200
-    assert POOL.open_count() == opened
-    assert per_query_ms < 10  # a fresh database instance per query would cost 15-30 ms
+    assert opened == [db.resolve()] and POOL.open_count() == held  # ... and no query opened another
 
 
 def test_other_read_only_connections_coexist_with_the_pool(db):
@@ -272,7 +290,7 @@ def test_idle_sandboxes_are_closed(db, tmp_path):
     pool = SandboxPool(idle_close_s=0.1)
     assert pool.run(db, "SELECT 1").ok
     assert pool.open_count() == 1
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30
     while pool.open_count() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert pool.open_count() == 0
@@ -292,19 +310,28 @@ def test_concurrent_queries_from_threads(db):
     assert [r.rows for r in results[1:]] == [[(i + 3,)] for i in range(1, 40)]
 
 
+def passed_by(scheduler: Scheduler, delay_s: float) -> bool:
+    """True once a ticket due ``delay_s`` from now has fired: every ticket due before it was handled first."""
+    marker = threading.Event()
+    scheduler.schedule(delay_s, marker.set)
+    return marker.wait(30)
+
+
 def test_scheduler_repeats_until_cancelled_and_never_after():
     scheduler = Scheduler(name="test-scheduler")
     calls: list[float] = []
     ticket = scheduler.schedule(0.02, lambda: calls.append(time.monotonic()), repeat_s=0.01)
-    time.sleep(0.15)
+    deadline = time.monotonic() + 30
+    while len(calls) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     fired = Scheduler.cancel(ticket)
     count = len(calls)
-    time.sleep(0.05)
     assert fired == count >= 3  # re-sent, as an interrupt must be when it lands before execution starts
+    assert passed_by(scheduler, 0.05)  # its next repeat (due in 0.01 s) would have come before this
     assert len(calls) == count
     cancelled = scheduler.schedule(0.05, lambda: calls.append(-1.0))
     assert Scheduler.cancel(cancelled) == 0
-    time.sleep(0.1)
+    assert passed_by(scheduler, 0.1)
     assert -1.0 not in calls
 
 
@@ -313,19 +340,22 @@ def test_scheduler_survives_a_failing_callback():
     done = threading.Event()
     scheduler.schedule(0.0, lambda: 1 / 0)
     scheduler.schedule(0.01, done.set)
-    assert done.wait(2)
+    assert done.wait(30)
 
 
 def test_isolated_runner_kills_a_query_that_ignores_interrupt(db):
-    sql = "SELECT length(repeat('x', 1000000000))"  # one huge value: no interrupt check for ~10 s in-process
+    sql = "SELECT length(repeat('x', 1000000000))"  # one huge value: no interrupt check for 10-20 s in-process
     warm = run_query_isolated(db, "SELECT count(*) FROM t")  # starts the worker
     assert warm.rows == [(3,)]
-    started = time.perf_counter()
+    worker = isolated_module._RUNNER._process
+    assert worker is not None and worker.poll() is None
     result = run_query_isolated(db, sql, SandboxLimits(timeout_s=0.2), grace_s=0.3)
     assert result.error_class == "timeout"
-    assert "killed" in result.error_message or "interrupted" in result.error_message
-    assert time.perf_counter() - started < 3.0
+    assert "ignored interrupt and its process was killed" in result.error_message  # not merely interrupted
+    assert worker.returncode == -signal.SIGKILL  # the backstop killed the worker that ran the query
+    assert result.elapsed_ms >= (0.2 + 0.3) * 1000  # only after the timeout and the grace
     assert run_query_isolated(db, "SELECT 7").rows == [(7,)]  # a new worker took over
+    assert isolated_module._RUNNER._process is not None and isolated_module._RUNNER._process.pid != worker.pid
 
 
 def test_isolated_runner_refuses_without_a_worker_and_reports_missing_databases(db, tmp_path):

@@ -24,6 +24,8 @@ from nl2sql_pipeline.stages.records import Attempt
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=5)
+REPLY_TIMEOUT_S = 120.0
+"""Generous: a loaded machine must not turn a reply into a timeout (the timeout test passes its own)."""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def system_spec(url: str, **changes) -> ModelSpec:
         "kind": "http",
         "model": "system:scripted-system",
         "retry": FAST_RETRY,
-        "timeout_s": 2.0,
+        "timeout_s": REPLY_TIMEOUT_S,
         "system": SystemConfig(**config),
         **changes,
     }
@@ -53,7 +55,7 @@ def litellm_spec(api_base: str, **changes) -> ModelSpec:
         "model": "openai/scripted",
         "api_base": api_base,
         "retry": FAST_RETRY,
-        "timeout_s": 2.0,
+        "timeout_s": REPLY_TIMEOUT_S,
         **changes,
     }
     return ModelSpec(**values)
