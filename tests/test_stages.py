@@ -6,7 +6,6 @@ every stage (as the assets do) and gets the same verdicts.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import duckdb
@@ -141,12 +140,12 @@ def test_a_failing_oracle_is_an_environment_error_not_a_model_miss(db):
 def test_isolated_execution_kills_a_query_that_ignores_interrupt(db):
     case = _case("slow", "SELECT COUNT(*) FROM anime")
     hog = "SELECT length(repeat('x', 2000000000)) AS n"  # ignores interrupt: ~10 s in-process
-    started = time.monotonic()
     verdicts = _run(
         db, [case], _candidates([("slow", 0, 0, hog, None)]), limits=SandboxLimits(timeout_s=0.5), isolated=True
     )
     assert verdicts.loc["slow", "outcome"] == outcomes.TIMEOUT
-    assert time.monotonic() - started < 8
+    # the subprocess backstop fired: the query was killed, not merely interrupted
+    assert "ignored interrupt and its process was killed" in verdicts.loc["slow", "reason"]
 
 
 def test_the_stages_give_the_same_verdicts_through_the_frame_codec(db, tmp_path):
