@@ -22,7 +22,9 @@ CATEGORIES: tuple[str, ...] = (
     "follow_up",
     "policy_rejection",
 )
-DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard", "extra")
+"""Easiest first. ``extra`` is Spider's fourth hardness level (imported benchmarks; the built-in sets use
+the first three)."""
 OUTCOME_RESULT = "result"
 OUTCOME_POLICY_REJECTION = "policy_rejection"
 EXPECTED_OUTCOMES: tuple[str, ...] = (OUTCOME_RESULT, OUTCOME_POLICY_REJECTION)

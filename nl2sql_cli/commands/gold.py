@@ -198,6 +198,9 @@ def _import(args: argparse.Namespace) -> int:
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
         return EXIT_BAD_INPUT
+    except OSError as exc:  # the folder of --out cannot be created or written (a file in the way, ...)
+        print(f"error: --out {out}: cannot write it ({exc.strerror or exc}); choose another --out", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print(f"imported {summarize(cases)} from {source} into {out}")
     return EXIT_OK
 
@@ -207,10 +210,12 @@ MAX_LISTED_DROPS = 20
 
 def _import_format(args: argparse.Namespace) -> int:
     """``gold import --format spider|bird|defog|plain``: databases copied beside OUT, gold SQL converted
-    to DuckDB and checked; every query left out is listed (stderr) and in the report file."""
+    to DuckDB and checked; every query left out is listed (stderr) and in the report file, and so is
+    every warning (e.g. no ``tables.json``). Bad input, a missing ``--databases`` folder or an OUT whose
+    folder cannot be created: one line each on stderr, exit 2."""
     from nl2sql_pipeline.dialect.sqlite_copy import SqliteCopyError
     from nl2sql_pipeline.errors import CaseValidationError
-    from nl2sql_pipeline.gold.formats import import_benchmark
+    from nl2sql_pipeline.gold.formats import BenchmarkImportError, import_benchmark
 
     source, out = Path(args.file), Path(args.out)
     unused = [f"--{name}" for name in ("domain", "category", "database") if getattr(args, name)]
@@ -232,9 +237,11 @@ def _import_format(args: argparse.Namespace) -> int:
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
         return EXIT_BAD_INPUT
-    except SqliteCopyError as exc:
+    except (SqliteCopyError, BenchmarkImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     dropped = [q for q in result.queries if q.sql is None]
     for query in dropped[:MAX_LISTED_DROPS]:
         reason = query.reason.splitlines()[0] if query.reason else ""

@@ -19,9 +19,10 @@ from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.execution import SandboxLimits
 from nl2sql_pipeline.gold.formats.bird import read_bird
 from nl2sql_pipeline.gold.formats.build import REPORT_SUFFIX, ImportResult, build_gold, report_path_for
-from nl2sql_pipeline.gold.formats.model import BenchmarkSource
+from nl2sql_pipeline.gold.formats.hardness import HARDNESS_LEVELS, HardnessError, spider_hardness
+from nl2sql_pipeline.gold.formats.model import BenchmarkImportError, BenchmarkSource
 from nl2sql_pipeline.gold.formats.plain import expand_alternatives, read_defog, read_plain
-from nl2sql_pipeline.gold.formats.spider import read_spider
+from nl2sql_pipeline.gold.formats.spider import read_spider, require_folder
 
 Reader = Callable[[Path, "Path | None"], BenchmarkSource]
 FORMATS: dict[str, Reader] = {
@@ -34,12 +35,16 @@ FORMATS: dict[str, Reader] = {
 
 __all__ = [
     "FORMATS",
+    "HARDNESS_LEVELS",
     "REPORT_SUFFIX",
+    "BenchmarkImportError",
+    "HardnessError",
     "ImportResult",
     "build_gold",
     "expand_alternatives",
     "import_benchmark",
     "report_path_for",
+    "spider_hardness",
 ]
 
 
@@ -54,7 +59,8 @@ def import_benchmark(
 ) -> ImportResult:
     """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``).
 
-    Raises ``CaseValidationError`` for an unknown format or dialect, unreadable input or no kept case.
+    Raises ``CaseValidationError`` for an unknown format or dialect, unreadable input or no kept case,
+    and ``BenchmarkImportError`` when ``databases`` is not a folder or ``out``'s folder cannot be made.
     """
     if fmt not in FORMATS:
         raise CaseValidationError([f"unknown format {fmt!r} (use one of: {', '.join(FORMATS)})"])
@@ -64,5 +70,6 @@ def import_benchmark(
         )
     if Path(out).suffix.lower() != ".jsonl":
         raise CaseValidationError([f"{out}: the gold file must end in .jsonl"])
-    source = FORMATS[fmt](Path(src), Path(databases) if databases else None)
+    folder = require_folder(Path(databases)) if databases else None
+    source = FORMATS[fmt](Path(src), folder)
     return build_gold(source, Path(out), source_dialect, limits)

@@ -2,7 +2,9 @@
 + ``dev_tables.json`` + ``dev_databases/<db>/<db>.sqlite``.
 
 ``evidence`` (the external knowledge BIRD gives with each question) is kept as the case's ``hint``;
-``difficulty`` simple/moderate/challenging becomes easy/medium/hard.
+``difficulty`` simple/moderate/challenging becomes easy/medium/hard (a question without one, as in
+BIRD's train split, gets Spider's hardness computed from its gold query, as every importer does).
+Without a tables file the import goes on with a warning saying what is lost.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceQuestion, 
 from nl2sql_pipeline.gold.formats.spider import (
     collect_databases,
     first_existing,
+    missing_tables_warning,
     question_file,
     read_items,
     read_tables_json,
@@ -47,7 +50,11 @@ def read_bird(src: Path, databases: Path | None = None) -> BenchmarkSource:
                 tags=("bird",),
             )
         )
-    keys = read_tables_json(first_existing(folder, (f"{split}_tables.json", "tables.json")))
-    db_folder = databases or first_existing(folder, (f"{split}_databases", "databases", "database"))
-    dbs = collect_databases({q.db_id for q in questions}, db_folder, keys, path)
-    return BenchmarkSource("bird", path, "sqlite", questions, dbs)
+    table_files = (f"{split}_tables.json", "tables.json")
+    tables = first_existing(folder, table_files)
+    keys = read_tables_json(tables)
+    folders = (f"{split}_databases", "databases", "database")
+    db_folder = databases or first_existing(folder, folders)
+    dbs = collect_databases({q.db_id for q in questions}, db_folder, keys, path, folders)
+    warnings = [] if tables is not None else [missing_tables_warning(path, table_files)]
+    return BenchmarkSource("bird", path, "sqlite", questions, dbs, warnings)

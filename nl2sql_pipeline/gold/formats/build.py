@@ -12,7 +12,13 @@
    silently: every query is listed in the report (``<gold stem>.import-report.json``) with its status,
    the fixes applied and the reason, and the summary counts what was dropped and why. Kept queries the
    default SQL policy would refuse are flagged in the report (they stay: a run may use another policy).
-4. The cases are validated by the same rules as any gold file and written as JSONL.
+4. A question without a difficulty (Spider's, defog's, a plain row without one) gets Spider's official
+   hardness, easy / medium / hard / extra, computed from its first kept gold query in the source
+   dialect (``hardness.spider_hardness``); the report says per query where the difficulty came from.
+5. The cases are validated by the same rules as any gold file and written as JSONL.
+
+An output folder that cannot be created (a file in the way) raises ``BenchmarkImportError`` before
+anything is copied.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +42,13 @@ from nl2sql_pipeline.dialect.verify import CONVERSION_FAILED
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
 from nl2sql_pipeline.gold.case_rules import validate_records
-from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceDatabase, SourceQuestion
+from nl2sql_pipeline.gold.formats.hardness import HardnessError, spider_hardness
+from nl2sql_pipeline.gold.formats.model import (
+    BenchmarkImportError,
+    BenchmarkSource,
+    SourceDatabase,
+    SourceQuestion,
+)
 from nl2sql_pipeline.gold.formats.team_files import infer_category, write_jsonl
 from nl2sql_pipeline.gold.raw_cases import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
@@ -45,6 +57,11 @@ logger = logging.getLogger(__name__)
 
 DATABASES_FOLDER = "databases"
 REPORT_SUFFIX = ".import-report.json"
+DIFFICULTY_FROM_SOURCE = "source"
+DIFFICULTY_COMPUTED = "spider_hardness"
+DIFFICULTY_DEFAULT = "default"
+"""Where a case's difficulty came from: the benchmark, Spider's hardness of its gold, or the contract's
+default (``Case.difficulty``) when neither was possible."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,10 @@ class QueryReport:
     sql: str | None
     policy: str | None = None
     """Why the default SQL policy refuses the kept query (None when it allows it)."""
+    difficulty: str | None = None
+    """The difficulty of the case written (None when the question was left out)."""
+    difficulty_source: str | None = None
+    """``source``, ``spider_hardness`` (computed) or ``default`` (see ``DIFFICULTY_*``)."""
 
 
 @dataclass
@@ -86,6 +107,8 @@ class ImportResult:
     questions: int
     queries: list[QueryReport]
     databases: list[DatabaseReport]
+    warnings: list[str] = field(default_factory=list)
+    """What the reader imported without, and what is lost (also in the report)."""
 
     @property
     def dropped(self) -> Counter[str]:
@@ -96,6 +119,12 @@ class ImportResult:
     def policy_refused(self) -> int:
         """Kept queries the default policy refuses."""
         return sum(1 for q in self.queries if q.policy)
+
+    @property
+    def difficulty_sources(self) -> Counter[str]:
+        """Difficulty source -> number of cases written (``DIFFICULTY_*``)."""
+        first = {q.case_id: q.difficulty_source for q in self.queries if q.difficulty_source is not None}
+        return Counter(first.values())
 
     def summary(self) -> str:
         """One line: kept questions, what was dropped and why, where the report is."""
@@ -110,6 +139,11 @@ class ImportResult:
             parts.append(f"{rewritten} rewritten by dialect fixes")
         if self.policy_refused:
             parts.append(f"{self.policy_refused} refused by the default policy")
+        computed = self.difficulty_sources[DIFFICULTY_COMPUTED]
+        if computed:
+            parts.append(
+                f"difficulty computed as Spider's hardness for {computed} {'case' if computed == 1 else 'cases'}"
+            )
         return "; ".join(parts) + f"; report: {self.report_path}"
 
 
@@ -171,7 +205,22 @@ def _check_alternative(
     )
 
 
-def _case_record(question: SourceQuestion, kept: list[str], relative: str, number: int) -> RawCase:
+def _difficulty(question: SourceQuestion, checked: list[QueryReport], dialect: str) -> tuple[str | None, str]:
+    """The case's difficulty and where it came from: the source's, else Spider's hardness of the first
+    kept gold query read in the source dialect, else none (the contract's default)."""
+    if question.difficulty in DIFFICULTIES:
+        return question.difficulty, DIFFICULTY_FROM_SOURCE
+    source_sql = next(r.source_sql for r in checked if r.sql is not None)
+    try:
+        return spider_hardness(source_sql, dialect), DIFFICULTY_COMPUTED
+    except HardnessError as exc:
+        logger.info("%s (%s): no hardness computed: the gold query %s", question.id, question.location, exc)
+        return None, DIFFICULTY_DEFAULT
+
+
+def _case_record(
+    question: SourceQuestion, kept: list[str], relative: str, number: int, difficulty: str | None
+) -> RawCase:
     data: dict[str, Any] = {
         "id": question.id,
         "domain": question.db_id,
@@ -181,8 +230,8 @@ def _case_record(question: SourceQuestion, kept: list[str], relative: str, numbe
         "expected_sql": kept[0] if len(kept) == 1 else kept,
         "tags": list(dict.fromkeys(question.tags)),
     }
-    if question.difficulty in DIFFICULTIES:
-        data["difficulty"] = question.difficulty
+    if difficulty is not None:
+        data["difficulty"] = difficulty
     if question.hint:
         data["hint"] = question.hint
     return RawCase(line=number, data=data)
@@ -214,8 +263,7 @@ def build_gold(
     """
     out = Path(out)
     dialect = source_dialect or source.default_dialect
-    db_folder = out.parent / DATABASES_FOLDER
-    db_folder.mkdir(parents=True, exist_ok=True)
+    db_folder = _prepare_output(out)
     release_sandboxes()  # a re-import replaces database files this process may hold open
     used = sorted({q.db_id for q in source.questions})
     files: dict[str, Path] = {}
@@ -248,14 +296,21 @@ def build_gold(
                     checked[i] = QueryReport(
                         **{**asdict(query_report), "policy": f"{decision.rule}: {decision.reason}"}
                     )
-        queries += checked
         kept = [r.sql for r in checked if r.sql is not None]
         if kept:
-            records.append(_case_record(question, kept, relative, number))
-        else:
+            difficulty, origin = _difficulty(question, checked, dialect)
+            written = difficulty or Case.difficulty
+            checked = [replace(r, difficulty=written, difficulty_source=origin) for r in checked]
+            records.append(_case_record(question, kept, relative, number, difficulty))
+        queries += checked
+        if not kept:
             logger.info("%s (%s): no gold query kept", question.id, question.location)
     cases = _validate(records, out, {n: q.location for n, q in enumerate(source.questions, start=1)})
-    result = ImportResult(cases, out, report_path_for(out), len(source.questions), queries, reports)
+    result = ImportResult(
+        cases, out, report_path_for(out), len(source.questions), queries, reports, list(source.warnings)
+    )
+    for warning in result.warnings:
+        logger.warning(warning)
     _write_report(result, source, dialect)
     if not cases:
         raise CaseValidationError(
@@ -264,6 +319,31 @@ def build_gold(
     write_jsonl(cases, out)
     logger.info(result.summary())
     return result
+
+
+def _prepare_output(out: Path) -> Path:
+    """Create ``out``'s folder and its ``databases/`` folder; return the latter.
+
+    Raises ``BenchmarkImportError`` (one line: the path in the way and the fix) when either cannot be
+    created or ``out`` itself is a folder.
+    """
+    db_folder = out.parent / DATABASES_FOLDER
+    if out.is_dir():
+        raise BenchmarkImportError(f"--out {out}: is a folder (give the path of the .jsonl file to write)")
+    try:
+        db_folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in (db_folder, *db_folder.parents) if p.exists() and not p.is_dir()), None)
+        what = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
+        raise BenchmarkImportError(
+            f"--out {out}: cannot create the folder {db_folder} ({what}); choose another --out or move it"
+        ) from exc
+    return db_folder
+
+
+def _level(item: tuple[str, int]) -> int:
+    """Sort key of (difficulty, count): easiest first."""
+    return DIFFICULTIES.index(item[0]) if item[0] in DIFFICULTIES else len(DIFFICULTIES)
 
 
 def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -> None:
@@ -280,7 +360,10 @@ def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -
             "queries_by_status": dict(sorted(statuses.items())),
             "queries_left_out": sum(result.dropped.values()),
             "kept_queries_refused_by_default_policy": result.policy_refused,
+            "cases_by_difficulty": dict(sorted(Counter(c.difficulty for c in result.cases).items(), key=_level)),
+            "difficulty_sources": dict(sorted(result.difficulty_sources.items())),
         },
+        "warnings": list(result.warnings),
         "databases": [asdict(d) for d in result.databases],
         "queries": [asdict(q) for q in result.queries],
     }

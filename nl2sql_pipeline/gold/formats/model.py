@@ -8,11 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys
-from nl2sql_pipeline.errors import CaseValidationError
+from nl2sql_pipeline.errors import CaseValidationError, Nl2SqlError
 from nl2sql_pipeline.gold.raw_cases import problem
 
 SQLITE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3")
 DUCKDB_SUFFIX = ".duckdb"
+
+
+class BenchmarkImportError(Nl2SqlError):
+    """An import cannot start: its output folder cannot be created or a folder it was given does not
+    exist. The message is one line naming the path and the fix."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class BenchmarkSource:
     default_dialect: str
     questions: list[SourceQuestion]
     databases: dict[str, SourceDatabase] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """What the reader could not find but imported without (e.g. no ``tables.json``), and what is lost."""
 
 
 def read_json_list(path: Path, what: str) -> list[Any]:

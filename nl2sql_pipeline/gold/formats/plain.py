@@ -11,6 +11,9 @@ a, b in that order (``GROUP BY {}`` repeats the chosen columns), as defog expand
 
 Databases are looked up by name under ``--databases DIR`` (default: the file's folder):
 ``<db>.duckdb``, ``<db>.sqlite`` or ``<db>/<db>.sqlite``.
+
+A row without a ``difficulty`` (or with one outside the contract's easy/medium/hard/extra), and every
+defog question, gets Spider's hardness computed from its gold query (``hardness.spider_hardness``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,11 @@
 
 ``SRC`` is the Spider folder (``dev.json`` is read) or one question file inside it. Each item gives
 ``db_id``, ``question`` and ``query`` (SQLite SQL). ``tables.json`` declares primary and foreign keys
-the SQLite files often leave out; they are added to the DuckDB copy where the data allows.
+the SQLite files often leave out; they are added to the DuckDB copy where the data allows. Without a
+``tables.json`` the import goes on with a warning saying what is lost (those keys).
+
+Spider's questions carry no difficulty: the import computes Spider's official hardness (easy / medium /
+hard / extra, ``hardness.spider_hardness``) from each gold query, as the leaderboards break results down.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.formats.model import (
+    BenchmarkImportError,
     BenchmarkSource,
     SourceDatabase,
     SourceQuestion,
@@ -106,22 +111,56 @@ def read_items(
     return items, problems
 
 
+def missing_tables_warning(question_path: Path, names: tuple[str, ...]) -> str:
+    """The warning of an import without a tables file: what was looked for, and what is lost."""
+    return (
+        f"{question_path.parent}: no {' or '.join(names)} beside {question_path.name}; imported without it: "
+        "primary and foreign keys declared only there are not added to the DuckDB copies (fewer join keys in "
+        "the prompt's schema and for the test-suite variants); put the benchmark's tables file there to keep them"
+    )
+
+
+def require_folder(folder: Path, option: str = "--databases") -> Path:
+    """``folder`` when it is a directory; else ``BenchmarkImportError`` naming it once."""
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise BenchmarkImportError(
+            f"{option} {folder}: {what} (give the folder holding <db>/<db>.sqlite, <db>.sqlite or <db>.duckdb)"
+        )
+    return folder
+
+
 def collect_databases(
-    db_ids: set[str], folder: Path | None, keys: dict[str, ExtraKeys], source: Path
+    db_ids: set[str],
+    folder: Path | None,
+    keys: dict[str, ExtraKeys],
+    source: Path,
+    looked_for: tuple[str, ...] = (),
 ) -> dict[str, SourceDatabase]:
-    """The database file of every id (raises ``CaseValidationError`` naming every missing one)."""
+    """The database file of every id (raises ``CaseValidationError`` naming every missing one).
+
+    ``folder`` None means the reader found none of the folders ``looked_for`` beside ``source``: that
+    is said once, not once per database.
+    """
+    if folder is None:
+        names = " or ".join(f"{n}/" for n in looked_for) or "database folder"
+        raise CaseValidationError(
+            [
+                f"{source}: no {names} beside it for its {len(db_ids)} database(s) "
+                "(give --databases DIR, the folder holding <db>/<db>.sqlite)"
+            ]
+        )
     found: dict[str, SourceDatabase] = {}
     missing = []
     for db_id in sorted(db_ids):
-        path = find_database_file(folder, db_id) if folder is not None else None
+        path = find_database_file(folder, db_id)
         if path is None:
             missing.append(db_id)
         else:
             found[db_id] = SourceDatabase(db_id, path, keys.get(db_id, ExtraKeys()))
     if missing:
-        where = folder if folder is not None else source.parent
         raise CaseValidationError(
-            [f"{source}: no database file for {db} under {where} (expected {db}/{db}.sqlite)" for db in missing]
+            [f"{source}: no database file for {db} under {folder} (expected {db}/{db}.sqlite)" for db in missing]
         )
     return found
 
@@ -146,7 +185,11 @@ def read_spider(src: Path, databases: Path | None = None) -> BenchmarkSource:
         )
         for index, item, sql in items
     ]
-    keys = read_tables_json(first_existing(folder, (f"{split}_tables.json",) + TABLE_FILES))
-    db_folder = databases or first_existing(folder, (f"{split}_database",) + DATABASE_FOLDERS)
-    dbs = collect_databases({q.db_id for q in questions}, db_folder, keys, path)
-    return BenchmarkSource("spider", path, "sqlite", questions, dbs)
+    table_files = (f"{split}_tables.json",) + TABLE_FILES
+    tables = first_existing(folder, table_files)
+    keys = read_tables_json(tables)
+    folders = (f"{split}_database",) + DATABASE_FOLDERS
+    db_folder = databases or first_existing(folder, folders)
+    dbs = collect_databases({q.db_id for q in questions}, db_folder, keys, path, folders)
+    warnings = [] if tables is not None else [missing_tables_warning(path, table_files)]
+    return BenchmarkSource("spider", path, "sqlite", questions, dbs, warnings)
