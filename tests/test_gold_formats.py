@@ -14,7 +14,7 @@ import pytest
 
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.generation import CandidateRecord
-from nl2sql_pipeline.gold.formats import expand_alternatives, import_benchmark
+from nl2sql_pipeline.gold.formats import expand_alternatives, import_benchmark, report_path_for
 from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.scoring.run_scores import score_run
@@ -320,6 +320,7 @@ def test_bird_directory_keeps_evidence_as_the_hint_and_gold_echo_scores_100(tmp_
     assert [c.id for c in cases] == ["bird-dev-0", "bird-dev-1", "bird-dev-2", "bird-dev-3"]
     assert cases[0].hint == "young refers to age < 20" and cases[3].hint is None
     assert [c.difficulty for c in cases] == ["easy", "medium", "hard", "easy"]
+    assert {q.difficulty_source for q in result.queries} == {"source"}  # BIRD's own, mapped, not computed
     assert json.loads(out.read_text().splitlines()[0])["hint"] == "young refers to age < 20"
     assert cases[0].fingerprint != dataclasses.replace(cases[0], hint=None).fingerprint
     assert all(q.status == "verified" for q in result.queries)
@@ -540,7 +541,8 @@ def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_
     result = import_benchmark("plain", data / "q.jsonl", out)
     cases = load_cases(out)
     assert [c.id for c in cases] == ["q-1", "q-2"] and cases[0].tags == ("plain", "limits")
-    assert cases[0].difficulty == "hard"
+    assert cases[0].difficulty == "hard" and cases[1].difficulty == "easy"  # given; computed (Spider hardness)
+    assert [q.difficulty_source for q in result.queries] == ["source", "spider_hardness"]
     assert (out.parent / "databases" / "shop.duckdb").is_file()
     assert [q.status for q in result.queries] == ["runs", "runs"]
     assert result.queries[0].policy and "1000" in result.queries[0].policy and result.queries[1].policy is None
@@ -636,3 +638,89 @@ def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, mon
     scores = json.loads(captured.out)["runs"][0]["scores"]
     assert scores["semantic_correctness_rate"] == 1.0 and scores["query_count"] == 21
     assert set(json.loads(scores["per_database"])) == {"databases/concert_singer.duckdb", "databases/pets_1.duckdb"}
+
+
+HARDNESS_QUESTIONS = [
+    # (question, gold SQL, Spider hardness derived by hand from evaluation.py's eval_hardness)
+    ("How many singers are there?", "SELECT count(*) FROM singer", "easy"),
+    ("Singers from oldest to youngest?", "SELECT name, country, age FROM singer ORDER BY age DESC", "medium"),
+    (
+        "Stadiums without concerts?",
+        "SELECT name FROM stadium WHERE stadium_id NOT IN (SELECT stadium_id FROM concert)",
+        "hard",
+    ),
+    (
+        "Stadium with the fewest concerts?",
+        "SELECT T2.name FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id "
+        "GROUP BY T1.stadium_id ORDER BY count(*) ASC LIMIT 1",
+        "extra",
+    ),
+]
+
+
+def test_spider_questions_get_spiders_hardness_as_their_difficulty(tmp_path):
+    """Spider has no difficulty: each case gets Spider's hardness (extra included), the report says it was
+    computed, the file validates and the per-difficulty breakdown uses the four levels."""
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": "concert_singer", "question": q, "query": sql} for q, sql, _ in HARDNESS_QUESTIONS])
+    )
+    out = tmp_path / "gold" / "spider-dev.jsonl"
+    result = import_benchmark("spider", src, out)
+    cases = load_cases(out)
+    assert [c.difficulty for c in cases] == [level for _, _, level in HARDNESS_QUESTIONS]
+    assert json.loads(out.read_text().splitlines()[3])["difficulty"] == "extra"
+    assert all(q.difficulty_source == "spider_hardness" for q in result.queries)
+    assert "difficulty computed as Spider's hardness for 4 cases" in result.summary()
+    summary = json.loads(result.report_path.read_text())["summary"]
+    assert summary["cases_by_difficulty"] == {"easy": 1, "medium": 1, "hard": 1, "extra": 1}
+    assert summary["difficulty_sources"] == {"spider_hardness": 4}
+    _, scores = _gold_echo(cases, out.parent)
+    assert set(scores["per_difficulty"]) == {"easy", "medium", "hard", "extra"}
+
+
+def test_cli_gold_import_errors_are_one_named_line_and_exit_2(tmp_path, capsys):
+    """An --out folder blocked by a file, a --databases folder that does not exist and a Spider folder
+    without its database folder: exit 2, the path named once, no traceback. No tables.json: imported with
+    a warning saying what is lost."""
+    from nl2sql_cli.main import main
+
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": "concert_singer", "question": q, "query": sql} for q, sql, _ in HARDNESS_QUESTIONS])
+    )
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    for out in (blocker / "g.jsonl", blocker / "sub" / "g.jsonl"):
+        assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"error: --out {out}: ") and "Traceback" not in err
+        assert f"{blocker} is a file, not a folder" in err
+    (tmp_path / "team.yml").write_text("- id: c1\n  question: How many?\n  sql: SELECT 1\n")
+    team = ["gold", "import", str(tmp_path / "team.yml"), "--database", "sample"]
+    assert main([*team, "--out", str(blocker / "g.jsonl")]) == 2  # a team file, not a benchmark: the same
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{blocker} is a file, not a folder" in err and "Traceback" not in err
+
+    out = tmp_path / "gold" / "g.jsonl"
+    nowhere = tmp_path / "no-such-folder"
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out), "--databases", str(nowhere)]) == 2
+    err = capsys.readouterr().err
+    assert err.count(str(nowhere)) == 1 and "--databases" in err and "does not exist" in err
+    assert err.count("\n") == 1 and not out.parent.exists()
+
+    (src / "database").rename(src / "elsewhere")
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("no dev_database/ or database/ beside it") == 1 and "--databases" in err
+    assert "concert_singer" not in err  # the folder is named, not each database
+    (src / "elsewhere").rename(src / "database")
+
+    (src / "tables.json").unlink()
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "imported 4 of 4 questions" in captured.out
+    (warning,) = [line for line in captured.err.splitlines() if line.startswith("warning: ")]
+    assert f"{src}: no dev_tables.json or tables.json beside dev.json; imported without it" in warning
+    assert "primary and foreign keys declared only there are not added" in warning
+    assert json.loads(report_path_for(out).read_text())["warnings"] == [warning.removeprefix("warning: ")]

@@ -199,7 +199,9 @@ def _import(args: argparse.Namespace) -> int:
         _print_problems(exc.problems, str(source))
         return EXIT_BAD_INPUT
     except OSError as exc:  # the folder of --out cannot be created or written (a file in the way, ...)
-        print(f"error: --out {out}: cannot write it ({exc.strerror or exc}); choose another --out", file=sys.stderr)
+        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
+        print(f"error: --out {out}: cannot write it ({why}); choose another --out or move it", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"imported {summarize(cases)} from {source} into {out}")
     return EXIT_OK
