@@ -114,3 +114,51 @@ def test_the_source_dialect_is_used_and_what_does_not_parse_is_a_typed_error():
         spider_hardness("SELECT FROM WHERE (")
     with pytest.raises(HardnessError, match="not exactly one query"):
         spider_hardness("SELECT 1; SELECT 2")
+
+
+# Spider dev gold queries, as written in dev.json, with the hardness Spider's evaluation.py printed for them
+# (a published error analysis of a Spider dev run lists each query with its hardness).
+LABELLED_DEV = [
+    (
+        "SELECT T2.name ,  count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id  =  T2.stadium_id "
+        "GROUP BY T1.stadium_id",
+        "medium",
+    ),
+    (
+        "select count(*) from concert where stadium_id = (select stadium_id from stadium order by capacity desc "
+        "limit 1)",
+        "hard",
+    ),
+    (
+        "SELECT T1.lname FROM student AS T1 JOIN has_pet AS T2 ON T1.stuid  =  T2.stuid JOIN pets AS T3 "
+        "ON T3.petid  =  T2.petid WHERE T3.pet_age  =  3 AND T3.pettype  =  'cat'",
+        "hard",
+    ),
+    (
+        "SELECT T1.Model FROM CAR_NAMES AS T1 JOIN CARS_DATA AS T2 ON T1.MakeId  =  T2.Id "
+        "ORDER BY T2.horsepower ASC LIMIT 1;",
+        "hard",
+    ),
+    (
+        "SELECT T1.model FROM CAR_NAMES AS T1 JOIN CARS_DATA AS T2 ON T1.MakeId  =  T2.Id "
+        "WHERE T2.Weight  <  (SELECT avg(Weight) FROM CARS_DATA)",
+        "extra",
+    ),
+    (
+        "SELECT T1.ContId ,  T1.Continent ,  count(*) FROM CONTINENTS AS T1 JOIN COUNTRIES AS T2 "
+        "ON T1.ContId  =  T2.Continent GROUP BY T1.ContId;",
+        "medium",
+    ),
+    ("select max(capacity), average from stadium", "medium"),
+    (
+        "SELECT stuid FROM student EXCEPT SELECT T1.stuid FROM student AS T1 JOIN has_pet AS T2 "
+        "ON T1.stuid  =  T2.stuid JOIN pets AS T3 ON T3.petid  =  T2.petid WHERE T3.pettype  =  'cat'",
+        "hard",
+    ),
+    ("SELECT pettype ,  weight FROM pets ORDER BY pet_age LIMIT 1", "medium"),
+]
+
+
+@pytest.mark.parametrize(("sql", "level"), LABELLED_DEV, ids=[f"dev-{i}" for i in range(len(LABELLED_DEV))])
+def test_hardness_agrees_with_spiders_evaluator_on_dev_queries(sql, level):
+    assert spider_hardness(sql) == level
