@@ -325,9 +325,9 @@ def _cut_tie(
     return None, True, 1
 
 
-def _limited_subqueries(tree: exp.Expr) -> list[exp.Expr]:
+def _limited_subqueries(tree: exp.Expr) -> list[exp.Select | exp.SetOperation]:
     """Every SELECT or set operation below the outermost one with ORDER BY and a literal LIMIT, in walk order."""
-    found = []
+    found: list[exp.Select | exp.SetOperation] = []
     for node in tree.walk():
         if node is tree or not isinstance(node, (exp.Select, exp.SetOperation)):
             continue
@@ -355,7 +355,7 @@ def _tiebroken(tree: exp.Expr, index: int, descending: bool) -> str | None:
     if not selects:
         return None
     if any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star) for item in selects):
-        columns = sql_ast.parse("SELECT COLUMNS(*)").selects[0].copy()
+        columns = exp.Anonymous(this="COLUMNS", expressions=[exp.Star()])
         extra = [exp.Ordered(this=columns, desc=descending, nulls_first=descending)]
     else:
         extra = [
