@@ -1,4 +1,5 @@
-"""Row order from the expected query's AST: ORDER BY direction, ties, LIMIT boundary ties, key resolution."""
+"""Row order from the expected query's AST: ORDER BY direction, ties, LIMIT boundary ties, key resolution, and
+sort keys that are not result columns (evaluated on the gold)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import duckdb
 import pytest
 
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
-from nl2sql_pipeline.compare.order import ORDER_NOT_REQUIRED, ORDER_OK, ORDER_PARTIAL, ORDER_UNCHECKED, order_spec
+from nl2sql_pipeline.compare.keyed import keyed_sql
+from nl2sql_pipeline.compare.order import (
+    ORDER_NOT_REQUIRED,
+    ORDER_OK,
+    ORDER_PARTIAL,
+    ORDER_UNCHECKED,
+    ORDER_WRONG,
+    order_spec,
+)
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes, run_query
 
 LIMITS = SandboxLimits()
@@ -93,17 +102,124 @@ def test_sort_key_by_expression_and_alias_resolve_to_columns():
     assert [k.column for k in spec.keys] == [None]
 
 
-def test_key_not_among_the_result_columns_is_checked_as_far_as_visible(db):
-    hidden_first = verdict(
-        db, "SELECT title FROM titles ORDER BY views DESC", "SELECT title FROM titles ORDER BY views"
-    )
-    assert (hidden_first.match, hidden_first.order.status) == (True, ORDER_UNCHECKED)
-    assert "cannot be checked" in hidden_first.reason
+def test_key_not_among_the_result_columns_is_evaluated_on_the_gold(db):
+    reversed_ = verdict(db, "SELECT title FROM titles ORDER BY views DESC", "SELECT title FROM titles ORDER BY views")
+    assert (reversed_.match, reversed_.rule, reversed_.order.status) == (False, "row_order_mismatch", ORDER_WRONG)
     gold = "SELECT genre, title FROM titles ORDER BY genre, views DESC"
-    partial = verdict(db, gold, "SELECT genre, title FROM titles ORDER BY genre, views")
-    assert (partial.match, partial.order.status) == (True, ORDER_PARTIAL)
-    assert "not among the result columns" in partial.reason
+    second_key = verdict(db, gold, "SELECT genre, title FROM titles ORDER BY genre, views")
+    assert (second_key.match, second_key.order.status) == (False, ORDER_WRONG)
     assert not verdict(db, gold, "SELECT genre, title FROM titles ORDER BY genre DESC, views").match
+    # views 700 is shared by four titles, in different genres: within genre every row has its own key
+    right = verdict(db, gold, "SELECT genre, title FROM titles ORDER BY genre, views * 2 DESC")
+    assert (right.match, right.order.status) == (True, ORDER_OK)
+
+
+def test_hidden_key_checked_as_far_as_visible_when_the_gold_cannot_be_re_run(db):
+    gold = "SELECT genre, title FROM titles ORDER BY genre, views DESC"
+    expected = run_query(db, gold, LIMITS)
+    candidate = run_query(db, "SELECT genre, title FROM titles ORDER BY genre, views", LIMITS)
+    no_database = compare_query_results(expected, candidate, CompareConfig(), EngineSource(None, gold, "x", LIMITS))
+    assert (no_database.match, no_database.order.status) == (True, ORDER_PARTIAL)
+    assert "not among the result columns" in no_database.reason
+    assert "could not be re-run with its sort keys as columns (no database to run it on)" in no_database.reason
+    first_hidden = "SELECT title FROM titles ORDER BY views DESC"
+    unchecked = compare_query_results(
+        run_query(db, first_hidden, LIMITS),
+        run_query(db, "SELECT title FROM titles ORDER BY views", LIMITS),
+        CompareConfig(),
+        EngineSource(None, first_hidden, "x", LIMITS),
+    )
+    assert (unchecked.match, unchecked.order.status) == (True, ORDER_UNCHECKED)
+    assert "cannot be checked" in unchecked.reason
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    """``people``: names stored out of age order, two tied at age 30; ``sorted_people``: the same by age."""
+    path = tmp_path_factory.mktemp("order") / "people.duckdb"
+    con = duckdb.connect(str(path))
+    rows = [("cy", 41), ("al", 30), ("bo", 22), ("di", 30), ("ed", 57), ("fa", 19)]
+    con.execute("CREATE TABLE people (name VARCHAR, age INTEGER)")
+    con.executemany("INSERT INTO people VALUES (?, ?)", rows)
+    con.execute("CREATE TABLE sorted_people AS SELECT * FROM people ORDER BY age, name")
+    con.execute("CREATE TABLE t (name VARCHAR, n INTEGER)")
+    con.execute("INSERT INTO t VALUES ('a', 1), ('b', 3), ('c', 2), ('d', 3)")
+    con.close()
+    yield path
+    release_sandboxes(path)
+
+
+def test_order_by_a_key_that_is_not_selected(people):
+    gold = "SELECT name FROM people ORDER BY age"
+    descending = verdict(people, gold, "SELECT name FROM people ORDER BY age DESC")
+    assert (descending.match, descending.rule, descending.order.status) == (False, "row_order_mismatch", ORDER_WRONG)
+    assert "out of order" in descending.reason
+    unordered = verdict(people, gold, "SELECT name FROM people")  # stored out of age order
+    assert (unordered.match, unordered.rule) == (False, "row_order_mismatch")
+    same_order = verdict(people, gold, "SELECT name FROM (SELECT name, age + 1 AS a FROM people) ORDER BY a")
+    assert (same_order.match, same_order.order.status) == (True, ORDER_OK)
+    happens_sorted = verdict(people, "SELECT name FROM sorted_people ORDER BY age", "SELECT name FROM sorted_people")
+    assert (happens_sorted.match, happens_sorted.order.status) == (True, ORDER_OK)
+    # al and di are both 30: either may come first
+    for tiebreak in ("name", "name DESC"):
+        tied = verdict(people, gold, f"SELECT name FROM people ORDER BY age, {tiebreak}")
+        assert (tied.match, tied.order.status) == (True, ORDER_OK), tied.reason
+    swapped = verdict(
+        people, gold, "SELECT name FROM people ORDER BY CASE name WHEN 'bo' THEN 19 WHEN 'fa' THEN 22 ELSE age END"
+    )
+    assert (swapped.match, swapped.rule) == (False, "row_order_mismatch")
+
+
+def test_tie_at_a_limit_with_the_sort_key_not_selected(people):
+    gold = "SELECT name FROM t ORDER BY n DESC LIMIT 1"  # b and d tie on n = 3
+    for tiebreak in ("name", "name DESC"):
+        kept = verdict(people, gold, f"SELECT name FROM t ORDER BY n DESC, {tiebreak} LIMIT 1")
+        assert kept.match and kept.rule in ("multiset_exact", "limit_ties"), kept.reason
+    other = verdict(people, gold, "SELECT name FROM t WHERE name <> (" + gold + ") ORDER BY n DESC LIMIT 1")
+    assert (other.match, other.rule) == (True, "limit_ties")
+    assert "2 rows tie with the last one" in other.reason
+    not_tied = verdict(people, gold, "SELECT name FROM t ORDER BY n LIMIT 1")
+    assert not not_tied.match
+    top_two = "SELECT name FROM t ORDER BY n LIMIT 3"  # a, c, then b or d
+    assert verdict(people, top_two, "SELECT name FROM t ORDER BY n, name DESC LIMIT 3").match
+    wrong_order = verdict(people, top_two, "SELECT name FROM t ORDER BY n DESC, name DESC LIMIT 3")
+    assert not wrong_order.match
+    misplaced = verdict(people, top_two, f"SELECT name FROM ({top_two}) ORDER BY name DESC")
+    assert (misplaced.match, misplaced.rule) == (False, "row_order_mismatch")
+    other_misplaced = verdict(
+        people, top_two, "SELECT name FROM (SELECT * FROM t ORDER BY n, name DESC LIMIT 3) ORDER BY name DESC"
+    )
+    assert not other_misplaced.match  # the other tied row, but out of order
+    for tiebreak in ("name", "name DESC"):
+        assert not verdict(
+            people, top_two, f"SELECT name FROM (SELECT * FROM t ORDER BY n, {tiebreak} LIMIT 3) ORDER BY name DESC"
+        ).match
+
+
+def test_hidden_keys_of_aggregates_set_operations_and_distinct(db):
+    grouped = "SELECT genre FROM titles GROUP BY genre ORDER BY sum(views)"
+    assert verdict(db, grouped, "SELECT genre FROM titles GROUP BY genre ORDER BY avg(views) * count(*)").match
+    assert not verdict(db, grouped, "SELECT genre FROM titles GROUP BY genre ORDER BY sum(views) DESC").match
+    union = "SELECT title FROM titles WHERE id < 3 UNION ALL SELECT title FROM titles WHERE id > 31 ORDER BY upper(title) DESC"
+    assert verdict(db, union, "SELECT title FROM titles WHERE id < 3 OR id > 31 ORDER BY title DESC").match
+    assert not verdict(db, union, "SELECT title FROM titles WHERE id < 3 OR id > 31 ORDER BY title").match
+    distinct = "SELECT DISTINCT genre FROM titles ORDER BY length(genre), genre"
+    assert not verdict(db, distinct, "SELECT DISTINCT genre FROM titles ORDER BY genre DESC").match
+    assert verdict(db, distinct, "SELECT genre FROM titles GROUP BY genre ORDER BY length(genre), genre").match
+
+
+def test_keyed_sql_appends_hidden_keys_after_the_result_columns():
+    assert keyed_sql("SELECT name FROM t ORDER BY age DESC LIMIT 2") == (
+        "SELECT name, age AS __order_key_0 FROM t ORDER BY age DESC LIMIT 2"
+    )
+    assert keyed_sql("SELECT a, b FROM t ORDER BY 2, c", keep_limit=False) == (
+        "SELECT a, b, c AS __order_key_0 FROM t ORDER BY 2, c"
+    )
+    assert keyed_sql("SELECT DISTINCT a FROM t ORDER BY a + 1 LIMIT 3 OFFSET 1", keep_limit=False) == (
+        "SELECT *, a + 1 AS __order_key_0 FROM (SELECT DISTINCT a FROM t) AS __order_q ORDER BY a + 1 OFFSET 1"
+    )
+    assert keyed_sql("SELECT a FROM t ORDER BY a") is None  # no hidden key
+    assert keyed_sql("SELECT a FROM t ORDER BY 3") is None  # an ordinal out of range
 
 
 def test_judge_stores_grade_order_credit_clauses_and_diagnosis(db):

@@ -17,7 +17,8 @@ import pytest
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
+from nl2sql_pipeline.compare import CompareConfig
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits, release_sandboxes
 from nl2sql_pipeline.gold.quality.preflight import run_preflight
 from nl2sql_pipeline.gold.quality.triage import (
     BLOCKING_KINDS,
@@ -26,9 +27,12 @@ from nl2sql_pipeline.gold.quality.triage import (
     EMPTY_RESULT,
     LIMIT_TIES,
     LIMIT_WITHOUT_ORDER,
+    SUBQUERY_LIMIT_TIE,
     THREAD_DEPENDENT,
     clock_functions,
     other_thread_count,
+    subquery_tie_flags,
+    thread_flags,
 )
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
@@ -84,6 +88,11 @@ PAIRS = [
         "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2 OFFSET 2",  # tie at the OFFSET
         "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2 OFFSET 3",
     ),
+    (
+        SUBQUERY_LIMIT_TIE,
+        "SELECT id FROM scores WHERE name = (SELECT name FROM scores WHERE score < 10 ORDER BY score DESC LIMIT 1)",
+        "SELECT count(*) AS n FROM (SELECT name FROM scores ORDER BY score DESC LIMIT 2)",
+    ),  # bob and cid tie on 9; the count does not depend on which one is kept
     (EMPTY_RESULT, "SELECT name FROM scores WHERE score > 100", "SELECT name FROM scores WHERE score > 9"),
     (DEGENERATE_RESULT, "SELECT count(*) AS n FROM scores WHERE score > 100", "SELECT count(*) AS n FROM scores"),
     (
@@ -138,7 +147,46 @@ def test_flags_say_why_and_block_by_kind(scores_db):
     assert (clock.label, clock.kind, clock.blocking) == ("t[1]", CLOCK_DEPENDENT, True)
     assert "CURRENT_DATE" in clock.reason
     assert report.flags == [ties.line()] and report.problems == [clock.line()]
-    assert BLOCKING_KINDS == {CLOCK_DEPENDENT, THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER}
+    assert BLOCKING_KINDS == {CLOCK_DEPENDENT, THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER, SUBQUERY_LIMIT_TIE}
+
+
+def _rows(*names: str) -> QueryResult:
+    return QueryResult(ok=True, columns=["name"], column_types=["VARCHAR"], rows=[(name,) for name in names])
+
+
+def test_a_tie_choice_at_the_limit_is_not_thread_dependent_even_with_the_key_not_selected(scores_db):
+    """Two thread counts keeping different rows tied at the cut give the same answer; other rows do not."""
+    gold = "SELECT name FROM scores ORDER BY score DESC LIMIT 2"  # bob and cid tie on 9 at the cut
+    limits = SandboxLimits()
+    assert thread_flags("t", gold, _rows("ann", "bob"), _rows("ann", "cid"), scores_db, limits, CompareConfig()) == []
+    (flag,) = thread_flags("t", gold, _rows("ann", "bob"), _rows("ann", "dan"), scores_db, limits, CompareConfig())
+    assert flag.kind == THREAD_DEPENDENT
+
+
+def test_a_tie_inside_a_subquery_is_found_from_the_rows_at_its_cut_every_time(scores_db):
+    gold = "SELECT id FROM scores WHERE name = (SELECT name FROM scores WHERE score < 10 ORDER BY score DESC LIMIT 1)"
+    limits, config = SandboxLimits(), CompareConfig()
+    same = QueryResult(ok=True, columns=["id"], column_types=["INTEGER"], rows=[(2,)])
+    # whether or not the two thread counts happened to keep the same tied row
+    for second in (same, QueryResult(ok=True, columns=["id"], column_types=["INTEGER"], rows=[(3,)])):
+        (flag,) = thread_flags("t", gold, same, second, scores_db, limits, config)
+        assert (flag.kind, flag.blocking) == (SUBQUERY_LIMIT_TIE, True)
+        assert "rows 1 and 2 tie on every sort key (ORDER BY score DESC) across the LIMIT 1 boundary" in flag.reason
+    reports = [run_preflight([_case(gold)], lambda _name: scores_db, check_policy=False) for _ in range(2)]
+    assert [[(f.kind, f.reason) for f in r.triage] for r in reports] == [[(SUBQUERY_LIMIT_TIE, flag.reason)]] * 2
+    # a correlated subquery cannot run alone: the tie shows when it is broken one way and the other
+    correlated = (
+        "SELECT s.name FROM scores s WHERE s.name = (SELECT o.name FROM scores o WHERE o.score = s.score "
+        "ORDER BY o.id * 0 LIMIT 1) ORDER BY s.name"
+    )
+    (flag,), _ = subquery_tie_flags("c", correlated, scores_db, limits, config)
+    assert flag.kind == SUBQUERY_LIMIT_TIE and "breaking the tie one way or the other" in flag.reason
+    untied = correlated.replace("o.id * 0", "o.id")
+    assert subquery_tie_flags("c", untied, scores_db, limits, config)[0] == []
+
+
+def _case(sql: str) -> Case:
+    return Case(id="t", domain="d", category="c", question="q", database="db", expected_sql=(sql,))
 
 
 def test_thread_check_compares_one_thread_with_several():

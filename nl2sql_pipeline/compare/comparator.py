@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.compare.engine import EngineComparisonError, EngineSource, compare_aligned_in_engine
@@ -34,7 +37,7 @@ from nl2sql_pipeline.compare.state import ComparisonState
 from nl2sql_pipeline.errors import Nl2SqlError
 
 if TYPE_CHECKING:
-    from nl2sql_pipeline.execution import QueryResult
+    from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 
 __all__ = [
     "COLUMN_ORDERS",
@@ -118,18 +121,50 @@ def compare_query_results(
 
 
 def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:
+    """Runs a query derived from the expected SQL on the source's database (None without one or on failure)."""
+
     def rerun(sql: str) -> QueryResult | None:
-        from nl2sql_pipeline.execution import SandboxLimits, run_query
+        from nl2sql_pipeline.execution import SandboxLimits
 
         if source.db_path is None:
             return None
         try:
-            return run_query(source.db_path, sql, source.limits or SandboxLimits())
+            return _rerun_cached(source.db_path, sql, source.limits or SandboxLimits())
         except Nl2SqlError as exc:
-            logger.warning("could not re-run the expected query without its LIMIT: %s", exc)
+            logger.warning("could not re-run a query derived from the expected one: %s", exc)
             return None
 
     return rerun
+
+
+RERUN_CACHE_SIZE = 64
+"""Re-runs of derived expected queries kept per process (the same gold is judged against many candidates)."""
+_RERUNS: OrderedDict[tuple, QueryResult] = OrderedDict()
+_RERUNS_LOCK = threading.Lock()
+
+
+def _rerun_cached(db_path: Path, sql: str, limits: SandboxLimits) -> QueryResult:
+    """``run_query``, memoised per database file (by its path, size and modification time), SQL and limits."""
+    from nl2sql_pipeline.execution import run_query
+
+    try:
+        stat = db_path.stat()
+        key: tuple | None = (str(db_path), stat.st_mtime_ns, stat.st_size, sql, limits)
+    except OSError:
+        key = None
+    if key is not None:
+        with _RERUNS_LOCK:
+            cached = _RERUNS.get(key)
+            if cached is not None:
+                _RERUNS.move_to_end(key)
+                return cached
+    result = run_query(db_path, sql, limits)
+    if key is not None and result.ok:
+        with _RERUNS_LOCK:
+            _RERUNS[key] = result
+            while len(_RERUNS) > RERUN_CACHE_SIZE:
+                _RERUNS.popitem(last=False)
+    return result
 
 
 def _compare_query_results(

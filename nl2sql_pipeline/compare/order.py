@@ -7,9 +7,11 @@ When the outermost SELECT or set operation of the expected query has ORDER BY, t
 the candidate's rows must come in the same sequence of sort-key values (rows tied on every sort key
 may come in any order among themselves). Sort keys given by ordinal, by output name (alias or column)
 or by the same expression as a select item are resolved to result columns; a key that is not among
-the result columns stops the check there (the keys before it are checked, and the verdict says so).
-With ORDER BY ... LIMIT k, rows tied with the k-th row on the sort keys may be any of the tied rows:
-``limit_tie_rows`` finds them, and the caller accepts any valid choice.
+the result columns (``SortKey.column`` None, a hidden key) is evaluated on the gold itself by
+``keyed`` (the gold re-run with its hidden keys as extra columns, ``ordered.with_order``); ``check_order``
+alone checks the visible keys up to the first hidden one, which is what is left when that re-run cannot be
+made (the verdict says so). With ORDER BY ... LIMIT k, rows tied with the k-th row on the sort keys may be
+any of the tied rows: ``ordered`` finds them, and accepts any valid choice.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ class OrderSpec:
 
     keys: tuple[SortKey, ...]
     limit: int | None = None
+    limited: bool = False
+    """The query has an outermost LIMIT (literal or not): the rows tied at the cut may be any of them."""
+    offset: bool = False
+    """The query has an outermost OFFSET."""
 
     # a spec is memoised per expected SQL (``order_spec``) and read by every comparison with that SQL:
     # what follows from its keys alone is worked out once
@@ -109,7 +115,9 @@ def order_spec(expected_sql: str) -> OrderSpec | None:
     text = _renderer()
     set_operation = isinstance(tree, exp.SetOperation)
     keys = tuple(_resolve(item, projections, names, set_operation, text) for item in order.expressions)
-    return OrderSpec(keys, _literal_limit(tree))
+    return OrderSpec(
+        keys, _literal_limit(tree), tree.args.get("limit") is not None, tree.args.get("offset") is not None
+    )
 
 
 def _renderer() -> Callable[[exp.Expr], str]:

@@ -5,6 +5,10 @@ match whose rows come in a wrong order becomes ``row_order_mismatch`` (its score
 an ``ORDER BY ... LIMIT k`` mismatch where the candidate chose other rows tied with the k-th row on the
 sort keys becomes a ``limit_ties`` match, once every chosen row is shown to be one of the tied rows (the
 expected query is run again without its LIMIT).
+
+Sort keys that are not result columns are evaluated on the gold (``keyed``: the gold re-run with those keys
+as extra columns), for the order check and for the rows tied at a LIMIT alike; when that re-run cannot be
+made, the visible keys are checked as far as they go and the verdict says the rest was not.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nl2sql_pipeline.compare.keyed import KeyedReference, canonical_rows, in_multiset, keyed_reference, keyed_sql
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.model import CompareConfig, Comparison
 from nl2sql_pipeline.compare.order import (
@@ -26,6 +31,7 @@ from nl2sql_pipeline.compare.order import (
     order_spec,
     without_limit,
 )
+from nl2sql_pipeline.compare.query import one_line
 from nl2sql_pipeline.compare.rules import CANONICALISER, RULE_NAMES
 from nl2sql_pipeline.compare.state import ComparisonState
 
@@ -59,7 +65,14 @@ def with_order(
         return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "no comparable result: order not checked"))
     shown_only = expected.truncated or candidate.truncated
     if comparison.match:
-        check = check_order(spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only, same_rows)
+        if spec.hidden and not shown_only:
+            check = _hidden_order(
+                spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, same_rows
+            )
+        else:
+            check = check_order(
+                spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only, same_rows
+            )
         if check.status == ORDER_WRONG:
             return comparison.evolve(
                 match=False,
@@ -70,7 +83,10 @@ def with_order(
         if check.status in (ORDER_PARTIAL, ORDER_UNCHECKED) or shown_only:
             return comparison.evolve(reason=f"{comparison.reason}; {check.detail}", order=check)
         return comparison.evolve(order=check)
-    tied = _limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, compare_rows)
+    if spec.hidden:
+        tied = _hidden_limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun)
+    else:
+        tied = _limit_ties(spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, compare_rows)
     if tied is not None:
         return tied
     return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
@@ -137,5 +153,109 @@ def _limit_ties(
         expected_rows=len(expected.rows),
         candidate_rows=len(candidate.rows),
         order=check if check.status != ORDER_OK else OrderCheck(ORDER_OK, check.detail, check.keys),
+        alignment=alignment,
+    )
+
+
+def _hidden_order(
+    spec: OrderSpec,
+    expected: QueryResult,
+    candidate: QueryResult,
+    expected_sql: str,
+    alignment: tuple[int, ...],
+    config: CompareConfig,
+    rerun: Rerun | None,
+    same_rows: bool,
+) -> OrderCheck:
+    """The order check when a sort key is not a result column (the rows already match as multisets).
+
+    Rows in the gold's own order are in a valid order; otherwise the gold's sort keys are evaluated beside
+    its result (``keyed``) and each run of rows tied on every key must hold the same rows in the candidate.
+    """
+    done = f"rows follow ORDER BY {', '.join(spec.texts)} (in the expected result's own order)"
+    if same_rows:
+        return OrderCheck(ORDER_OK, done, spec.texts)
+    reference, rows, _ = canonical_rows(expected.rows, candidate.rows, alignment)
+    if all(a == b or all(values_close(x, y, config) for x, y in zip(a, b)) for a, b in zip(reference, rows)):
+        return OrderCheck(ORDER_OK, done, spec.texts)
+    visible = check_order(spec, expected.rows, candidate.rows, alignment, config)
+    if visible.status == ORDER_WRONG:
+        return visible
+    keyed, why = _keyed(spec, expected_sql, len(expected.columns), config, rerun, keep_limit=True)
+    check = keyed.check(candidate.rows, alignment, config, spec.limited, spec.offset) if keyed is not None else None
+    if check is None:
+        why = why or "it returned other rows than the expected result"
+        return OrderCheck(
+            visible.status,
+            f"{visible.detail}; the gold could not be re-run with its sort keys as columns ({why})",
+            spec.texts,
+        )
+    return check
+
+
+def _keyed(
+    spec: OrderSpec, expected_sql: str, width: int, config: CompareConfig, rerun: Rerun | None, keep_limit: bool
+) -> tuple[KeyedReference | None, str]:
+    """The gold's rows with their whole sort keys (``keyed``), or None and why not."""
+    sql = keyed_sql(expected_sql, keep_limit)
+    if sql is None:
+        return None, "the rewrite of its AST could not be built"
+    result = rerun(sql) if rerun is not None else None
+    if result is None:
+        return None, "no database to run it on"
+    if not result.ok:
+        return None, f"{result.error_class}: {one_line(result.error_message)}"
+    if result.truncated:
+        return None, "it hit the row cap"
+    keyed = keyed_reference(spec, result, width, config)
+    return keyed, "" if keyed is not None else "it returned another number of columns"
+
+
+def _hidden_limit_ties(
+    spec: OrderSpec,
+    expected: QueryResult,
+    candidate: QueryResult,
+    expected_sql: str,
+    alignment: tuple[int, ...],
+    config: CompareConfig,
+    rerun: Rerun | None,
+) -> Comparison | None:
+    """``_limit_ties`` when a sort key is not a result column: the tie group comes from the gold's own keys.
+
+    The gold runs again without its LIMIT and with its hidden keys as columns; the rows equal on every key
+    with the k-th row are the tie group. The candidate's rows before that group must be the gold's, run by
+    run; the rest must be rows of the tie group.
+    """
+    limit = spec.limit
+    if limit is None or limit <= 0 or expected.truncated or candidate.truncated:
+        return None
+    if len(expected.rows) != limit or len(candidate.rows) != limit:
+        return None
+    full, _ = _keyed(spec, expected_sql, len(expected.columns), config, rerun, keep_limit=False)
+    if full is None or len(full.rows) < limit:
+        return None
+    start, end = next(run for run in full.runs if run[0] < limit <= run[1])
+    if end <= limit:
+        return None  # no tie crosses the cut: the rows had to be the same
+    head_runs = [run for run in full.runs if run[1] <= start] + [(start, limit)]
+    head = KeyedReference(spec, full.rows[:limit], full.keys[:limit], head_runs)
+    check = head.check(candidate.rows, alignment, config, free_tail=True)
+    if check is None or check.status != ORDER_OK:
+        return None
+    tied, chosen, floats = canonical_rows(full.rows[start:end], candidate.rows[start:], alignment)
+    if not in_multiset(chosen, tied, config, floats):
+        return None  # a row at the cut that is not one of the tied rows
+    return Comparison(
+        match=True,
+        rule="limit_ties",
+        reason=(
+            f"all {limit} rows valid: {end - start} rows tie with the last one on the sort keys "
+            f"(ORDER BY {', '.join(spec.texts)}, evaluated on the gold) and the candidate kept {limit - start} "
+            f"of them (any choice is valid under LIMIT {limit})"
+        ),
+        score=1.0,
+        expected_rows=limit,
+        candidate_rows=limit,
+        order=check,
         alignment=alignment,
     )

@@ -7,7 +7,13 @@ The preflight (``preflight.run_preflight``) runs every expected SQL and asks her
   gold version and candidates run later, so the gold answer is stale as soon as the date changes.
 - ``thread_dependent`` (blocking): the result with ``threads=1`` differs from the result with several threads
   (e.g. ``string_agg``/``list``/``first`` without ORDER BY, floating sums in another order beyond tolerance);
-  any other run-to-run difference is caught by the same comparison.
+  any other run-to-run difference is caught by the same comparison. A different choice of rows tied at the
+  outermost ``ORDER BY ... LIMIT`` is not a difference (sort keys that are not result columns included).
+- ``subquery_limit_tie`` (blocking): an ``ORDER BY ... LIMIT`` inside the query cuts through rows tied on
+  every sort key and the gold's result depends on which of them it keeps (``WHERE x = (SELECT x ... ORDER BY
+  count(*) LIMIT 1)`` with two rarest values): ambiguous gold. Found deterministically (the rows at the
+  subquery's cut, then the whole query with the tie broken both ways), never by the chance that two thread
+  counts choose differently; reported in place of ``thread_dependent``.
 - ``limit_without_order`` (blocking): an outermost LIMIT/OFFSET without ORDER BY that cuts rows: which rows
   the gold returns is arbitrary.
 - ``limit_ties`` (warning): ``ORDER BY ... LIMIT k`` where rows tied on every sort key straddle the boundary
@@ -26,6 +32,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +41,7 @@ from sqlglot import exp
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.order import key_sequences, order_spec
-from nl2sql_pipeline.execution import QueryResult, SandboxLimits
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query
 from nl2sql_pipeline.sql import parse as sql_ast
 
 logger = logging.getLogger(__name__)
@@ -42,13 +49,22 @@ logger = logging.getLogger(__name__)
 CLOCK_DEPENDENT = "clock_dependent"
 THREAD_DEPENDENT = "thread_dependent"
 LIMIT_WITHOUT_ORDER = "limit_without_order"
+SUBQUERY_LIMIT_TIE = "subquery_limit_tie"
 LIMIT_TIES = "limit_ties"
 EMPTY_RESULT = "empty_result"
 DEGENERATE_RESULT = "degenerate_result"
 
-BLOCKING_KINDS = frozenset({CLOCK_DEPENDENT, THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER})
+BLOCKING_KINDS = frozenset({CLOCK_DEPENDENT, THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER, SUBQUERY_LIMIT_TIE})
 """Kinds that fail the preflight; the others are warnings."""
-KINDS = (CLOCK_DEPENDENT, THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER, LIMIT_TIES, EMPTY_RESULT, DEGENERATE_RESULT)
+KINDS = (
+    CLOCK_DEPENDENT,
+    THREAD_DEPENDENT,
+    SUBQUERY_LIMIT_TIE,
+    LIMIT_WITHOUT_ORDER,
+    LIMIT_TIES,
+    EMPTY_RESULT,
+    DEGENERATE_RESULT,
+)
 
 MANY_THREADS = 4
 """The thread count compared with ``threads=1`` when the configured limits use a single thread."""
@@ -156,11 +172,18 @@ def thread_flags(
     limits: SandboxLimits,
     config: CompareConfig,
 ) -> list[TriageFlag]:
-    """``thread_dependent`` when the two runs (different thread counts) give different results.
+    """``subquery_limit_tie`` (``subquery_tie_flags``) if any, else ``thread_dependent`` when the two runs
+    (different thread counts) give different results.
 
     Rows may come in any order the gold's ORDER BY allows, and under ``ORDER BY ... LIMIT`` any choice of
-    rows tied at the boundary is the same answer (that is ``limit_ties``, flagged on its own).
+    rows tied at the boundary is the same answer (that is ``limit_ties``, flagged on its own), sort keys that
+    are not result columns included. A tie at the LIMIT of a subquery is found by checking the rows at its
+    cut, whether or not the two thread counts happened to choose differently, and reported as such.
     """
+    if db_path is not None:
+        ties, _ = subquery_tie_flags(label, sql, db_path, limits, config)
+        if ties:
+            return ties
     other = other_thread_count(limits).threads
     if not second.ok:
         return [
@@ -243,26 +266,48 @@ def limit_flags(
                 )
             ], 1
         return [], 1
+    tie, _, queries = _cut_tie(sql, tree, shape, run, limits, config)
+    if tie is None:
+        return [], queries
+    return [
+        TriageFlag(
+            label,
+            LIMIT_TIES,
+            f"{tie}: the gold keeps one valid choice of them; candidates keeping another are accepted "
+            "(rule limit_ties)",
+        )
+    ], queries
+
+
+def _cut_tie(
+    sql: str, tree: exp.Expr, shape: _LimitShape, run: Run, limits: SandboxLimits, config: CompareConfig
+) -> tuple[str | None, bool, int]:
+    """Whether rows tied on every sort key straddle the LIMIT (or OFFSET) of an ordered query.
+
+    Returns the tie as a reason names it (None: no tie seen), whether the rows at the cut were seen (the
+    probe could be built and ran), and the number of queries run.
+    """
+    end = shape.offset + shape.limit
     spec = order_spec(sql)
     if spec is None:
-        return [], 0
+        return None, False, 0
     hidden: list[exp.Expr] = []
     if spec.hidden:
         if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
-            return [], 0  # the hidden keys cannot be added as result columns without changing the rows
+            return None, False, 0  # the hidden keys cannot be added as result columns without changing the rows
         order = tree.args["order"]
         hidden = [item.this if isinstance(item, exp.Ordered) else item for item in order.expressions]
         probe_sql = _probe(tree, end + 1, hidden)
         probe_spec = order_spec(probe_sql)
         if probe_spec is None or probe_spec.hidden:
-            return [], 0
+            return None, False, 0
     else:
         probe_sql, probe_spec = _probe(tree, end + 1), spec
     probe = run(probe_sql, limits)
     if not probe.ok or probe.truncated:
-        return [], 1
+        return None, False, 1
     keys, _ = key_sequences(probe_spec, probe.rows, probe.rows, tuple(range(len(probe.columns))))
-    texts = ", ".join(f"{k.text}{' DESC' if k.descending else ''}" for k in spec.keys)
+    texts = ", ".join(spec.texts)
     for before, after, where in (
         (end - 1, end, f"LIMIT {shape.limit}"),
         (shape.offset - 1, shape.offset, f"OFFSET {shape.offset}"),
@@ -271,13 +316,114 @@ def limit_flags(
             continue
         if all(values_close(a, b, config) for a, b in zip(keys[before], keys[after])):
             tied = sum(1 for key in keys if all(values_close(a, b, config) for a, b in zip(key, keys[after])))
-            return [
-                TriageFlag(
-                    label,
-                    LIMIT_TIES,
-                    f"rows {before + 1} and {after + 1} tie on every sort key (ORDER BY {texts}) across "
-                    f"the {where} boundary ({tied} tied rows seen): the gold keeps one valid choice of "
-                    "them; candidates keeping another are accepted (rule limit_ties)",
-                )
-            ], 1
-    return [], 1
+            return (
+                f"rows {before + 1} and {after + 1} tie on every sort key (ORDER BY {texts}) across "
+                f"the {where} boundary ({tied} tied rows seen)",
+                True,
+                1,
+            )
+    return None, True, 1
+
+
+def _limited_subqueries(tree: exp.Expr) -> list[exp.Select | exp.SetOperation]:
+    """Every SELECT or set operation below the outermost one with ORDER BY and a literal LIMIT, in walk order."""
+    found: list[exp.Select | exp.SetOperation] = []
+    for node in tree.walk():
+        if node is tree or not isinstance(node, (exp.Select, exp.SetOperation)):
+            continue
+        shape = _limit_shape(node)
+        if shape is not None and shape.ordered and shape.limit > 0:
+            found.append(node)
+    return found
+
+
+def _standalone(tree: exp.Expr, node: exp.Expr) -> str:
+    """A subquery as a query of its own (with the outer query's CTEs, which it may read)."""
+    alone = node.copy()
+    outer_with = tree.args.get("with")
+    if outer_with is not None and alone.args.get("with") is None:
+        alone.set("with", outer_with.copy())
+    return alone.sql(dialect="duckdb")
+
+
+def _tiebroken(tree: exp.Expr, index: int, descending: bool) -> str | None:
+    """The whole query with the ``index``-th limited subquery's ties broken by all its result columns
+    (ascending, or descending with NULLs first: the two extreme choices of the rows tied at its cut)."""
+    copy = tree.copy()
+    node = _limited_subqueries(copy)[index]
+    selects = node.selects
+    if not selects:
+        return None
+    if any(isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star) for item in selects):
+        columns = exp.Anonymous(this="COLUMNS", expressions=[exp.Star()])
+        extra = [exp.Ordered(this=columns, desc=descending, nulls_first=descending)]
+    else:
+        extra = [
+            exp.Ordered(this=exp.Literal.number(position), desc=descending, nulls_first=descending)
+            for position in range(1, len(selects) + 1)
+        ]
+    order = node.args["order"]
+    order.set("expressions", [*order.expressions, *extra])
+    return copy.sql(dialect="duckdb")
+
+
+def subquery_tie_flags(
+    label: str, sql: str, db_path: Path, limits: SandboxLimits, config: CompareConfig, run: Run | None = None
+) -> tuple[list[TriageFlag], int]:
+    """``subquery_limit_tie`` for each ``ORDER BY ... LIMIT`` below the outermost query whose cut falls in
+    a tie the gold's result depends on; and the number of queries run.
+
+    Deterministic: the subquery runs on its own with ``LIMIT k+1`` (as ``limit_flags`` does) to see whether
+    rows tied on every sort key straddle its cut (a subquery that cannot run alone, e.g. a correlated one, is
+    not ruled out by that probe); then the whole query runs twice with the subquery's ties broken both ways
+    (all its result columns ascending, then descending): the gold depends on the tie when the two differ.
+    """
+    try:
+        tree = sql_ast.parse(sql)
+    except sql_ast.SqlParseError:
+        return [], 0
+    subqueries = _limited_subqueries(tree)
+    if not subqueries:
+        return [], 0
+    if run is None:
+        run = partial(run_query, db_path)
+    flags: list[TriageFlag] = []
+    queries = 0
+    for index, node in enumerate(subqueries):
+        alone = _standalone(tree, node)
+        shape = _limit_shape(node)
+        assert shape is not None
+        try:
+            alone_tree = sql_ast.parse(alone)
+        except sql_ast.SqlParseError:
+            continue
+        tie, seen, ran = _cut_tie(alone, alone_tree, shape, run, limits, config)
+        queries += ran
+        if seen and tie is None:
+            continue  # no tie at this subquery's cut
+        first, second = _tiebroken(tree, index, False), _tiebroken(tree, index, True)
+        if first is None or second is None:
+            continue
+        one, other = run(first, limits), run(second, limits)
+        queries += 2
+        if not (one.ok and other.ok):
+            continue
+        same = compare_query_results(one, other, config, EngineSource(db_path, first, second, limits))
+        if same.match:
+            continue
+        where = tie or "rows tied on its sort keys straddle its LIMIT (seen by breaking the tie both ways)"
+        flags.append(
+            TriageFlag(
+                label,
+                SUBQUERY_LIMIT_TIE,
+                f"the subquery {_short(node)} cuts through a tie ({where}) and the gold's result depends on "
+                f"which tied rows it keeps (breaking the tie one way or the other: {same.reason}): the gold "
+                "answer is ambiguous (add a sort key that tells the tied rows apart)",
+            )
+        )
+    return flags, queries
+
+
+def _short(node: exp.Expr, width: int = 160) -> str:
+    text = node.sql(dialect="duckdb")
+    return f"({text})" if len(text) <= width else f"({text[: width - 3]}...)"
