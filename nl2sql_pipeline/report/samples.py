@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nl2sql_pipeline import paths
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
 
@@ -119,19 +118,18 @@ def load_result_samples(
     limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
     """The samples of a stored run (empty when its oracle or candidate results are not stored)."""
-    import pandas as pd
-
     from nl2sql_pipeline.results.frames import attempts_from_frame, oracle_rows_from_frame
+    from nl2sql_pipeline.storage import layout
+    from nl2sql_pipeline.storage.parquet import read_parquet
 
-    base = root or paths.assets_dir()
-    oracle_file = base / "oracle_results" / f"gold={gold_set}.parquet"
-    results_file = base / "candidate_results" / f"gold={gold_set}" / f"model={model}.parquet"
+    oracle_file = layout.partition_path(layout.ORACLE_RESULTS, gold_set, root=root)
+    results_file = layout.partition_path(layout.CANDIDATE_RESULTS, gold_set, model, root=root)
     if not oracle_file.exists() or not results_file.exists():
         return {}
     return result_samples(
         verdicts,
-        oracle_rows_from_frame(pd.read_parquet(oracle_file)),
-        attempts_from_frame(pd.read_parquet(results_file)),
+        oracle_rows_from_frame(read_parquet(oracle_file)),
+        attempts_from_frame(read_parquet(results_file)),
         limit,
     )
 

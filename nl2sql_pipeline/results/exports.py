@@ -6,21 +6,21 @@ Nested scores (``per_domain``, ``warnings``, ...) stay JSON text in the exports,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
 
-from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
+from nl2sql_pipeline.storage import layout
+from nl2sql_pipeline.storage.parquet import read_parquet
 
 if TYPE_CHECKING:
-    from upath import UPath
+    pass
 
 VIEWS_SQL = """
 CREATE OR REPLACE VIEW verdicts AS SELECT * FROM read_parquet('{verdicts}', union_by_name = true);
@@ -44,13 +44,13 @@ class NothingToExportError(Nl2SqlError):
 
 
 def _glob(asset: str, root: Path | None) -> str:
-    return str((root or paths.assets_dir()) / asset / "gold=*" / "model=*.parquet")
+    return str(layout.model_partition_glob(asset, root))
 
 
 def _require_runs(root: Path | None) -> None:
-    base = root or paths.assets_dir()
-    if not any((base / VERDICTS_ASSET).glob("gold=*/model=*.parquet")):
-        raise NothingToExportError(f"no stored verdicts under {base / VERDICTS_ASSET}; run `nl2sql-eval run` first")
+    if not layout.model_partitions(VERDICTS_ASSET, root):
+        where = layout.assets_root(root) / VERDICTS_ASSET
+        raise NothingToExportError(f"no stored verdicts under {where}; run `nl2sql-eval run` first")
 
 
 def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
@@ -71,17 +71,14 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     runs = stored_runs(root)
     out_dir.mkdir(parents=True, exist_ok=True)
     verdicts = pd.concat([run.frame.assign(run_id=run.run_id) for run in runs], ignore_index=True)
-    scores = pd.concat([pd.read_parquet(p) for p in _glob_paths(SCORES_ASSET, root)], ignore_index=True)
+    scores = pd.concat(
+        [read_parquet(path) for _, _, path in layout.model_partitions(SCORES_ASSET, root)], ignore_index=True
+    )
     return [
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
         _write(build_leaderboard(runs), out_dir / f"leaderboard.{fmt}", fmt),
     ]
-
-
-def _glob_paths(asset: str, root: Path | None) -> list[Path | UPath]:
-    found: Iterable[Path | UPath] = (root or paths.assets_dir()).joinpath(asset).glob("gold=*/model=*.parquet")
-    return sorted(found)
 
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:

@@ -8,19 +8,19 @@ the exact McNemar label on the cases both scored (the best row itself says ``bes
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nl2sql_pipeline import paths
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
 from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.storage import layout
 
 if TYPE_CHECKING:
-    from upath import UPath
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +45,8 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
 
 def stored_runs(root: Path | None = None) -> list[StoredRun]:
     """Every run whose verdicts and scores are in the storage root, by gold set then model."""
-    base = (root or paths.assets_dir()) / VERDICTS_ASSET
     runs = []
-    found: Iterable[Path | UPath] = base.glob("gold=*/model=*.parquet")
-    for path in sorted(found):
-        gold, model = path.parent.name.removeprefix("gold="), path.stem.removeprefix("model=")
+    for gold, model, _ in layout.model_partitions(VERDICTS_ASSET, root):
         try:
             runs.append(load_run(gold, model, root))
         except RunResultsNotFoundError as exc:  # verdicts whose run failed before scoring

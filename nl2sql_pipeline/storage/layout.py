@@ -117,6 +117,22 @@ def temp_path(path: AnyPath, purpose: str = "") -> AnyPath:
     return path.with_name(f".{path.name}.{os.getpid()}{tag}.tmp")
 
 
+def model_partition_glob(asset: str, root: str | Path | UPath | None = None) -> AnyPath:
+    """The glob pattern of every gold x model partition's latest file of ``asset`` (for a DuckDB view)."""
+    return assets_root(root) / asset / "gold=*" / f"model=*{SUFFIX}"
+
+
+def model_partitions(asset: str, root: str | Path | UPath | None = None) -> list[tuple[str, str, AnyPath]]:
+    """``(gold set, model, latest file)`` of every gold x model partition of ``asset`` that has a file, sorted
+    by gold set then model."""
+    found = []
+    for path in assets_root(root).joinpath(asset).glob(f"gold=*/model=*{SUFFIX}"):
+        gold = path.parent.name.removeprefix("gold=")
+        model = path.name[: -len(SUFFIX)].removeprefix("model=")
+        found.append((gold, model, path))
+    return sorted(found, key=lambda item: (item[0], item[1]))
+
+
 def prepared_marker_path(gold_set: str, fingerprint: str) -> Path:
     """The marker recording that the gold version ``gold_set`` at ``fingerprint`` was prepared."""
     return paths.storage_root() / "prepared" / f"gold={gold_set}" / f"{fingerprint}-h{HARNESS_VERSION}.json"
