@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,3 +77,13 @@ def changes(before: Snapshot, after: Snapshot) -> list[str]:
         else:
             lines.append(f"{path}: changed ({old} -> {new})")
     return lines
+
+
+def guarded_roots(project_root: Path, user_env: Mapping[str, str | None]) -> list[Path]:
+    """The user's state a test session must leave byte-identical: the checkout's ``.nl2sql/`` and ``data/``,
+    and the ``NL2SQL_HOME``/``DAGSTER_HOME`` of ``user_env`` (the session's starting environment); a root
+    inside another is covered by it."""
+    roots = [project_root / ".nl2sql", project_root / "data"]
+    roots += [Path(value) for name in ("NL2SQL_HOME", "DAGSTER_HOME") if (value := user_env.get(name))]
+    resolved = sorted({root.resolve() for root in roots})
+    return [r for r in resolved if not any(r != o and r.is_relative_to(o) for o in resolved)]
