@@ -8,7 +8,7 @@
   checkout's ``.nl2sql/`` and the roots the session was started with) and ``data/`` at the start and fails
   the session, naming the files, when any of them changed by the end (``tests/storage_guard.py``).
 * The sample database is built once per run (``sample_database``) and copied into each fresh root.
-* Evaluation worlds (``tests/eval_support.py``): ``data_copy``/``world`` (a private ``data/`` and root for one
+* Evaluation worlds (``tests/eval_support.py``): ``data_copy``/``eval_world`` (a private ``data/`` and root for one
   test), ``world_factory`` (the same for a module-scoped fixture, e.g. one evaluation its tests only read)
   and ``clone_template`` (a test's own copy of such an evaluated world, for tests that change it).
 """
@@ -133,7 +133,7 @@ def data_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Pa
 
 
 @pytest.fixture
-def world(data_copy: Path, isolated_home: Path) -> World:
+def eval_world(data_copy: Path, isolated_home: Path) -> World:
     """``data_copy`` and ``isolated_home`` as one ``World`` (its ``env()`` serves CLI subprocesses)."""
     return World(data_copy, isolated_home)
 
