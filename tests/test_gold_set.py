@@ -52,12 +52,9 @@ def query_cases(cases: list[Case]) -> list[Case]:
 
 
 @pytest.fixture(scope="session")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nl2sql_pipeline.sample_db import build_database
-
-    path = tmp_path_factory.mktemp("gold_db") / "anime_platform.duckdb"
-    build_database(path)
-    return path
+def sample_db(sample_database: Path) -> Path:
+    """The session's built sample database (opened read-only here)."""
+    return sample_database
 
 
 @pytest.fixture(scope="module")

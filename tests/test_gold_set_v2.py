@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import sqlglot
+from eval_support import seed_sample_database
 
 from nl2sql_cli.main import main
 from nl2sql_pipeline import paths
@@ -195,14 +196,13 @@ def test_query_cases_keep_injection_text_inside_sql_literals(injection: list[Cas
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def home(tmp_path_factory: pytest.TempPathFactory, sample_database: Path) -> Iterator[Path]:
     from nl2sql_pipeline.execution import release_sandboxes
-    from nl2sql_pipeline.sample_db import build_database
 
     root = tmp_path_factory.mktemp("gold-v2-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(paths.STORAGE_ENV_VAR, str(root))
-        build_database(paths.database_path("anime_platform"))
+        seed_sample_database(root, sample_database)
         yield root
         release_sandboxes()
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import litellm
 import pytest
+from eval_support import seed_sample_database
 from litellm import CustomLLM, ModelResponse
 
 from nl2sql_pipeline import paths
@@ -134,14 +135,12 @@ def outside_state() -> dict[Path, tuple[int, int] | None]:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def home(tmp_path_factory: pytest.TempPathFactory, sample_database: Path) -> Iterator[Path]:
     """A storage root of the module's own, holding one built sample database."""
-    from nl2sql_pipeline.sample_db import build_database
-
     root = tmp_path_factory.mktemp("injection-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(paths.STORAGE_ENV_VAR, str(root))
-        build_database(paths.database_path("anime_platform"))
+        seed_sample_database(root, sample_database)
         yield root
         release_sandboxes()
 

@@ -25,7 +25,8 @@ from nl2sql_pipeline.stages.records import attempts_from_candidates
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
-KINDS = ("python", "command", "http")
+# the command kind runs the system in a subprocess of its own (multi-process: e2e)
+KINDS = ("python", pytest.param("command", marks=pytest.mark.e2e), "http")
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +101,7 @@ def test_the_reference_system_with_sql_mutant_gets_the_bare_models_verdicts(worl
     assert system_scores["semantic_correctness_rate"] == model_scores["semantic_correctness_rate"] < 1.0
 
 
+@pytest.mark.e2e
 def test_the_command_system_is_started_once_and_restarted_when_it_dies(world):
     from nl2sql_pipeline.generation.systems.command import process_for
 
@@ -162,6 +164,7 @@ def test_an_async_callable_is_awaited(world):
     assert scores["semantic_correctness_rate"] == 1.0 and verdicts[0].system_rows_vs_sql is None
 
 
+@pytest.mark.e2e
 def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(isolated_home, capsys):
     from nl2sql_cli import main as cli
 
