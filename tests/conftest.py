@@ -7,7 +7,8 @@
 * The session proves it: the xdist controller (or the only process) snapshots the user's storage (the
   checkout's ``.nl2sql/`` and the roots the session was started with) and ``data/`` at the start and fails
   the session, naming the files, when any of them changed by the end (``tests/storage_guard.py``).
-* The sample database is built once per run (``sample_database``) and copied into each fresh root.
+* The sample database is built once per run (``sample_database``) and copied into the fresh roots of tests
+  that evaluate (``seeded_home``) instead of being built again in each.
 * Evaluation worlds (``tests/eval_support.py``): ``data_copy``/``eval_world`` (a private ``data/`` and root for one
   test), ``world_factory`` (the same for a module-scoped fixture, e.g. one evaluation its tests only read)
   and ``clone_template`` (a test's own copy of such an evaluated world, for tests that change it).
@@ -103,39 +104,36 @@ def sample_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample_database: Path) -> Path:
-    """A fresh storage root and Dagster home for one test, holding a copy of the built sample database."""
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty storage root and Dagster home for one test."""
     home = tmp_path / "nl2sql-home"
     monkeypatch.setenv("NL2SQL_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     (home / "dagster_home").mkdir(parents=True)
-    seed_sample_database(home, sample_database)
     return home
 
 
 @pytest.fixture
-def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh storage root and Dagster home for one test, with nothing built in it."""
-    home = tmp_path / "nl2sql-empty-home"
-    monkeypatch.setenv("NL2SQL_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
-    (home / "dagster_home").mkdir(parents=True)
-    return home
+def seeded_home(isolated_home: Path, sample_database: Path) -> Path:
+    """``isolated_home`` holding a copy of the built sample database (what a run builds first, as after
+    ``make run``): a test that evaluates does not build it again."""
+    seed_sample_database(isolated_home, sample_database)
+    return isolated_home
 
 
 @pytest.fixture
-def data_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Path:
+def data_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seeded_home: Path) -> Path:
     """A private copy of ``data/`` (``NL2SQL_DATA``; a test adds gold sets, models and policies to it) and a
-    private storage root (``isolated_home``)."""
+    private storage root holding the sample database (``seeded_home``)."""
     data = copy_data(tmp_path / "data")
     monkeypatch.setenv("NL2SQL_DATA", str(data))
     return data
 
 
 @pytest.fixture
-def eval_world(data_copy: Path, isolated_home: Path) -> World:
-    """``data_copy`` and ``isolated_home`` as one ``World`` (its ``env()`` serves CLI subprocesses)."""
-    return World(data_copy, isolated_home)
+def eval_world(data_copy: Path, seeded_home: Path) -> World:
+    """``data_copy`` and ``seeded_home`` as one ``World`` (its ``env()`` serves CLI subprocesses)."""
+    return World(data_copy, seeded_home)
 
 
 @pytest.fixture(scope="module")

@@ -578,7 +578,7 @@ def test_a_question_that_makes_an_invalid_case_is_reported_at_its_source_line(tm
 
 @pytest.mark.integration
 @pytest.mark.e2e
-def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, monkeypatch, capsys, isolated_home):
+def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, monkeypatch, capsys, seeded_home):
     """The README's three commands: import a Spider directory, register the gold set, run gold-echo on it."""
     from eval_support import copy_data
 

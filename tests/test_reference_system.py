@@ -165,7 +165,7 @@ def test_an_async_callable_is_awaited(world):
 
 
 @pytest.mark.e2e
-def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(isolated_home, capsys):
+def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(seeded_home, capsys):
     from nl2sql_cli import main as cli
 
     assert cli.main(["run", "--gold-set", "multidomain-v1", "--model", "reference-python", "--json"]) == 0
@@ -173,7 +173,7 @@ def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(is
     report = json.loads(out[out.index("{") :])
     scores = next(run["scores"] for run in report["runs"] if run["model"] == "reference-python")
     assert scores["semantic_correctness_rate"] == 1.0 and scores["skipped_count"] == 0
-    verdicts = pd.read_parquet(next((isolated_home / "assets" / "case_verdicts").rglob("*.parquet")))
+    verdicts = pd.read_parquet(next((seeded_home / "assets" / "case_verdicts").rglob("*.parquet")))
     queries = verdicts[~verdicts["is_probe"]]
     assert queries["answer"].notna().all() and set(queries["system_rows_vs_sql"]) == {"match"}
 
