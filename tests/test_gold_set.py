@@ -32,6 +32,9 @@ from nl2sql_pipeline.gold.builtin.generator import (
     write_builtin_gold,
 )
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("gold_set")
+
 CHECKED_IN = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain.jsonl"
 REGISTRY = paths.PROJECT_ROOT / "data" / "gold" / "gold_sets.yml"
 MAX_ROWS = 400

@@ -44,6 +44,9 @@ from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
 from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("gold_set_v2")
+
 GOLD_DIR = paths.PROJECT_ROOT / "data" / "gold"
 V1_FILE = GOLD_DIR / "nl2sql_multidomain.jsonl"
 V2_FILE = GOLD_DIR / "nl2sql_multidomain_v2.jsonl"

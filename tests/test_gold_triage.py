@@ -31,6 +31,9 @@ from nl2sql_pipeline.gold.quality.triage import (
     other_thread_count,
 )
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("gold_triage")
+
 
 @pytest.fixture(scope="module")
 def scores_db(tmp_path_factory) -> Path:

@@ -37,6 +37,9 @@ from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import attempts_from_candidates
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("prompt_injection")
+
 V2_FILE = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain_v2.jsonl"
 PROVIDER = "scripted-obeyer"
 CONTROL_CASES = ("content-single-01", "engagement-time-01", "monetization-single-01")

@@ -23,10 +23,13 @@ from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import attempts_from_candidates
 
-pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning"),
+    pytest.mark.xdist_group("reference_system"),
+]
 
-# the command kind runs the system in a subprocess of its own (multi-process: e2e)
-KINDS = ("python", pytest.param("command", marks=pytest.mark.e2e), "http")
+KINDS = ("python", "command", "http")
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +73,7 @@ def evaluate(world, spec: ModelSpec):
     return records, verdicts, score_run(verdicts)
 
 
+@pytest.mark.e2e  # the whole built-in gold set through the system (and the bare model)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     records, verdicts, scores = evaluate(world, reference_spec(world, kind))
@@ -91,6 +95,7 @@ def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     assert {r.cost_source for r in records} == {"reported"}
 
 
+@pytest.mark.e2e  # the whole built-in gold set through the system (and the bare model)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_reference_system_with_sql_mutant_gets_the_bare_models_verdicts(world, kind):
     _, system_verdicts, system_scores = evaluate(world, reference_spec(world, kind, "sql-mutant"))
