@@ -78,6 +78,50 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line("tests must write under their own temporary roots (see tests/conftest.py)")
 
 
+def _rank(item: pytest.Item, default_timeout: float) -> int:
+    """0: a test that says it needs longer than the default timeout; 1: other e2e/integration; 2: the rest."""
+    timeout = item.get_closest_marker("timeout")
+    if timeout is not None and timeout.args and float(timeout.args[0]) > default_timeout:
+        return 0
+    return 1 if item.get_closest_marker("e2e") or item.get_closest_marker("integration") else 2
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest first: modules holding the slowest tests run first (whole modules keep their order, so module
+    fixtures are built once), so that under ``-n 2`` no long test starts last while the other worker idles
+    (with ``--no-loadscope-reorder``, xdist hands out the work in this order).
+
+    And ``--dist loadgroup`` on pytest 9.2: each ``xdist_group`` test's id gets its ``@<group>`` as xdist means
+    to. pytest-xdist 3.8 writes the tag to ``item._nodeid``, which pytest 9.2's structured node ids no longer
+    read, so groups are silently ignored (pytest-dev/pytest-xdist#1386; fix proposed in #1388). This writes
+    the structured id instead, on xdist workers only, and leaves an id xdist already tagged alone.
+    """
+    try:
+        default_timeout = float(config.getini("timeout") or 0)
+    except ValueError:  # pytest-timeout not loaded
+        default_timeout = 0.0
+    module_rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        module_rank[module] = min(module_rank.get(module, 2), _rank(item, default_timeout))
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (module_rank[item.nodeid.split("::", 1)[0]], order[id(item)]))
+
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix) and isinstance(getattr(item, "_id", None), NodeId):
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove this process's session root."""
     shutil.rmtree(SESSION_HOME, ignore_errors=True)
