@@ -13,6 +13,9 @@ import dagster as dg
 import pytest
 from eval_support import append_models, offline_model, query_case, register_gold_set
 
+# one xdist worker runs the module: the evaluated template is built once, and cloned per test
+pytestmark = pytest.mark.xdist_group("automation")
+
 MODEL_ASSETS = ("candidate_sql", "candidate_results", "case_verdicts", "run_scores", "baselines")
 CASE = query_case("c-1", "SELECT COUNT(*) AS n FROM anime", question="How many titles?")
 

@@ -6,6 +6,9 @@ import dagster as dg
 import pytest
 from eval_support import query_case, register_gold_set
 
+# one xdist worker runs the module: the evaluated template is built once, and cloned per test
+pytestmark = pytest.mark.xdist_group("sensors")
+
 
 @pytest.fixture(scope="module")
 def evaluated_template(world_factory):
