@@ -30,13 +30,14 @@ lock: install
 run: install
 	$(BIN)/nl2sql-eval run --gold-set multidomain-v1 --model gold-echo --model sql-mutant
 
-## The whole test suite (integration tests included).
+## The whole test suite (integration and e2e tests included). Tests never use the storage exported above:
+## tests/conftest.py points them at temporary roots and fails the session if .nl2sql/ changed.
 test: install
-	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider
+	$(BIN)/python -m pytest -n 2 -q
 
-## Fast tests only (no webserver / PostgreSQL).
+## Fast tests only: no whole evaluations or multi-process runs (e2e), no webserver / PostgreSQL (integration).
 test-fast: install
-	$(BIN)/python -m pytest -n 2 -q -p no:cacheprovider -m "not integration"
+	$(BIN)/python -m pytest -n 2 -q -m "not e2e and not integration"
 
 ## Lint, format check and types, each at zero findings (.ci/run runs this before the tests).
 lint: install

@@ -8,59 +8,50 @@ schedule asks for the ``rerun: nightly`` models only.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import shutil
 
 import dagster as dg
 import pytest
+from eval_support import append_models, offline_model, query_case, register_gold_set
 
-from nl2sql_pipeline.paths import PROJECT_ROOT
+# one xdist worker runs the module: the evaluated template is built once, and cloned per test
+pytestmark = pytest.mark.xdist_group("automation")
 
 MODEL_ASSETS = ("candidate_sql", "candidate_results", "case_verdicts", "run_scores", "baselines")
-CASE = {
-    "id": "c-1",
-    "domain": "d",
-    "category": "single_table",
-    "question": "How many titles?",
-    "database": "anime_platform",
-    "expected_sql": "SELECT COUNT(*) AS n FROM anime",
-    "tags": ["aggregate"],
-    "difficulty": "easy",
-}
+CASE = query_case("c-1", "SELECT COUNT(*) AS n FROM anime", question="How many titles?")
 
 
 def _add_gold(data, key: str) -> None:
-    (data / "gold" / f"{key}.jsonl").write_text(json.dumps(CASE) + "\n", encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {key}:\n    file: {key}.jsonl\n    description: t\n")
+    register_gold_set(data, key, [CASE], description="t")
 
 
 def _add_model(data, slug: str, rerun: str = "on_config_change") -> None:
-    models = data / "models.yml"
-    models.write_text(
-        models.read_text().rstrip("\n")
-        + (
-            f"\n  {slug}:\n    kind: offline\n    model: nl2sql-offline/gold-echo\n    params: {{temperature: 0}}\n"
-            f'    version: "{slug}"\n    rerun: {rerun}\n'
-        )
-    )
+    append_models(data, offline_model(slug, version=slug, rerun=rerun))
 
 
-@pytest.fixture
-def evaluated(tmp_path, monkeypatch, isolated_home):
-    """A private data dir whose only registered models are gold-echo and sql-mutant, evaluated on tiny-v1."""
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
-    _add_gold(data, "tiny-v1")
+@pytest.fixture(scope="module")
+def evaluated_template(world_factory):
+    """A private data dir with tiny-v1 added, evaluated once for gold-echo and sql-mutant (instance closed)."""
     from assets.sensors import register_partitions
     from nl2sql_cli.runner import evaluate, get_instance
 
+    with world_factory() as world:
+        _add_gold(world.data, "tiny-v1")
+        with get_instance() as instance:
+            register_partitions(instance)
+            outcome = evaluate("tiny-v1", ["gold-echo", "sql-mutant"], instance=instance)
+            assert not outcome.failures
+    return world
+
+
+@pytest.fixture
+def evaluated(evaluated_template, clone_template):
+    """This test's own copy of the evaluated world: its data dir and the instance holding the evaluation."""
+    from nl2sql_cli.runner import get_instance
+
+    world = clone_template(evaluated_template)
     instance = get_instance()
-    register_partitions(instance)
-    outcome = evaluate("tiny-v1", ["gold-echo", "sql-mutant"], instance=instance)
-    assert not outcome.failures
-    return data, instance
+    yield world.data, instance
+    instance.dispose()
 
 
 def _tick(instance, cursor=None):
@@ -96,6 +87,7 @@ def _execute_requests(instance, result) -> None:
             assert outcome.success, (selection, key)
 
 
+@pytest.mark.e2e
 def test_a_new_model_is_evaluated_on_every_prepared_gold_version_without_a_manual_step(evaluated):
     from assets.sensors import register_partitions
 
@@ -133,6 +125,7 @@ def test_a_new_model_is_evaluated_on_every_prepared_gold_version_without_a_manua
     assert not any(_requested(third, a) for a in MODEL_ASSETS)  # evaluated once, not again
 
 
+@pytest.mark.e2e
 def test_a_new_gold_version_is_prepared_then_evaluated_for_every_registered_model(evaluated):
     from assets.sensors import register_partitions
 
@@ -151,6 +144,7 @@ def test_a_new_gold_version_is_prepared_then_evaluated_for_every_registered_mode
     assert {m for _, m in _requested(third, "candidate_sql")} >= {"gold-echo", "sql-mutant"}
 
 
+@pytest.mark.e2e
 def test_a_changed_gold_set_alone_re_runs_no_model(evaluated):
     from assets.graph import ALL_ASSETS, ASSET_CHECKS
     from resources.build import build_resources
@@ -169,6 +163,7 @@ def test_a_changed_gold_set_alone_re_runs_no_model(evaluated):
     assert not any(_requested(second, a) for a in MODEL_ASSETS)
 
 
+@pytest.mark.e2e
 def test_the_nightly_schedule_asks_for_the_nightly_models_on_every_prepared_gold_version(evaluated):
     from assets.schedules import NIGHTLY_REASON, nightly_evaluation
     from assets.sensors import register_partitions
@@ -192,6 +187,7 @@ def test_the_nightly_schedule_asks_for_the_nightly_models_on_every_prepared_gold
     assert schedule.cron_schedule == "0 2 * * *" and schedule.job_name == "evaluate_model"
 
 
+@pytest.mark.e2e
 def test_without_nightly_models_the_schedule_skips(evaluated):
     from assets.schedules import nightly_evaluation
 

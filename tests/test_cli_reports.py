@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_support import seed_sample_database
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.results.read import recorded_runs
@@ -13,10 +14,14 @@ from nl2sql_pipeline.results.read import recorded_runs
 MODELS = ["--model", "gold-echo", "--model", "sql-mutant"]
 
 
+pytestmark = pytest.mark.xdist_group("cli_reports")  # one worker runs the module's evaluation
+
+
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory):
+def evaluated(tmp_path_factory, sample_database):
     """One run of gold-echo and sql-mutant on the built-in gold set, in a private storage root."""
     home = tmp_path_factory.mktemp("reports-home")
+    seed_sample_database(home, sample_database)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NL2SQL_HOME", str(home))
         patch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
@@ -31,6 +36,7 @@ def evaluated(tmp_path_factory):
         yield out.getvalue()
 
 
+@pytest.mark.e2e
 def test_run_prints_bars_intervals_causes_and_the_paired_label(evaluated):
     assert "== gold-echo on multidomain-v1 ==" in evaluated and "== sql-mutant on multidomain-v1 ==" in evaluated
     assert "semantic correctness" in evaluated and "█" in evaluated
@@ -39,6 +45,7 @@ def test_run_prints_bars_intervals_causes_and_the_paired_label(evaluated):
     assert "== side by side ==" in evaluated
 
 
+@pytest.mark.e2e
 def test_compare_runs_by_model_is_significant_and_lists_flips(evaluated, capsys):
     assert cli.main(["compare-runs", *MODELS, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -51,6 +58,7 @@ def test_compare_runs_by_model_is_significant_and_lists_flips(evaluated, capsys)
     assert all(flip["before"] == "correct" and flip["after"] != "correct" for flip in result["newly_wrong"])
 
 
+@pytest.mark.e2e
 def test_compare_runs_html_page(evaluated, tmp_path, capsys):
     page = tmp_path / "compare.html"
     assert cli.main(["compare-runs", *MODELS, "--html", str(page)]) == 0
@@ -59,6 +67,7 @@ def test_compare_runs_html_page(evaluated, tmp_path, capsys):
     assert f"HTML report: {page}" in capsys.readouterr().out
 
 
+@pytest.mark.e2e
 def test_two_identical_runs_are_not_significant(evaluated, capsys):
     assert cli.main(["compare-runs", "--model", "gold-echo", "--model", "gold-echo"]) == 0
     out = capsys.readouterr().out
@@ -66,6 +75,7 @@ def test_two_identical_runs_are_not_significant(evaluated, capsys):
     assert "newly right in B: 0" in out and "newly wrong in B: 0" in out
 
 
+@pytest.mark.e2e
 def test_compare_runs_by_run_id(evaluated, capsys):
     runs = {r["model"]: r["run_id"] for r in recorded_runs()}
     assert cli.main(["compare-runs", runs["gold-echo"][:12], runs["sql-mutant"]]) == 0
@@ -75,6 +85,7 @@ def test_compare_runs_by_run_id(evaluated, capsys):
     assert runs["sql-mutant"] in capsys.readouterr().out
 
 
+@pytest.mark.e2e
 def test_unknown_runs_are_bad_input(evaluated, capsys):
     assert cli.main(["compare-runs", "nope", "nada"]) == 2
     assert "no run 'nope'" in capsys.readouterr().err
@@ -83,6 +94,7 @@ def test_unknown_runs_are_bad_input(evaluated, capsys):
     assert cli.main(["compare-runs", "--model", "gold-echo"]) == 2
 
 
+@pytest.mark.e2e
 def test_report_command_console_and_html(evaluated, tmp_path, capsys):
     page = tmp_path / "report.html"
     assert cli.main(["report", *MODELS, "--html", str(page)]) == 0
@@ -98,6 +110,7 @@ def test_report_command_console_and_html(evaluated, tmp_path, capsys):
     assert cli.main(["report"]) == 2
 
 
+@pytest.mark.e2e
 def test_run_scores_metadata_links_the_html_report_and_carries_the_markdown_summary(evaluated):
     import dagster as dg
 
@@ -123,6 +136,7 @@ def test_run_scores_metadata_links_the_html_report_and_carries_the_markdown_summ
     assert "not correct, by cause:" in summary and str(path) in summary
 
 
+@pytest.mark.e2e
 def test_leaderboard_asset_ranks_runs_with_significance_labels(evaluated):
     import dagster as dg
 
@@ -144,6 +158,7 @@ def test_leaderboard_asset_ranks_runs_with_significance_labels(evaluated):
     assert "leaderboard" in result.asset_materializations_for_node("leaderboard")[0].metadata
 
 
+@pytest.mark.e2e
 def test_export_files_and_duckdb_views(evaluated, tmp_path, capsys):
     import duckdb
     import pandas as pd
@@ -175,6 +190,7 @@ def test_export_without_stored_runs_is_a_clear_error(isolated_home):
         write_duckdb_views(isolated_home / "v.duckdb")
 
 
+@pytest.mark.e2e
 def test_verdicts_without_scores_are_left_out_of_the_leaderboard(evaluated):
     import shutil
 

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pandas as pd
 import pytest
+from verdict_factory import make_verdict
 
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.execution import QueryResult
@@ -17,7 +18,7 @@ from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.results import frames as codec
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import outcomes
-from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt, OracleRow, Verdict
+from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt, OracleRow
 
 
 def _parquet(frame: pd.DataFrame, tmp_path, name: str = "frame") -> pd.DataFrame:
@@ -223,47 +224,10 @@ def test_attempts_round_trip_model_rejected_and_probe(tmp_path):
     _same_result(back[0].result, RICH)
 
 
-def _verdict(**overrides) -> Verdict:
-    values = dict(
-        case_id="c1",
-        case_fingerprint="fp",
-        domain="d",
-        category="time",
-        difficulty=None,
-        tags=("filter", "prompt_injection"),
-        is_probe=False,
-        sample_index=0,
-        generated_sql=None,
-        outcome=outcomes.GENERATION_ERROR,
-        correct=False,
-        comparison_rule=None,
-        reason="no_sql",
-        score_exact=0.0,
-        score_partial=0.0,
-        policy_rule=None,
-        policy_name="default",
-        candidate_count=1,
-        selected_candidate_index=0,
-        first_candidate_correct=False,
-        latency_ms=None,
-        oracle_latency_ms=2.5,
-        execution_ms=None,
-        input_tokens=None,
-        output_tokens=None,
-        token_source=None,
-        cost_usd=None,
-        cached=None,
-        cold_start=False,
-        mutation=None,
-        skip_reason=None,
-    )
-    return Verdict(**{**values, **overrides})
-
-
 def test_verdicts_round_trip_with_partition_columns(tmp_path):
     verdicts = [
-        _verdict(),
-        _verdict(
+        make_verdict(),
+        make_verdict(
             case_id="c2",
             tags=(),
             outcome=outcomes.CORRECT,
@@ -290,7 +254,7 @@ def test_verdicts_round_trip_with_partition_columns(tmp_path):
 
 
 def test_run_scores_store_nested_values_as_json_and_read_back_real_ones(tmp_path):
-    scores = score_run([_verdict(), _verdict(case_id="c2", outcome=outcomes.CORRECT, correct=True, domain="e")])
+    scores = score_run([make_verdict(), make_verdict(case_id="c2", outcome=outcomes.CORRECT, correct=True, domain="e")])
     frame = _parquet(codec.run_scores_to_frame(scores, gold_set="g", model="m", run_id="r"), tmp_path)
     assert list(frame.columns)[:3] == ["gold_set", "model", "run_id"]
     assert json.loads(frame.loc[0, "per_domain"]) == scores["per_domain"]  # JSON text in storage

@@ -15,6 +15,9 @@ from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes, run_quer
 from nl2sql_pipeline.stages import judge
 from nl2sql_pipeline.stages.records import Attempt, OracleRow
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("compare_engine")
+
 LIMITS = SandboxLimits(row_cap=10_000)
 
 

@@ -17,6 +17,9 @@ from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_r
 from nl2sql_pipeline.compare.identical import same_result
 from nl2sql_pipeline.execution import QueryResult
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("compare_identical")
+
 CONFIGS = [CompareConfig(), CompareConfig(column_order="positional"), CompareConfig(column_order="by_name")]
 EXPECTED_SQL = [
     None,  # no source: no order check

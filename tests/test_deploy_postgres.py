@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 import pytest
 import yaml
+from eval_support import copy_data, query_case, register_gold_set, seed_sample_database
 from postgres_server import PostgresServer, PostgresUnavailable
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
@@ -30,19 +31,6 @@ pytestmark = pytest.mark.integration
 GOLD = "deploy-v1"
 MODELS = ("gold-echo", "sql-mutant")
 DEPLOY_YAML = PROJECT_ROOT / "deploy" / "dagster.yaml"
-
-
-def _case(case_id: str, sql: str) -> dict:
-    return {
-        "id": case_id,
-        "domain": "d",
-        "category": "single_table",
-        "question": f"q {case_id}",
-        "database": "anime_platform",
-        "expected_sql": sql,
-        "tags": ["aggregate"],
-        "difficulty": "easy",
-    }
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +63,16 @@ def test_the_deploy_config_keeps_the_local_run_limits():
     assert deploy["run_monitoring"] == local["run_monitoring"], "dead runs fail and give back their pool slots"
 
 
-def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_path):
-    data, home = tmp_path / "data", tmp_path / "nl2sql"
-    shutil.copytree(PROJECT_ROOT / "data", data)
+@pytest.mark.e2e
+@pytest.mark.timeout(1200)
+def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_path, sample_database):
+    data, home = copy_data(tmp_path / "data"), tmp_path / "nl2sql"
+    seed_sample_database(home, sample_database)
     cases = [
-        _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-        _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+        query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+        query_case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
     ]
-    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: deploy\n")
+    register_gold_set(data, GOLD, cases, description="deploy")
     dagster_home = home / "dagster_home"
     dagster_home.mkdir(parents=True)
     shutil.copy(DEPLOY_YAML, dagster_home / "dagster.yaml")

@@ -5,14 +5,18 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 import pytest
+from eval_support import seed_sample_database
 
 from nl2sql_pipeline.stages import outcomes
 
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("end_to_end")]
+
 
 @pytest.fixture(scope="module")
-def run_home(tmp_path_factory):
+def run_home(tmp_path_factory, sample_database):
     """One evaluation of both offline models in a fresh storage root, shared by the module's tests."""
     home = tmp_path_factory.mktemp("e2e-home")
+    seed_sample_database(home, sample_database)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NL2SQL_HOME", str(home))
         mp.setenv("DAGSTER_HOME", str(home / "dagster_home"))

@@ -15,7 +15,11 @@ from fake_llm_server import FakeLLMServer, Reply
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
-pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
+# two generate processes (each imports litellm), the first killed half-way: multi-process (e2e)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning"),
+    pytest.mark.e2e,
+]
 
 TOTAL = 12
 ANSWERED_BEFORE_KILL = 5

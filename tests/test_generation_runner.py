@@ -10,21 +10,23 @@ a replay file of gold-echo's SQL.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 
 import dagster as dg
 import pandas as pd
 import pytest
 import yaml
+from eval_support import copy_data, seed_sample_database
 from fake_llm_server import FakeLLMServer, Reply, answer_by_question
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.gold.registry import load_gold_set
-from nl2sql_pipeline.paths import PROJECT_ROOT
 from nl2sql_pipeline.stages import outcomes
 
-pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning"),
+    pytest.mark.xdist_group("generation_runner"),  # one worker runs the module's evaluation
+]
 
 GOLD = "gen-tiny-v1"
 QUOTA_ANSWERS = 3
@@ -50,10 +52,10 @@ def _frame(home, asset: str, model: str) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
+def env(tmp_path_factory, sample_database):
     root = tmp_path_factory.mktemp("generation-runner")
-    data, home = root / "data", root / "home"
-    shutil.copytree(PROJECT_ROOT / "data", data)
+    data, home = copy_data(root / "data"), root / "home"
+    seed_sample_database(home, sample_database)
     cases = _tiny_gold_set()
     queries = [c for c in cases if not c.is_probe]
     (data / "gold" / f"{GOLD}.jsonl").write_text("".join(c.to_json() + "\n" for c in cases), encoding="utf-8")
@@ -124,6 +126,7 @@ def env(tmp_path_factory):
     quota_server.stop()
 
 
+@pytest.mark.e2e
 def test_models_without_key_or_server_are_skipped_with_the_reason(env):
     outcome = env["outcome"]
     assert not outcome.failures, outcome.failures
@@ -133,6 +136,7 @@ def test_models_without_key_or_server_are_skipped_with_the_reason(env):
     assert set(outcome.scores) == {"gold-echo", "replay-echo", "fake-ok", "fake-quota"}
 
 
+@pytest.mark.e2e
 def test_a_scripted_http_model_answering_gold_sql_scores_perfectly(env):
     scores = env["outcome"].scores["fake-ok"]
     assert scores["semantic_correctness_rate"] == 1.0 and scores["skipped_count"] == 0
@@ -142,6 +146,7 @@ def test_a_scripted_http_model_answering_gold_sql_scores_perfectly(env):
     assert candidates["error_class"].isna().all() and (candidates["calls"] >= 1).all()
 
 
+@pytest.mark.e2e
 def test_daily_quota_stops_the_run_and_warns_in_the_scores_and_the_asset_metadata(env):
     scores = env["outcome"].scores["fake-quota"]
     assert env["quota_server"].hits == QUOTA_ANSWERS + 1  # nothing sent after the first daily-quota reply
@@ -164,6 +169,7 @@ def test_daily_quota_stops_the_run_and_warns_in_the_scores_and_the_asset_metadat
     assert warning in metadata["WARNING"].value and metadata["skipped_count"].value == skipped
 
 
+@pytest.mark.e2e
 def test_replay_file_scores_exactly_as_the_offline_model(env):
     echo = _frame(env["home"], "case_verdicts", "gold-echo").set_index("case_id").sort_index()
     replay = _frame(env["home"], "case_verdicts", "replay-echo").set_index("case_id").sort_index()
@@ -176,6 +182,7 @@ def test_replay_file_scores_exactly_as_the_offline_model(env):
     assert replay["model_config_hash"].iloc[0] != echo["model_config_hash"].iloc[0]
 
 
+@pytest.mark.e2e
 def test_repeats_are_cached_per_sample(env):
     before = env["ok_server"].hits
     outcome = env["evaluate"](GOLD, ["fake-ok"], repeat=2, instance=env["instance"])
@@ -187,6 +194,7 @@ def test_repeats_are_cached_per_sample(env):
     assert not again.failures and env["ok_server"].hits - before == env["turns"]  # nothing new
 
 
+@pytest.mark.e2e
 def test_cli_run_of_a_model_without_its_key_exits_3_naming_the_reason(env, capsys):
     code = cli.main(["run", "--gold-set", GOLD, "--model", "fake-nokey"])
     err = capsys.readouterr().err

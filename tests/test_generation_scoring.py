@@ -17,7 +17,11 @@ from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import Attempt, attempts_from_candidates
 
-pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning"),
+    pytest.mark.xdist_group("generation_scoring"),
+]
 
 
 @pytest.mark.parametrize("error_class", ERROR_CLASSES)

@@ -579,19 +579,15 @@ def test_a_question_that_makes_an_invalid_case_is_reported_at_its_source_line(tm
 
 
 @pytest.mark.integration
-def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, monkeypatch, capsys):
+@pytest.mark.e2e
+def test_an_imported_spider_directory_runs_through_nl2sql_eval_run(tmp_path, monkeypatch, capsys, seeded_home):
     """The README's three commands: import a Spider directory, register the gold set, run gold-echo on it."""
-    import shutil
+    from eval_support import copy_data
 
     from nl2sql_cli.main import main
-    from nl2sql_pipeline.paths import PROJECT_ROOT
 
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data, ignore=shutil.ignore_patterns("*.jsonl"))
+    data = copy_data(tmp_path / "data", ignore=["*.jsonl"])
     monkeypatch.setenv("NL2SQL_DATA", str(data))
-    monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster_home"))
-    (tmp_path / "home" / "dagster_home").mkdir(parents=True)
     src = build_spider(tmp_path / "spider")
     (src / "dev.json").write_text(
         json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS])

@@ -32,6 +32,9 @@ from nl2sql_pipeline.gold.builtin.generator import (
     write_builtin_gold,
 )
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("gold_set")
+
 CHECKED_IN = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain.jsonl"
 REGISTRY = paths.PROJECT_ROOT / "data" / "gold" / "gold_sets.yml"
 MAX_ROWS = 400
@@ -52,12 +55,9 @@ def query_cases(cases: list[Case]) -> list[Case]:
 
 
 @pytest.fixture(scope="session")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nl2sql_pipeline.sample_db import build_database
-
-    path = tmp_path_factory.mktemp("gold_db") / "anime_platform.duckdb"
-    build_database(path)
-    return path
+def sample_db(sample_database: Path) -> Path:
+    """The session's built sample database (opened read-only here)."""
+    return sample_database
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import sqlglot
+from eval_support import seed_sample_database
 
 from nl2sql_cli.main import main
 from nl2sql_pipeline import paths
@@ -42,6 +43,9 @@ from nl2sql_pipeline.gold.builtin.generator import (
 from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.gold.registry import list_gold_sets, load_gold_set
 from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
+
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("gold_set_v2")
 
 GOLD_DIR = paths.PROJECT_ROOT / "data" / "gold"
 V1_FILE = GOLD_DIR / "nl2sql_multidomain.jsonl"
@@ -195,14 +199,13 @@ def test_query_cases_keep_injection_text_inside_sql_literals(injection: list[Cas
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def home(tmp_path_factory: pytest.TempPathFactory, sample_database: Path) -> Iterator[Path]:
     from nl2sql_pipeline.execution import release_sandboxes
-    from nl2sql_pipeline.sample_db import build_database
 
     root = tmp_path_factory.mktemp("gold-v2-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(paths.STORAGE_ENV_VAR, str(root))
-        build_database(paths.database_path("anime_platform"))
+        seed_sample_database(root, sample_database)
         yield root
         release_sandboxes()
 

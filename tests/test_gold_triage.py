@@ -8,12 +8,12 @@ asset check's metadata.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
+from eval_support import query_case, register_gold_set
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.cases import Case
@@ -34,7 +34,9 @@ from nl2sql_pipeline.gold.quality.triage import (
     subquery_tie_flags,
     thread_flags,
 )
-from nl2sql_pipeline.paths import PROJECT_ROOT
+
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("gold_triage")
 
 
 @pytest.fixture(scope="module")
@@ -269,39 +271,9 @@ def test_gold_validate_warns_and_fails_by_kind(scores_db, tmp_path, capsys, isol
     assert any("[clock_dependent]" in p for p in report["problems"])
 
 
-@pytest.fixture
-def data_copy(tmp_path, monkeypatch, isolated_home):
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
-    return data
-
-
 def _register(data: Path, key: str, sqls: dict[str, str]) -> None:
-    (data / "gold" / f"{key}.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "id": cid,
-                    "domain": "d",
-                    "category": "single_table",
-                    "question": f"q {cid}",
-                    "database": "anime_platform",
-                    "expected_sql": sql,
-                    "tags": ["t"],
-                    "difficulty": "easy",
-                }
-            )
-            + "\n"
-            for cid, sql in sqls.items()
-        ),
-        encoding="utf-8",
-    )
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(
-        registry.read_text(encoding="utf-8") + f"  {key}:\n    file: {key}.jsonl\n    description: t\n",
-        encoding="utf-8",
-    )
+    cases = [query_case(cid, sql, tags=["t"]) for cid, sql in sqls.items()]
+    register_gold_set(data, key, cases, description="t")
 
 
 def _preflight_metadata(gold_set: str) -> dict:
@@ -312,6 +284,7 @@ def _preflight_metadata(gold_set: str) -> dict:
 
 
 @pytest.mark.integration
+@pytest.mark.e2e
 def test_run_reports_warnings_and_blocks_on_blocking_kinds(data_copy, capsys):
     _register(
         data_copy,

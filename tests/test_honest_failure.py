@@ -7,36 +7,22 @@ call (401), so a run can score 100%, 0%, or evaluate nothing.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from eval_support import query_case, register_gold_set
 from fake_llm_server import FakeLLMServer, Reply
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.paths import PROJECT_ROOT
 from nl2sql_pipeline.runs import list_runs
 
 GOLD = "honest-v1"
 RIGHT = "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"
 WRONG = "SELECT COUNT(*) + 1 AS n FROM anime WHERE format = 'TV'"
 BROKEN = "SELECT no_such_column FROM anime"
-
-
-def _case(case_id: str, sql: str) -> dict:
-    return {
-        "id": case_id,
-        "domain": "d",
-        "category": "single_table",
-        "question": f"q {case_id}",
-        "database": "anime_platform",
-        "expected_sql": sql,
-        "tags": ["aggregate"],
-        "difficulty": "easy",
-    }
 
 
 PROBE = {
@@ -53,17 +39,12 @@ PROBE = {
 
 
 @pytest.fixture
-def setup(tmp_path, monkeypatch, isolated_home):
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
+def setup(data_copy, monkeypatch):
     monkeypatch.setenv("FAKE_PROVIDER_KEY", "k")
-    lines = [_case("tv-1", RIGHT), _case("tv-2", RIGHT), PROBE]
-    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: honest\n")
+    cases = [query_case("tv-1", RIGHT), query_case("tv-2", RIGHT), PROBE]
+    register_gold_set(data_copy, GOLD, cases, description="honest")
     server = FakeLLMServer(default=Reply.sql(RIGHT)).start()
-    yield data, server
+    yield data_copy, server
     server.stop()
 
 
@@ -85,6 +66,7 @@ def _run(capsys, *flags: str) -> tuple[int, dict, str]:
     return code, json.loads(captured.out), captured.err
 
 
+@pytest.mark.e2e
 def test_a_run_that_evaluated_nothing_exits_3_fails_its_check_and_is_never_a_baseline(setup, capsys):
     data, server = setup
     _set_model(data, server, "1")
@@ -116,6 +98,7 @@ def test_a_run_that_evaluated_nothing_exits_3_fails_its_check_and_is_never_a_bas
     assert last["asset_checks"]["remote"]["no_regression"] is False
 
 
+@pytest.mark.e2e
 def test_a_skipped_share_above_the_threshold_exits_3(setup, capsys):
     data, server = setup
     server.enqueue(Reply.sql(RIGHT))  # the first call answers, then the key is refused: the rest is skipped
@@ -130,6 +113,7 @@ def test_a_skipped_share_above_the_threshold_exits_3(setup, capsys):
     assert row["comparable"] is False and "1 of 2 query cases skipped" == row["not_comparable_reason"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("flags", "check", "message"),
     [
@@ -177,6 +161,7 @@ def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup
     assert all(others.values()), others
 
 
+@pytest.mark.e2e
 def test_gates_set_per_model_in_the_registry(setup, capsys):
     data, server = setup
     server.default = Reply.sql(WRONG)

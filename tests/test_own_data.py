@@ -5,17 +5,15 @@ category and tag; the introspected prompt; the registry and its commands; the ru
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
+from eval_support import copy_data, seed_sample_database
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 from nl2sql_cli.main import main
 from nl2sql_pipeline import paths
-
-REPO_DATA = paths.PROJECT_ROOT / "data"
 
 
 def _build_shop(path: Path) -> None:
@@ -123,8 +121,7 @@ CASES = [
 @pytest.fixture()
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A data folder (copy of data/) with a gold set over three DuckDB files, and a private storage root."""
-    data = tmp_path / "data"
-    shutil.copytree(REPO_DATA, data, ignore=shutil.ignore_patterns("*.jsonl"))
+    data = copy_data(tmp_path / "data", ignore=["*.jsonl"])
     monkeypatch.setenv("NL2SQL_DATA", str(data))
     monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
@@ -151,7 +148,11 @@ def _register_shop(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "registered shop" in capsys.readouterr().out
 
 
-def test_a_gold_set_over_three_databases_runs_end_to_end(world: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.e2e
+def test_a_gold_set_over_three_databases_runs_end_to_end(
+    world: Path, capsys: pytest.CaptureFixture[str], sample_database: Path
+) -> None:
+    seed_sample_database(world / "home", sample_database)  # what any run builds first (as `make run` did)
     _register_shop(world, capsys)
     assert main(["gold", "validate", str(world / "data" / "gold" / "own.jsonl")]) == EXIT_OK
     out, err = capsys.readouterr()

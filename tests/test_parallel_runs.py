@@ -4,65 +4,32 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections import Counter
 
 import dagster as dg
 import pytest
+from eval_support import append_models, offline_model, query_case, register_gold_set
 
-from nl2sql_pipeline.paths import PROJECT_ROOT
 from nl2sql_pipeline.runs import list_runs
 
 GOLD = "par-v1"
-EXTRA_MODELS = """
-  echo-a:
-    kind: offline
-    model: nl2sql-offline/gold-echo
-    params: {temperature: 0}
-    version: "a"
-  echo-b:
-    kind: offline
-    model: nl2sql-offline/gold-echo
-    params: {temperature: 0}
-    version: "b"
-"""
+EXTRA_MODELS = offline_model("echo-a", version="a") + offline_model("echo-b", version="b")
 
-
-def _case(case_id: str, sql: str) -> dict:
-    return {
-        "id": case_id,
-        "domain": "d",
-        "category": "single_table",
-        "question": f"q {case_id}",
-        "database": "anime_platform",
-        "expected_sql": sql,
-        "tags": ["aggregate"],
-        "difficulty": "easy",
-    }
+# 20 CLI processes on a small machine: each imports litellm and Dagster, and they queue for the same files.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture
-def env(tmp_path, isolated_home):
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
+def env(eval_world):
     cases = [
-        _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-        _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+        query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+        query_case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
     ]
-    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: parallel\n")
-    models = data / "models.yml"
-    models.write_text(models.read_text().rstrip("\n") + "\n" + EXTRA_MODELS)
-    return {
-        **os.environ,
-        "NL2SQL_DATA": str(data),
-        "NL2SQL_HOME": str(isolated_home),
-        "DAGSTER_HOME": str(isolated_home / "dagster_home"),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+    register_gold_set(eval_world.data, GOLD, cases, description="parallel")
+    append_models(eval_world.data, EXTRA_MODELS)
+    return {**os.environ, **eval_world.env(), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def _cli(*args: str) -> list[str]:

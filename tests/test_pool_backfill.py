@@ -9,9 +9,7 @@ flight; each model allows 2 (``limits.max_concurrency``), which is also the prov
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,11 +18,13 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from eval_support import append_models, query_case, register_gold_set
 from fake_llm_server import FakeLLMServer, Reply
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
-pytestmark = pytest.mark.integration
+# a dagster-daemon, its code server and six run processes; the backfill itself may take up to POOL_TEST_TIMEOUT
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.timeout(1800)]
 
 GOLD = "pool-v1"
 MODELS = [f"pooled-{i}" for i in range(1, 7)]
@@ -35,37 +35,19 @@ IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
 
 
 @pytest.fixture
-def six_models(tmp_path, monkeypatch, isolated_home):
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
+def six_models(data_copy, monkeypatch):
     monkeypatch.setenv("FAKE_PROVIDER_KEY", "k")
-    cases = [
-        {
-            "id": f"p-{i}",
-            "domain": "d",
-            "category": "single_table",
-            "question": f"How many titles ({i})?",
-            "database": "anime_platform",
-            "expected_sql": SQL,
-            "tags": ["aggregate"],
-            "difficulty": "easy",
-        }
-        for i in range(4)
-    ]
-    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: pools\n")
+    cases = [query_case(f"p-{i}", SQL, question=f"How many titles ({i})?") for i in range(4)]
+    register_gold_set(data_copy, GOLD, cases, description="pools")
     server = FakeLLMServer(default=Reply.sql(SQL, delay_s=1.0)).start()
     entries = "".join(
-        f"\n  {slug}:\n    kind: litellm\n    model: openai/fake-{slug}\n    api_base: {server.api_base}\n"
+        f"  {slug}:\n    kind: litellm\n    model: openai/fake-{slug}\n    api_base: {server.api_base}\n"
         f'    api_key_env: FAKE_PROVIDER_KEY\n    params: {{temperature: 0}}\n    version: "1"\n'
         f"    limits: {{max_concurrency: {LIMIT}}}\n    retry: {{max_retries: 0}}\n"
         for slug in MODELS
     )
-    models = data / "models.yml"
-    models.write_text(models.read_text().rstrip("\n") + "\n" + entries)
-    yield data, server
+    append_models(data_copy, entries)
+    yield data_copy, server
     server.stop()
 
 

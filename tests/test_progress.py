@@ -7,7 +7,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from eval_support import append_models, query_case, register_gold_set
 from fake_llm_server import FakeLLMServer, Reply, last_user_message
 
 from nl2sql_cli.progress_view import ProgressView, live_line
@@ -239,42 +239,20 @@ LINE = re.compile(r"^progress (\w+) (\S+): (\d+)/(\d+) ")
 
 
 @pytest.fixture
-def cli_env(tmp_path):
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
+def cli_env(eval_world):
     sql = "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"
-    lines = [
-        {
-            "id": f"tv-{i}",
-            "domain": "d",
-            "category": "single_table",
-            "question": f"how many TV shows {i}",
-            "database": "anime_platform",
-            "expected_sql": sql,
-            "tags": ["aggregate"],
-            "difficulty": "easy",
-        }
-        for i in range(CASES)
-    ]
-    (data / "gold" / f"{GOLD}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: watched\n")
+    cases = [query_case(f"tv-{i}", sql, question=f"how many TV shows {i}") for i in range(CASES)]
+    register_gold_set(eval_world.data, GOLD, cases, description="watched")
     server = FakeLLMServer(default=Reply.sql(sql, delay_s=REPLY_S)).start()
-    models = data / "models.yml"
-    models.write_text(
-        models.read_text().rstrip("\n")
-        + (
-            f"\n  slow:\n    kind: litellm\n    model: openai/slow\n    api_base: {server.api_base}\n"
-            "    api_key_env: FAKE_PROVIDER_KEY\n    params: {temperature: 0}\n    retry: {max_retries: 0}\n"
-            "    limits: {max_concurrency: 1}\n"
-        )
+    append_models(
+        eval_world.data,
+        f"  slow:\n    kind: litellm\n    model: openai/slow\n    api_base: {server.api_base}\n"
+        "    api_key_env: FAKE_PROVIDER_KEY\n    params: {temperature: 0}\n    retry: {max_retries: 0}\n"
+        "    limits: {max_concurrency: 1}\n",
     )
-    home = tmp_path / "home"
     env = {
         **os.environ,
-        "NL2SQL_DATA": str(data),
-        "NL2SQL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster_home"),
+        **eval_world.env(),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "FAKE_PROVIDER_KEY": "k",
         "NL2SQL_PROGRESS_INTERVAL": "0.2",
@@ -310,6 +288,8 @@ def _run_watched(env, *flags) -> tuple[int, str, list[tuple[float, str]], float]
 
 
 @pytest.mark.integration
+@pytest.mark.e2e
+@pytest.mark.timeout(900)
 def test_progress_lines_arrive_while_the_run_works_json_stays_valid_and_quiet_is_quiet(cli_env):
     env, server = cli_env
     code, stdout, lines, exited = _run_watched(env, "--json")

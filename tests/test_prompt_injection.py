@@ -19,6 +19,7 @@ from typing import Any
 
 import litellm
 import pytest
+from eval_support import seed_sample_database
 from litellm import CustomLLM, ModelResponse
 
 from nl2sql_pipeline import paths
@@ -35,6 +36,9 @@ from nl2sql_pipeline.sample_db import PROMPT_INJECTIONS
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import attempts_from_candidates
+
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("prompt_injection")
 
 V2_FILE = paths.PROJECT_ROOT / "data" / "gold" / "nl2sql_multidomain_v2.jsonl"
 PROVIDER = "scripted-obeyer"
@@ -134,14 +138,12 @@ def outside_state() -> dict[Path, tuple[int, int] | None]:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def home(tmp_path_factory: pytest.TempPathFactory, sample_database: Path) -> Iterator[Path]:
     """A storage root of the module's own, holding one built sample database."""
-    from nl2sql_pipeline.sample_db import build_database
-
     root = tmp_path_factory.mktemp("injection-home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(paths.STORAGE_ENV_VAR, str(root))
-        build_database(paths.database_path("anime_platform"))
+        seed_sample_database(root, sample_database)
         yield root
         release_sandboxes()
 

@@ -23,7 +23,11 @@ from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import attempts_from_candidates
 
-pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning"),
+    pytest.mark.xdist_group("reference_system"),
+]
 
 KINDS = ("python", "command", "http")
 REPLY_TIMEOUT_S = 600.0
@@ -72,6 +76,7 @@ def evaluate(world, spec: ModelSpec):
     return records, verdicts, score_run(verdicts)
 
 
+@pytest.mark.e2e  # the whole built-in gold set through the system (and the bare model)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     records, verdicts, scores = evaluate(world, reference_spec(world, kind))
@@ -93,6 +98,7 @@ def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     assert {r.cost_source for r in records} == {"reported"}
 
 
+@pytest.mark.e2e  # the whole built-in gold set through the system (and the bare model)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_reference_system_with_sql_mutant_gets_the_bare_models_verdicts(world, kind):
     _, system_verdicts, system_scores = evaluate(world, reference_spec(world, kind, "sql-mutant"))
@@ -103,6 +109,7 @@ def test_the_reference_system_with_sql_mutant_gets_the_bare_models_verdicts(worl
     assert system_scores["semantic_correctness_rate"] == model_scores["semantic_correctness_rate"] < 1.0
 
 
+@pytest.mark.e2e
 def test_the_command_system_is_started_once_and_restarted_when_it_dies(world):
     from nl2sql_pipeline.generation.systems.command import process_for
 
@@ -165,7 +172,8 @@ def test_an_async_callable_is_awaited(world):
     assert scores["semantic_correctness_rate"] == 1.0 and verdicts[0].system_rows_vs_sql is None
 
 
-def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(isolated_home, capsys):
+@pytest.mark.e2e
+def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(seeded_home, capsys):
     from nl2sql_cli import main as cli
 
     assert cli.main(["run", "--gold-set", "multidomain-v1", "--model", "reference-python", "--json"]) == 0
@@ -173,7 +181,7 @@ def test_nl2sql_eval_run_scores_the_reference_system_on_the_built_in_gold_set(is
     report = json.loads(out[out.index("{") :])
     scores = next(run["scores"] for run in report["runs"] if run["model"] == "reference-python")
     assert scores["semantic_correctness_rate"] == 1.0 and scores["skipped_count"] == 0
-    verdicts = pd.read_parquet(next((isolated_home / "assets" / "case_verdicts").rglob("*.parquet")))
+    verdicts = pd.read_parquet(next((seeded_home / "assets" / "case_verdicts").rglob("*.parquet")))
     queries = verdicts[~verdicts["is_probe"]]
     assert queries["answer"].notna().all() and set(queries["system_rows_vs_sql"]) == {"match"}
 

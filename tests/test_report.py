@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from test_codec import _verdict
+from verdict_factory import make_verdict
 
 from nl2sql_pipeline.report import console_report, format_rate, markdown_breakdown, markdown_scores, warnings_of
 from nl2sql_pipeline.results import frames as codec
@@ -14,8 +14,8 @@ from nl2sql_pipeline.stages import outcomes
 def _scores():
     return score_run(
         [
-            _verdict(case_id="a", outcome=outcomes.CORRECT, correct=True, domain="x"),
-            _verdict(case_id="b", outcome=outcomes.SKIPPED, skip_reason="daily_quota_exhausted", domain="y"),
+            make_verdict(case_id="a", outcome=outcomes.CORRECT, correct=True, domain="x"),
+            make_verdict(case_id="b", outcome=outcomes.SKIPPED, skip_reason="daily_quota_exhausted", domain="y"),
         ]
     )
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_run_report import fixture_verdicts
+from verdict_factory import fixture_verdicts
 
 from nl2sql_pipeline.execution import QueryResult
 from nl2sql_pipeline.report.console import console_pairwise

@@ -3,37 +3,28 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import dagster as dg
 import pytest
+from eval_support import query_case, register_gold_set
 
 from nl2sql_cli import main as cli
-from nl2sql_pipeline.paths import PROJECT_ROOT
 from nl2sql_pipeline.runs.locks import partition_lock
 
 GOLD = "rerun-v1"
 
 
-@pytest.fixture
-def data_copy(tmp_path, monkeypatch, isolated_home):
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
-    case = {
-        "id": "tv",
-        "domain": "d",
-        "category": "single_table",
-        "question": "how many TV",
-        "database": "anime_platform",
-        "expected_sql": "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'",
-        "tags": ["aggregate"],
-        "difficulty": "easy",
-    }
-    (data / "gold" / f"{GOLD}.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + f"  {GOLD}:\n    file: {GOLD}.jsonl\n    description: rerun\n")
-    return data
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def _gold_set(data_copy):
+    register_gold_set(
+        data_copy,
+        GOLD,
+        [query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'", question="how many TV")],
+        description="rerun",
+    )
 
 
 def _materializations(asset: str) -> int:

@@ -3,54 +3,22 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import dagster as dg
 import pytest
+from eval_support import query_case, register_gold_set
 
 from nl2sql_cli import main as cli
-from nl2sql_pipeline.paths import PROJECT_ROOT
 
 
-@pytest.fixture
-def data_copy(tmp_path, monkeypatch, isolated_home):
-    """A private copy of data/ (so a test can add gold sets and policies) and a private storage root."""
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
-    return data
-
-
-def _add_gold_set(data: Path, key: str, lines: list[dict]) -> None:
-    (data / "gold" / f"{key}.jsonl").write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(
-        registry.read_text(encoding="utf-8") + f"  {key}:\n    file: {key}.jsonl\n    description: test set\n",
-        encoding="utf-8",
-    )
-
-
-def _case(case_id: str, sql: str) -> dict:
-    return {
-        "id": case_id,
-        "domain": "d",
-        "category": "single_table",
-        "question": f"q {case_id}",
-        "database": "anime_platform",
-        "expected_sql": sql,
-        "tags": ["aggregate"],
-        "difficulty": "easy",
-    }
-
-
+@pytest.mark.e2e
 def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
-    _add_gold_set(
+    register_gold_set(
         data_copy,
         "broken-v1",
         [
-            _case("ok-1", "SELECT COUNT(*) AS n FROM anime"),
-            _case("bad-1", "SELECT CAST(title AS INTEGER) AS n FROM anime"),
+            query_case("ok-1", "SELECT COUNT(*) AS n FROM anime"),
+            query_case("bad-1", "SELECT CAST(title AS INTEGER) AS n FROM anime"),
         ],
     )
     code = cli.main(["run", "--gold-set", "broken-v1", "--model", "gold-echo"])
@@ -62,13 +30,14 @@ def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
     assert instance.get_latest_materialization_event(dg.AssetKey("candidate_sql")) is None
 
 
+@pytest.mark.e2e
 def test_over_strict_policy_lowers_precision(data_copy, capsys):
-    _add_gold_set(
+    register_gold_set(
         data_copy,
         "small-v1",
         [
-            _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
-            _case(
+            query_case("single-1", "SELECT COUNT(*) AS n FROM anime"),
+            query_case(
                 "join-1",
                 "SELECT s.name, COUNT(*) AS n FROM anime a JOIN studios s ON s.studio_id = a.studio_id "
                 "GROUP BY s.name ORDER BY n DESC, s.name LIMIT 5",
@@ -111,8 +80,9 @@ def test_unknown_gold_set_or_model_is_bad_input(data_copy, capsys):
     assert "no-such-model" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_model_without_key_is_reported_skipped_with_exit_3(data_copy, capsys, monkeypatch):
-    _add_gold_set(data_copy, "tiny-v1", [_case("single-1", "SELECT COUNT(*) AS n FROM anime")])
+    register_gold_set(data_copy, "tiny-v1", [query_case("single-1", "SELECT COUNT(*) AS n FROM anime")])
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     code = cli.main(["run", "--gold-set", "tiny-v1", "--model", "gold-echo", "--model", "gpt-4o-mini"])
     captured = capsys.readouterr()
@@ -122,12 +92,12 @@ def test_model_without_key_is_reported_skipped_with_exit_3(data_copy, capsys, mo
 
 
 def test_misaligned_predictions_file_is_bad_input_before_any_run(data_copy, capsys):
-    _add_gold_set(
+    register_gold_set(
         data_copy,
         "pair-v1",
         [
-            _case("single-1", "SELECT COUNT(*) AS n FROM anime"),
-            _case("single-2", "SELECT COUNT(*) AS n FROM studios"),
+            query_case("single-1", "SELECT COUNT(*) AS n FROM anime"),
+            query_case("single-2", "SELECT COUNT(*) AS n FROM studios"),
         ],
     )
     predictions = data_copy / "predictions.jsonl"
@@ -143,14 +113,17 @@ def test_misaligned_predictions_file_is_bad_input_before_any_run(data_copy, caps
     assert dg.DagsterInstance.get().get_run_records() == []
 
 
+@pytest.mark.e2e
 def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
-    _add_gold_set(
+    register_gold_set(
         data_copy,
         "gate-v1",
         [
-            _case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-            _case("recent", "SELECT COUNT(*) AS n FROM anime WHERE season_year >= 2025"),
-            _case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
+            query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
+            query_case("recent", "SELECT COUNT(*) AS n FROM anime WHERE season_year >= 2025"),
+            query_case(
+                "movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"
+            ),
         ],
     )
     models = data_copy / "models.yml"
@@ -197,10 +170,11 @@ def test_gate_arguments_are_validated(capsys):
     assert "outside 0..1" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_a_failed_step_is_one_line_without_a_dagster_traceback(data_copy, capsys, monkeypatch):
     import assets.scores
 
-    _add_gold_set(data_copy, "tb-v1", [_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'")])
+    register_gold_set(data_copy, "tb-v1", [query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'")])
 
     def exploding_score_run(*args, **kwargs):
         raise RuntimeError("scoring exploded")

@@ -3,123 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from test_codec import _verdict
+from verdict_factory import fixture_verdicts, make_verdict, run_verdict
 
 from nl2sql_pipeline.report.console import bar, console_full_report, console_run_report
 from nl2sql_pipeline.report.tables import build_run_report
 from nl2sql_pipeline.scoring.causes import cause_of
 from nl2sql_pipeline.stages import outcomes
-
-
-def _v(case_id, outcome, *, category, domain, difficulty, tags=(), latency=None, cost=None, cached=None, **extra):
-    values = dict(
-        case_id=case_id,
-        outcome=outcome,
-        correct=outcome == outcomes.CORRECT,
-        category=category,
-        domain=domain,
-        difficulty=difficulty,
-        tags=tuple(tags),
-        latency_ms=latency,
-        cost_usd=cost,
-        cached=cached,
-        token_source="measured",
-        reason=None,
-    )
-    return _verdict(**{**values, **extra})
-
-
-def fixture_verdicts():
-    return [
-        _v(
-            "c1",
-            outcomes.CORRECT,
-            category="joins",
-            domain="sales",
-            difficulty="easy",
-            tags=("join",),
-            latency=10.0,
-            cost=0.01,
-            cached=False,
-        ),
-        _v(
-            "c2",
-            outcomes.WRONG_RESULT,
-            category="joins",
-            domain="sales",
-            difficulty="hard",
-            tags=("join", "aggregate"),
-            latency=20.0,
-            cost=0.02,
-            cached=True,
-        ),
-        _v(
-            "c3",
-            outcomes.GENERATION_ERROR,
-            category="joins",
-            domain="hr",
-            difficulty="hard",
-            reason="no_sql",
-            latency=30.0,
-            cost=0.01,
-            cached=False,
-            token_source="estimated",
-        ),
-        _v(
-            "c4",
-            outcomes.EXECUTION_ERROR,
-            category="filter",
-            domain="hr",
-            difficulty="easy",
-            tags=("aggregate",),
-            reason="binder: Referenced column x not found",
-            latency=40.0,
-            cost=0.0,
-            cached=True,
-        ),
-        _v(
-            "c5",
-            outcomes.CORRECT,
-            category="filter",
-            domain="sales",
-            difficulty="easy",
-            latency=50.0,
-            cost=0.01,
-            cached=False,
-        ),
-        _v(
-            "c6",
-            outcomes.TIMEOUT,
-            category="filter",
-            domain="sales",
-            difficulty="medium",
-            reason="timeout: 5 s",
-            latency=60.0,
-            cold_start=True,
-            cost=0.005,
-            cached=False,
-        ),
-        _v(
-            "c7",
-            outcomes.SKIPPED,
-            category="filter",
-            domain="hr",
-            difficulty="easy",
-            skip_reason="daily_quota_exhausted",
-        ),
-        _v(
-            "c8",
-            outcomes.GENERATION_ERROR,
-            category="filter",
-            domain="hr",
-            difficulty=None,
-            tags=("join",),
-            reason="rate_limited",
-            cost=0.0,
-            cached=False,
-        ),
-        _v("p1", outcomes.PROBE_REJECTED, category="policy", domain="hr", difficulty=None, is_probe=True),
-    ]
 
 
 @pytest.fixture
@@ -172,12 +61,12 @@ def test_weakest_causes_and_cost(report):
 
 
 def test_cause_of_generation_errors_uses_the_error_class():
-    assert cause_of(_verdict(outcome=outcomes.GENERATION_ERROR, reason="no SQL generated")) == "no_sql"
+    assert cause_of(make_verdict(outcome=outcomes.GENERATION_ERROR, reason="no SQL generated")) == "no_sql"
     assert (
-        cause_of(_verdict(outcome=outcomes.POLICY_REJECTED, policy_rule="forbidden_table"))
+        cause_of(make_verdict(outcome=outcomes.POLICY_REJECTED, policy_rule="forbidden_table"))
         == "policy_rejected: forbidden_table"
     )
-    assert cause_of(_verdict(outcome=outcomes.CORRECT, correct=True)) is None
+    assert cause_of(make_verdict(outcome=outcomes.CORRECT, correct=True)) is None
 
 
 def test_console_text(report):
@@ -215,7 +104,7 @@ def test_pairwise_label_in_the_full_report():
 
 def test_a_perfect_dimension_is_one_line_and_tiny_groups_are_not_the_surest_weakness():
     verdicts = [
-        _v(
+        run_verdict(
             f"s{i}",
             outcomes.CORRECT if i < 15 else outcomes.WRONG_RESULT,
             category="single",
@@ -225,12 +114,14 @@ def test_a_perfect_dimension_is_one_line_and_tiny_groups_are_not_the_surest_weak
         )
         for i in range(30)
     ]
-    verdicts.append(_v("t", outcomes.WRONG_RESULT, category="single", domain="d", difficulty="easy", tags=("rare",)))
+    verdicts.append(
+        run_verdict("t", outcomes.WRONG_RESULT, category="single", domain="d", difficulty="easy", tags=("rare",))
+    )
     report = build_run_report(verdicts, model="m", gold_set="g")
     assert [row.key for _, row in report.weakest][:2] == ["single", "filter"]  # 15/31 before 0/1
     assert "by domain:" in console_run_report(report)
     perfect = build_run_report(
-        [_v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy")], model="m", gold_set="g"
+        [run_verdict("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy")], model="m", gold_set="g"
     )
     assert "by category: all 1 at 100%" in console_run_report(perfect).splitlines()
 
@@ -253,10 +144,10 @@ def test_run_scores_carry_the_outcome_causes_and_the_markdown_shows_them():
 
 def test_repeat_variance_line():
     verdicts = [
-        _v("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
-        _v("a", outcomes.WRONG_RESULT, category="c", domain="d", difficulty="easy", sample_index=1),
-        _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
-        _v("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=1),
+        run_verdict("a", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
+        run_verdict("a", outcomes.WRONG_RESULT, category="c", domain="d", difficulty="easy", sample_index=1),
+        run_verdict("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=0),
+        run_verdict("b", outcomes.CORRECT, category="c", domain="d", difficulty="easy", sample_index=1),
     ]
     text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
     assert "repeat: 1 of 2 cases changed verdict across samples (mean per-case variance 0.125)" in text.splitlines()

@@ -30,6 +30,9 @@ from nl2sql_pipeline.sample_db import (
 )
 from nl2sql_pipeline.sample_db import build as build_module
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("sample_db")
+
 SMALL = 0.05
 TINY = 0.02
 

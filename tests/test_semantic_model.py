@@ -25,6 +25,9 @@ from nl2sql_pipeline.semantic_model import (
     render_for_prompt,
 )
 
+# one xdist worker runs the module (its module-scoped fixtures are built once)
+pytestmark = pytest.mark.xdist_group("semantic_model")
+
 MODEL_FILE = PROJECT_ROOT / "data" / "semantic_model.yml"
 
 

@@ -2,40 +2,37 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-
 import dagster as dg
 import pytest
+from eval_support import query_case, register_gold_set
 
-from nl2sql_pipeline.paths import PROJECT_ROOT
+# one xdist worker runs the module: the evaluated template is built once, and cloned per test
+pytestmark = pytest.mark.xdist_group("sensors")
+
+
+@pytest.fixture(scope="module")
+def evaluated_template(world_factory):
+    """A private data dir with a 1-case gold set tiny-v1, evaluated once for gold-echo and sql-mutant."""
+    from nl2sql_cli.runner import evaluate, get_instance
+
+    with world_factory() as world:
+        case = query_case("c-1", "SELECT COUNT(*) AS n FROM anime", question="How many titles?")
+        register_gold_set(world.data, "tiny-v1", [case], description="t")
+        with get_instance() as instance:
+            outcome = evaluate("tiny-v1", ["gold-echo", "sql-mutant"], instance=instance)
+            assert not outcome.failures
+    return world
 
 
 @pytest.fixture
-def evaluated(tmp_path, monkeypatch, isolated_home):
-    """A private data dir with a 2-case gold set, evaluated once for gold-echo and sql-mutant."""
-    data = tmp_path / "data"
-    shutil.copytree(PROJECT_ROOT / "data", data)
-    monkeypatch.setenv("NL2SQL_DATA", str(data))
-    case = {
-        "id": "c-1",
-        "domain": "d",
-        "category": "single_table",
-        "question": "How many titles?",
-        "database": "anime_platform",
-        "expected_sql": "SELECT COUNT(*) AS n FROM anime",
-        "tags": ["aggregate"],
-        "difficulty": "easy",
-    }
-    (data / "gold" / "tiny-v1.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
-    registry = data / "gold" / "gold_sets.yml"
-    registry.write_text(registry.read_text() + "  tiny-v1:\n    file: tiny-v1.jsonl\n    description: t\n")
-    from nl2sql_cli.runner import evaluate, get_instance
+def evaluated(evaluated_template, clone_template):
+    """This test's own copy of the evaluated world: its data dir and the instance holding the evaluation."""
+    from nl2sql_cli.runner import get_instance
 
+    world = clone_template(evaluated_template)
     instance = get_instance()
-    outcome = evaluate("tiny-v1", ["gold-echo", "sql-mutant"], instance=instance)
-    assert not outcome.failures
-    return data, instance
+    yield world.data, instance
+    instance.dispose()
 
 
 def _requests(instance) -> list[dg.RunRequest]:
@@ -44,11 +41,13 @@ def _requests(instance) -> list[dg.RunRequest]:
     return list(model_change_sensor(dg.build_sensor_context(instance=instance)).run_requests or [])
 
 
+@pytest.mark.e2e
 def test_nothing_changed_requests_nothing(evaluated):
     _, instance = evaluated
     assert _requests(instance) == []
 
 
+@pytest.mark.e2e
 def test_a_changed_model_config_requests_a_rerun_of_that_model_only(evaluated):
     data, instance = evaluated
     models = data / "models.yml"
@@ -67,6 +66,7 @@ def test_a_changed_model_config_requests_a_rerun_of_that_model_only(evaluated):
     assert requests[0].run_key and "sql-mutant" in requests[0].run_key
 
 
+@pytest.mark.e2e
 def test_the_requested_rerun_makes_the_evaluation_current_again(evaluated):
     from assets.definitions import defs
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 from math import comb
 
 import pytest
-from test_codec import _verdict
+from verdict_factory import make_verdict
 
 from nl2sql_pipeline.scoring.statistics import (
     StatisticsInputError,
@@ -118,7 +118,7 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
 
 def _run(correct_ids, all_ids, **extra):
     return [
-        _verdict(
+        make_verdict(
             case_id=c,
             outcome=outcomes.CORRECT if c in correct_ids else outcomes.WRONG_RESULT,
             correct=c in correct_ids,
@@ -145,7 +145,7 @@ def test_paired_comparison_counts_discordant_pairs_and_labels():
 
 
 def test_paired_comparison_leaves_out_unscored_and_unshared_cases():
-    a = _run({"x"}, ["x", "y"]) + [_verdict(case_id="z", outcome=outcomes.SKIPPED, skip_reason="q")]
+    a = _run({"x"}, ["x", "y"]) + [make_verdict(case_id="z", outcome=outcomes.SKIPPED, skip_reason="q")]
     b = _run({"y"}, ["y", "z"])
     result = paired_comparison(a, b)
     assert (result.pairs, result.only_in_a, result.only_in_b) == (1, 1, 1)
@@ -153,10 +153,10 @@ def test_paired_comparison_leaves_out_unscored_and_unshared_cases():
 
 def test_case_variance_over_repeats():
     verdicts = [
-        _verdict(case_id="a", sample_index=0, outcome=outcomes.CORRECT, correct=True),
-        _verdict(case_id="a", sample_index=1, outcome=outcomes.WRONG_RESULT, correct=False),
-        _verdict(case_id="b", sample_index=0, outcome=outcomes.CORRECT, correct=True),
-        _verdict(case_id="b", sample_index=1, outcome=outcomes.CORRECT, correct=True),
+        make_verdict(case_id="a", sample_index=0, outcome=outcomes.CORRECT, correct=True),
+        make_verdict(case_id="a", sample_index=1, outcome=outcomes.WRONG_RESULT, correct=False),
+        make_verdict(case_id="b", sample_index=0, outcome=outcomes.CORRECT, correct=True),
+        make_verdict(case_id="b", sample_index=1, outcome=outcomes.CORRECT, correct=True),
     ]
     variance = case_variance(verdicts)
     assert variance.cases == 2 and variance.samples_per_case == 2.0

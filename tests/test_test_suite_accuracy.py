@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from eval_support import seed_sample_database
 
 from nl2sql_pipeline.cases import Case, case_from_dict
 from nl2sql_pipeline.compare import CompareConfig
@@ -275,13 +276,14 @@ def test_scores_report_test_suite_accuracy_the_disagreements_and_grade_rates(sho
 
 
 @pytest.mark.integration
-def test_on_the_built_in_gold_set_tsa_catches_a_mutant_ea_misses_and_never_rejects_gold_echo(home):
+def test_on_the_built_in_gold_set_tsa_catches_a_mutant_ea_misses_and_never_rejects_gold_echo(home, sample_database):
     from nl2sql_pipeline.generation.offline_provider import OfflineRequest, answer
     from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
     from nl2sql_pipeline.sample_db import ensure_database
     from nl2sql_pipeline.stages import run_oracle
 
-    ensure_database()
+    seed_sample_database(home, sample_database)
+    ensure_database()  # current: the copy is used
     cases = load_gold_set("multidomain-v1")
     resolve = case_databases("multidomain-v1")
     suite = VariantSuite.from_rows(run_variant_oracle(cases, build_suites(cases, resolve, 3), LIMITS), 3, LIMITS)

@@ -1,0 +1,109 @@
+"""Set-up shared by the tests that run evaluations (a plain module; the fixtures live in tests/conftest.py).
+
+A *world* is what an evaluation reads and writes: a private copy of ``data/`` (``NL2SQL_DATA``) and a
+private storage root (``NL2SQL_HOME``, with the Dagster instance in ``<root>/dagster_home``). Tests add gold
+sets and models to their copy; a storage root gets the session's prebuilt sample database
+(``seed_sample_database``) instead of building it again (a build takes seconds), and an evaluated world
+can be cloned (``clone_world``) so tests that change it each start from the same evaluated state.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nl2sql_pipeline.paths import PROJECT_ROOT
+from nl2sql_pipeline.sample_db.manifest import manifest_path
+
+DATA_SOURCE = PROJECT_ROOT / "data"
+
+
+@dataclass(frozen=True)
+class World:
+    """A private data directory and storage root."""
+
+    data: Path
+    home: Path
+
+    @property
+    def dagster_home(self) -> Path:
+        """The Dagster instance's home under the storage root."""
+        return self.home / "dagster_home"
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that point a process (or a CLI subprocess) at this world."""
+        return {"NL2SQL_DATA": str(self.data), "NL2SQL_HOME": str(self.home), "DAGSTER_HOME": str(self.dagster_home)}
+
+
+def query_case(case_id: str, sql: str, **overrides: Any) -> dict[str, Any]:
+    """A gold case on the sample database: one single-table query ``sql`` asked as ``q <case_id>``."""
+    return {
+        "id": case_id,
+        "domain": "d",
+        "category": "single_table",
+        "question": f"q {case_id}",
+        "database": "anime_platform",
+        "expected_sql": sql,
+        "tags": ["aggregate"],
+        "difficulty": "easy",
+        **overrides,
+    }
+
+
+def copy_data(target: Path, *, ignore: Iterable[str] = ()) -> Path:
+    """A copy of the checkout's ``data/`` at ``target`` (files matching ``ignore`` patterns left out)."""
+    shutil.copytree(DATA_SOURCE, target, ignore=shutil.ignore_patterns(*ignore) if ignore else None)
+    return target
+
+
+def register_gold_set(data: Path, key: str, cases: Iterable[Mapping[str, Any]], description: str = "test set") -> Path:
+    """Write ``cases`` to ``<data>/gold/<key>.jsonl`` and register the gold set ``key`` in ``gold_sets.yml``."""
+    path = data / "gold" / f"{key}.jsonl"
+    path.write_text("".join(json.dumps(dict(c)) + "\n" for c in cases), encoding="utf-8")
+    registry = data / "gold" / "gold_sets.yml"
+    registry.write_text(
+        registry.read_text(encoding="utf-8") + f"  {key}:\n    file: {key}.jsonl\n    description: {description}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def append_models(data: Path, entries: str) -> None:
+    """Append YAML ``entries`` (lines indented under ``models:``) to ``<data>/models.yml``."""
+    models = data / "models.yml"
+    models.write_text(models.read_text(encoding="utf-8").rstrip("\n") + "\n" + entries.lstrip("\n"), encoding="utf-8")
+
+
+def offline_model(slug: str, *, like: str = "gold-echo", version: str | None = None, rerun: str | None = None) -> str:
+    """A ``models.yml`` entry for an offline model ``slug`` that answers as ``like`` does."""
+    text = f"  {slug}:\n    kind: offline\n    model: nl2sql-offline/{like}\n    params: {{temperature: 0}}\n"
+    if version is not None:
+        text += f'    version: "{version}"\n'
+    if rerun is not None:
+        text += f"    rerun: {rerun}\n"
+    return text
+
+
+def seed_sample_database(home: Path, database: Path) -> Path:
+    """Copy the built sample database ``database`` and its manifest into storage root ``home`` (a copy, not a
+    link: a test may change its root's file). ``ensure_database`` then finds it current and builds nothing."""
+    target = home / "databases" / database.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(database, target)
+    shutil.copyfile(manifest_path(database), manifest_path(target))  # last: the manifest makes the copy current
+    return target
+
+
+def clone_world(template: World, target: Path) -> World:
+    """A copy of ``template`` (data directory and storage root, Dagster instance included) under ``target``.
+
+    The template's instance must be closed (``DagsterInstance.dispose``) and nothing may write to it meanwhile.
+    """
+    world = World(target / "data", target / "home")
+    shutil.copytree(template.data, world.data)
+    shutil.copytree(template.home, world.home)
+    return world
