@@ -9,6 +9,8 @@
   the session, naming the files, when any of them changed by the end (``tests/storage_guard.py``).
 * The sample database is built once per run (``sample_database``) and copied into the fresh roots of tests
   that evaluate (``seeded_home``) instead of being built again in each.
+* Under ``-n 2`` (``make test``), the modules of the slowest tests are handed out first, and a module marked
+  ``xdist_group`` runs on one worker, so its module-scoped evaluation is built once.
 * Evaluation worlds (``tests/eval_support.py``): ``data_copy``/``eval_world`` (a private ``data/`` and root for one
   test), ``world_factory`` (the same for a module-scoped fixture, e.g. one evaluation its tests only read)
   and ``clone_template`` (a test's own copy of such an evaluated world, for tests that change it).
@@ -75,7 +77,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_sep("=", "the test session changed the user's storage", red=True, bold=True)
         for line in found:
             terminalreporter.write_line(line)
-        terminalreporter.write_line("tests must write under their own temporary roots (see tests/conftest.py)")
+        terminalreporter.write_line(
+            "tests must write under their own temporary roots (tests/conftest.py); if no test did, another process "
+            "(a `make ui` or `make run` on the same storage) wrote there while the tests ran"
+        )
 
 
 def _rank(item: pytest.Item, default_timeout: float) -> int:
