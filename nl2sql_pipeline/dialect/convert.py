@@ -1,6 +1,6 @@
 """``convert_sql``: gold SQL of another dialect as one DuckDB query, with the source dialect's fixes.
 
-sqlglot transpiles the syntax; the fixes of ``DIALECT_FIXES`` (SQLite's today) restore the meaning
+sqlglot transpiles the syntax; the fixes of ``DIALECT_FIXES`` (SQLite's and Postgres's) restore the meaning
 sqlglot does not carry over (see ``sqlite_fixes``). The names of the fixes that changed the query are
 kept, so a report can say what was rewritten. DuckDB SQL is parsed and regenerated unchanged.
 """
@@ -13,11 +13,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from nl2sql_pipeline.dialect.postgres_fixes import POSTGRES_FIXES
 from nl2sql_pipeline.dialect.sqlite_fixes import SQLITE_FIXES, ColumnInfo, Fix
 from nl2sql_pipeline.errors import Nl2SqlError
 
 TARGET_DIALECT = "duckdb"
-DIALECT_FIXES: dict[str, tuple[Fix, ...]] = {"sqlite": SQLITE_FIXES}
+DIALECT_FIXES: dict[str, tuple[Fix, ...]] = {"sqlite": SQLITE_FIXES, "postgres": POSTGRES_FIXES}
 """The ordered fixes per source dialect (a dialect without an entry is transpiled only)."""
 
 
