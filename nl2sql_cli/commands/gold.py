@@ -186,8 +186,11 @@ def _import(args: argparse.Namespace) -> int:
     source, out = Path(args.file), Path(args.out)
     if args.format:
         return _import_format(args)
-    if args.source_dialect or args.databases:
-        print("error: --source-dialect and --databases need --format spider|bird|defog|plain", file=sys.stderr)
+    if args.source_dialect or args.databases or args.verify_with:
+        print(
+            "error: --source-dialect, --databases and --verify-with need --format spider|bird|defog|plain",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     if out.suffix.lower() != ".jsonl":
         print(f"error: --out {out} must end in .jsonl (the native gold-set format)", file=sys.stderr)
@@ -214,7 +217,10 @@ def _import_format(args: argparse.Namespace) -> int:
     """``gold import --format spider|bird|defog|plain``: databases copied beside OUT, gold SQL converted
     to DuckDB and checked; every query left out is listed (stderr) and in the report file, and so is
     every warning (e.g. no ``tables.json``). Bad input, a missing ``--databases`` folder or an OUT whose
-    folder cannot be created: one line each on stderr, exit 2."""
+    folder cannot be created: one line each on stderr, exit 2. ``--verify-with`` a PostgreSQL that cannot
+    be started or reached: one line, exit 3."""
+    from nl2sql_pipeline.dialect.postgres_server import PostgresServerError, PostgresUnavailable
+    from nl2sql_pipeline.dialect.postgres_verify import PostgresVerifyError
     from nl2sql_pipeline.dialect.sqlite_copy import SqliteCopyError
     from nl2sql_pipeline.errors import CaseValidationError
     from nl2sql_pipeline.gold.formats import BenchmarkImportError, import_benchmark
@@ -235,6 +241,7 @@ def _import_format(args: argparse.Namespace) -> int:
             out,
             source_dialect=args.source_dialect,
             databases=Path(args.databases) if args.databases else None,
+            verify_with=args.verify_with,
         )
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
@@ -242,6 +249,9 @@ def _import_format(args: argparse.Namespace) -> int:
     except (SqliteCopyError, BenchmarkImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (PostgresUnavailable, PostgresServerError, PostgresVerifyError) as exc:
+        print(f"error: --verify-with: {str(exc).splitlines()[0]}", file=sys.stderr)  # the URL's password stays out
+        return EXIT_ENVIRONMENT
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     dropped = [q for q in result.queries if q.sql is None]
@@ -405,6 +415,14 @@ def register(subparsers: Any) -> None:
         metavar="DIALECT",
         help="dialect of the gold SQL with --format (default: sqlite for spider/bird, postgres for defog, "
         "duckdb for plain; any sqlglot dialect)",
+    )
+    imports.add_argument(
+        "--verify-with",
+        metavar="postgres|URL",
+        help="with Postgres gold SQL (defog): load the databases into PostgreSQL and keep only conversions that "
+        "return PostgreSQL's rows; 'postgres' starts a throwaway cluster (Debian's postgresql-15 server "
+        "binaries), a postgresql://user:password@host:port/db URL uses that server (a schema per database, "
+        "dropped afterwards)",
     )
     imports.add_argument(
         "--register",

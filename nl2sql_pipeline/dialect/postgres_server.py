@@ -106,12 +106,25 @@ class PostgresServer:
 
     def _cmd(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         owner = _run_as()
-        kwargs = {} if owner is None else {"user": owner.pw_uid, "group": owner.pw_gid, "extra_groups": []}
         env = {**os.environ, "LC_ALL": "C", "LANG": "C", "HOME": str(self.base)}
-        done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=self.base, **kwargs)
+        if owner is None:
+            done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=self.base)
+        else:
+            done = subprocess.run(
+                args,
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=self.base,
+                user=owner.pw_uid,
+                group=owner.pw_gid,
+                extra_groups=[],
+            )
         if check and done.returncode != 0:
+            last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no message")
             raise PostgresServerError(
-                f"{' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+                f"{Path(args[0]).name} exited {done.returncode}: {last.strip()}\n{' '.join(args)}\n"
+                f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
             )
         return done
 

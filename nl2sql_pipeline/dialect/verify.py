@@ -3,8 +3,10 @@
 The original runs in SQLite (read-only, with a timeout and the same row cap), the conversion runs
 through ``execution.run_query`` on the copied DuckDB file, and the two results are compared by the
 project's comparator (``nl2sql_pipeline.compare``) with columns matched by position (engines name
-computed columns differently: ``count(*)`` / ``count_star()``). Without a source engine (a Postgres
-query over a DuckDB file) only "runs in DuckDB" can be checked, and the status says so.
+computed columns differently: ``count(*)`` / ``count_star()``). Another source engine is given as a
+``SourceEngine`` (``postgres_verify.PostgresRunner``: the database loaded into PostgreSQL). Without a
+source engine (a Postgres query and no ``--verify-with``) only "runs in DuckDB" can be checked, and the
+status says so.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from sqlglot import exp, parse_one
 from sqlglot.errors import SqlglotError
@@ -45,6 +48,17 @@ class ConversionCheck:
     def kept(self) -> bool:
         """True when the converted query may stand as gold."""
         return self.status in KEPT_STATUSES
+
+
+class SourceEngine(Protocol):
+    """The engine the gold was written for, holding the database: runs an original query."""
+
+    engine: str
+    """Its name in messages (``PostgreSQL``)."""
+
+    def run(self, sql: str, limits: SandboxLimits = ...) -> QueryResult:
+        """The result of ``sql`` (a failed ``QueryResult`` for bad SQL, never an exception)."""
+        ...
 
 
 def run_sqlite(path: Path, sql: str, limits: SandboxLimits = SandboxLimits()) -> QueryResult:
@@ -90,24 +104,30 @@ def verify_conversion(
     duckdb_path: Path,
     sqlite_path: Path | None = None,
     limits: SandboxLimits = SandboxLimits(),
+    source: SourceEngine | None = None,
 ) -> ConversionCheck:
-    """Run the conversion in the sandbox and, with a SQLite source, the original in SQLite; compare."""
-    expected = None
-    if sqlite_path is not None and converted.source_dialect == "sqlite":
+    """Run the conversion in the sandbox and the original on its engine (``source``, or SQLite with a
+    SQLite source); compare."""
+    expected, engine = None, "SQLite"
+    if source is not None:
+        engine = source.engine
+        expected = source.run(converted.source_sql, limits)
+    elif sqlite_path is not None and converted.source_dialect == "sqlite":
         expected = run_sqlite(sqlite_path, converted.source_sql, limits)
-        if not expected.ok:
-            return ConversionCheck(SOURCE_FAILED, f"the original fails in SQLite: {expected.error_message}")
+    if expected is not None and not expected.ok:
+        return ConversionCheck(SOURCE_FAILED, f"the original fails in {engine}: {expected.error_message}")
     actual = run_query(duckdb_path, converted.sql, limits)
     if not actual.ok:
         return ConversionCheck(
             DUCKDB_FAILED, f"the conversion fails in DuckDB ({actual.error_class}): {actual.error_message}"
         )
     if expected is None:
-        return ConversionCheck(RUNS, "runs in DuckDB; no source engine to compare results with")
+        hint = " (gold import --verify-with postgres checks it)" if converted.source_dialect == "postgres" else ""
+        return ConversionCheck(RUNS, f"runs in DuckDB; no source engine to compare results with{hint}")
     comparison = compare_results(expected.columns, expected.rows, actual.columns, actual.rows, POSITIONAL)
     if comparison.match:
         return ConversionCheck(VERIFIED)
-    reason = f"DuckDB returns another result than SQLite: {comparison.reason}"
+    reason = f"DuckDB returns another result than {engine}: {comparison.reason}"
     if _has_limit(converted.sql):
         reason += " (ORDER BY ... LIMIT: ties may pick different rows on each engine)"
     return ConversionCheck(RESULT_DIFFERS, reason)

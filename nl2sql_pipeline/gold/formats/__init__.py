@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nl2sql_pipeline.dialect.convert import known_dialect
+from nl2sql_pipeline.dialect.postgres_verify import THROWAWAY, is_postgres_url, open_verifier
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.execution import SandboxLimits
 from nl2sql_pipeline.gold.formats.bird import read_bird
@@ -56,11 +57,17 @@ def import_benchmark(
     source_dialect: str | None = None,
     databases: Path | None = None,
     limits: SandboxLimits = SandboxLimits(),
+    verify_with: str | None = None,
 ) -> ImportResult:
     """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``).
 
-    Raises ``CaseValidationError`` for an unknown format or dialect, unreadable input or no kept case,
-    and ``BenchmarkImportError`` when ``databases`` is not a folder or ``out``'s folder cannot be made.
+    ``verify_with``: ``postgres`` (a throwaway cluster) or a ``postgresql://`` URL: Postgres gold is run
+    there and must return what its conversion returns (``dialect.postgres_verify``).
+
+    Raises ``CaseValidationError`` for an unknown format or dialect, unreadable input, a ``verify_with``
+    that is not Postgres or no kept case, ``BenchmarkImportError`` when ``databases`` is not a folder or
+    ``out``'s folder cannot be made, and the errors of ``postgres_verify.open_verifier`` when the server
+    cannot be started or reached.
     """
     if fmt not in FORMATS:
         raise CaseValidationError([f"unknown format {fmt!r} (use one of: {', '.join(FORMATS)})"])
@@ -71,5 +78,20 @@ def import_benchmark(
     if Path(out).suffix.lower() != ".jsonl":
         raise CaseValidationError([f"{out}: the gold file must end in .jsonl"])
     folder = require_folder(Path(databases)) if databases else None
+    if verify_with is not None and verify_with != THROWAWAY and not is_postgres_url(verify_with):
+        raise CaseValidationError(
+            [f"--verify-with {verify_with!r}: use 'postgres' (a throwaway cluster) or a postgresql:// URL"]
+        )
     source = FORMATS[fmt](Path(src), folder)
-    return build_gold(source, Path(out), source_dialect, limits)
+    if verify_with is None:
+        return build_gold(source, Path(out), source_dialect, limits)
+    dialect = source_dialect or source.default_dialect
+    if dialect != "postgres":
+        raise CaseValidationError(
+            [
+                f"--verify-with checks Postgres gold SQL, but the source dialect is {dialect} "
+                "(give --source-dialect postgres, or drop --verify-with)"
+            ]
+        )
+    with open_verifier(verify_with) as postgres:
+        return build_gold(source, Path(out), source_dialect, limits, postgres)

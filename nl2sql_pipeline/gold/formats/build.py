@@ -15,6 +15,9 @@
 4. A question without a difficulty (Spider's, defog's, a plain row without one) gets Spider's official
    hardness, easy / medium / hard / extra, computed from its first kept gold query in the source
    dialect (``hardness.spider_hardness``); the report says per query where the difficulty came from.
+6. With a ``PostgresVerifier`` (``gold import --verify-with``) every database is also loaded into
+   PostgreSQL, and a Postgres gold query must return there what its conversion returns in DuckDB
+   (``dialect.postgres_verify``); without one a Postgres query is only checked to run.
 5. The cases are validated by the same rules as any gold file and written as JSONL.
 
 An output folder that cannot be created (a file in the way) raises ``BenchmarkImportError`` before
@@ -37,6 +40,7 @@ import duckdb
 
 from nl2sql_pipeline.cases import DIFFICULTIES, Case
 from nl2sql_pipeline.dialect import ConversionCheck, ConversionError, convert_sql, verify_conversion
+from nl2sql_pipeline.dialect.postgres_verify import PostgresVerifier, duckdb_columns
 from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb, database_file_name
 from nl2sql_pipeline.dialect.verify import CONVERSION_FAILED
 from nl2sql_pipeline.errors import CaseValidationError
@@ -109,6 +113,8 @@ class ImportResult:
     databases: list[DatabaseReport]
     warnings: list[str] = field(default_factory=list)
     """What the reader imported without, and what is lost (also in the report)."""
+    verified_with: str | None = None
+    """The server the Postgres originals ran on (``PostgreSQL 15.8 (a throwaway cluster)``), if any."""
 
     @property
     def dropped(self) -> Counter[str]:
@@ -144,6 +150,8 @@ class ImportResult:
             parts.append(
                 f"difficulty computed as Spider's hardness for {computed} {'case' if computed == 1 else 'cases'}"
             )
+        if self.verified_with:
+            parts.append(f"results checked against {self.verified_with}")
         return "; ".join(parts) + f"; report: {self.report_path}"
 
 
@@ -184,6 +192,7 @@ def _check_alternative(
     columns: dict[str, dict[str, Any]],
     relative: str,
     limits: SandboxLimits,
+    postgres: PostgresVerifier | None = None,
 ) -> QueryReport:
     try:
         converted = convert_sql(sql, dialect, columns)
@@ -191,7 +200,10 @@ def _check_alternative(
         return QueryReport(
             question.id, index, question.location, relative, CONVERSION_FAILED, f"the original {exc}", (), sql, None
         )
-    check: ConversionCheck = verify_conversion(converted, file, db.path if db.is_sqlite else None, limits)
+    source = postgres.runner(question.db_id) if postgres is not None and dialect == "postgres" else None
+    check: ConversionCheck = verify_conversion(
+        converted, file, db.path if db.is_sqlite else None, limits, source=source
+    )
     return QueryReport(
         question.id,
         index,
@@ -255,6 +267,7 @@ def build_gold(
     out: Path,
     source_dialect: str | None = None,
     limits: SandboxLimits = SandboxLimits(),
+    postgres: PostgresVerifier | None = None,
 ) -> ImportResult:
     """Copy the databases, convert and check the gold SQL, write ``out`` and its report (see module doc).
 
@@ -274,6 +287,10 @@ def build_gold(
         files[db_id] = db_folder / database_file_name(db_id)
         report, columns[db_id] = _copy_database(db, files[db_id])
         report.file = f"{DATABASES_FOLDER}/{files[db_id].name}"
+        if dialect == "postgres" and not columns[db_id]:
+            columns[db_id] = duckdb_columns(files[db_id])  # the integer-division fix types by them
+        if postgres is not None:
+            report.notes += postgres.load(db_id, files[db_id])
         reports.append(report)
     engines: dict[str, SQLPolicyEngine] = {}
     queries: list[QueryReport] = []
@@ -283,7 +300,16 @@ def build_gold(
         relative = f"{DATABASES_FOLDER}/{files[question.db_id].name}"
         checked = [
             _check_alternative(
-                question, i, sql, dialect, db, files[question.db_id], columns[question.db_id], relative, limits
+                question,
+                i,
+                sql,
+                dialect,
+                db,
+                files[question.db_id],
+                columns[question.db_id],
+                relative,
+                limits,
+                postgres,
             )
             for i, sql in enumerate(question.sql)
         ]
@@ -307,7 +333,14 @@ def build_gold(
             logger.info("%s (%s): no gold query kept", question.id, question.location)
     cases = _validate(records, out, {n: q.location for n, q in enumerate(source.questions, start=1)})
     result = ImportResult(
-        cases, out, report_path_for(out), len(source.questions), queries, reports, list(source.warnings)
+        cases,
+        out,
+        report_path_for(out),
+        len(source.questions),
+        queries,
+        reports,
+        list(source.warnings),
+        postgres.description if postgres is not None else None,
     )
     for warning in result.warnings:
         logger.info("warning: %s", warning)  # the caller shows them (the CLI prints each on stderr)
@@ -353,6 +386,7 @@ def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -
         "format": source.format,
         "source": str(source.source),
         "source_dialect": dialect,
+        "verified_with": result.verified_with,
         "gold_file": str(result.gold_path),
         "summary": {
             "questions": result.questions,
