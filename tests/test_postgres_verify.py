@@ -126,6 +126,8 @@ def test_verify_with_needs_postgres_gold_and_a_postgres_target(tmp_path):
         import_benchmark("defog", source, tmp_path / "out" / "g.jsonl", verify_with="mysql://x")
     with pytest.raises(CaseValidationError, match="source dialect is duckdb"):
         import_benchmark("plain", source, tmp_path / "out" / "g.jsonl", verify_with="postgres")
+    # without --format there is no converted gold to check
+    assert main(["gold", "import", str(source), "--out", str(tmp_path / "g.jsonl"), "--verify-with", "postgres"]) == 2
 
 
 # ----------------------------------------------------------------------------- against PostgreSQL
