@@ -127,8 +127,8 @@ def _to_char(value: exp.Expr, fmt: str) -> exp.Expr:
     pieces: list[exp.Expr] = []
     text = ""
     for part in _parts(fmt, parsing=False):
-        if isinstance(part, str):
-            text += part
+        if isinstance(part, str) or (part[1] == 0 and part[2] == "title"):  # strftime writes it as it is
+            text += part if isinstance(part, str) else part[0]
             continue
         if text:
             pieces.append(exp.TimeToStr(this=value.copy(), format=exp.Literal.string(text)))

@@ -9,7 +9,7 @@ Two formats (``format:`` in models.yml):
   **query case of the gold set in file order** (policy-rejection probes are skipped: they are never
   sent to a model). The number of lines must equal the number of query cases. A tab ends the SQL: a
   ``SQL<TAB>db_id`` line (Spider) or ``SQL<TAB>----- bird -----<TAB>db_id`` (BIRD) is checked against
-  the case's database, so a shifted file is caught where it can be. An empty line is "no answer".
+  the case's database (its name, or the file ``gold import`` made of that db_id), so a shifted file is caught where it can be. An empty line is "no answer".
 
 The SQL is used as written (surrounding whitespace and trailing semicolons trimmed), unless the entry
 names a ``source_dialect`` (``sqlite`` for Spider/BIRD files): then each prediction is converted to DuckDB
@@ -112,6 +112,14 @@ def _read_jsonl(path: Path, queries: list[Case], probes: set[str]) -> list[Predi
     return [found[case.id] for case in queries]
 
 
+def _names_database(db_id: str, database: str) -> bool:
+    """True when a file's ``db_id`` is the case's database: its name, or the file an import made of it
+    (Spider's ``concert_singer`` is ``databases/concert_singer.duckdb`` in an imported gold set)."""
+    from nl2sql_pipeline.dialect.sqlite_copy import database_file_name
+
+    return db_id == database or Path(database).name in (database_file_name(db_id), db_id)
+
+
 def _read_lines(path: Path, queries: list[Case]) -> list[Prediction]:
     text = _read_text(path).replace("\r\n", "\n")
     lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
@@ -126,7 +134,7 @@ def _read_lines(path: Path, queries: list[Case]) -> list[Prediction]:
     for number, (line, case) in enumerate(zip(lines, queries), start=1):
         sql, _, rest = line.partition("\t")
         database = rest.rsplit("\t", 1)[-1].strip() if rest else None
-        if database and database != case.database:
+        if database and not _names_database(database, case.database):
             raise PredictionsError(
                 f"{path}:{number}: names database {database!r} but line {number} answers case {case.id} of "
                 f"{case.database!r}; the file is misaligned with the gold set's order of query cases"
