@@ -443,7 +443,7 @@ def test_a_conversion_that_fails_is_reported_and_left_out(tmp_path):
     with (data / "q.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["question", "query", "database"])
-        writer.writerow(["Average age?", "SELECT avg(age) FROM singer WHERE age = singer_id", "concert_singer"])
+        writer.writerow(["Names as SQL literals?", "SELECT quote(name) FROM singer", "concert_singer"])
         writer.writerow(["Unparseable?", "SELECT FROM WHERE (", "concert_singer"])
         writer.writerow(["Singers?", "SELECT count(*) FROM singer", "concert_singer"])
     out = tmp_path / "gold" / "plain.jsonl"
