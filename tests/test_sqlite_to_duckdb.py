@@ -8,7 +8,13 @@ import sqlite3
 import duckdb
 import pytest
 
-from nl2sql_pipeline.dialect.sqlite_copy import ExtraKeys, ForeignKey, SqliteCopyError, copy_sqlite_to_duckdb
+from nl2sql_pipeline.dialect.sqlite_copy import (
+    ExtraKeys,
+    ForeignKey,
+    SqliteCopyError,
+    column_info_path,
+    copy_sqlite_to_duckdb,
+)
 from nl2sql_pipeline.execution import run_query
 
 SCRIPT = """
@@ -113,7 +119,14 @@ def test_the_copy_is_deterministic_and_replaces_an_earlier_one(source, tmp_path)
     assert dump(first.path) == dump(second.path) == dump(again.path)
     assert _types(first.path) == _types(second.path)
     assert first.notes == second.notes
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.duckdb", "b.duckdb", "src.sqlite"]  # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # no temp file left; the column types beside each copy
+        "a.columns.json",
+        "a.duckdb",
+        "b.columns.json",
+        "b.duckdb",
+        "src.sqlite",
+    ]
+    assert column_info_path(first.path).read_text() == column_info_path(second.path).read_text()
 
 
 def test_a_missing_or_broken_source_is_a_clear_error(tmp_path):

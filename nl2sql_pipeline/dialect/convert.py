@@ -1,25 +1,28 @@
 """``convert_sql``: gold SQL of another dialect as one DuckDB query, with the source dialect's fixes.
 
-sqlglot transpiles the syntax; the fixes of ``DIALECT_FIXES`` (SQLite's and Postgres's) restore the meaning
-sqlglot does not carry over (see ``sqlite_fixes``). The names of the fixes that changed the query are
+sqlglot transpiles the syntax; the fixes of ``DIALECT_FIXES`` (SQLite's and Postgres's) restore the
+meaning sqlglot does not carry over (see ``sqlite_fixes`` and ``postgres_fixes``). The names of the fixes that changed the query are
 kept, so a report can say what was rewritten. DuckDB SQL is parsed and regenerated unchanged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from nl2sql_pipeline.dialect.postgres_fixes import POSTGRES_FIXES
+from nl2sql_pipeline.dialect.postgres_fixes import POSTGRES_FIXES, keep_date_format_calls
 from nl2sql_pipeline.dialect.sqlite_fixes import SQLITE_FIXES, ColumnInfo, Fix
 from nl2sql_pipeline.errors import Nl2SqlError
 
 TARGET_DIALECT = "duckdb"
 DIALECT_FIXES: dict[str, tuple[Fix, ...]] = {"sqlite": SQLITE_FIXES, "postgres": POSTGRES_FIXES}
 """The ordered fixes per source dialect (a dialect without an entry is transpiled only)."""
+PREPARED: dict[str, Callable[[str], str]] = {"postgres": keep_date_format_calls}
+"""Text rewrites before parsing, for fixes that need what sqlglot's parser would lose."""
 
 
 class ConversionError(Nl2SqlError):
@@ -53,7 +56,9 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
     """
     text = sql.strip().rstrip(";").strip()
     try:
-        trees = [t for t in sqlglot.parse(text, read=source_dialect) if t is not None]
+        trees = [
+            t for t in sqlglot.parse(PREPARED.get(source_dialect, str)(text), read=source_dialect) if t is not None
+        ]
     except (SqlglotError, ValueError) as exc:
         raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
     if len(trees) != 1 or not isinstance(trees[0], exp.Query):

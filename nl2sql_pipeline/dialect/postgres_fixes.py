@@ -1,197 +1,215 @@
 """Rewrites that make a Postgres query mean in DuckDB what it meant in Postgres (after sqlglot's transpile).
 
-Each fix is a function ``(tree, columns) -> tree`` like the SQLite ones (``sqlite_fixes``); ``columns``
-maps lower-case table names to lower-case column names to a column with a ``duckdb_type`` (the type in
-the DuckDB copy, which is also the type the Postgres verification loads: ``postgres_verify``).
-``POSTGRES_FIXES`` is the ordered list applied by ``convert.convert_sql``:
+Each fix is a function ``(tree, columns) -> tree`` like ``sqlite_fixes``'s; ``POSTGRES_FIXES`` is the
+ordered list applied by ``convert.convert_sql``. The text is first passed through
+``keep_date_format_calls``, which keeps ``TO_CHAR``/``TO_DATE`` as written (sqlglot's own mapping of
+Postgres formats loses ``Month``, ``Mon``, ``Dy``, ``FM``...), so the fixes see the format itself:
 
-1. ``integer_division``: ``/`` of two integers truncates in Postgres (``7 / 2`` is 3), DuckDB's ``/``
-   always divides as floats: such a division becomes DuckDB's integer division ``//`` (which also
-   truncates toward zero). Operand types follow Postgres's rules: ``count(*)`` is a bigint, ``sum`` of an
-   integer a bigint but ``sum`` of a bigint a numeric, ``date - date`` an integer, ``avg`` and
-   ``extract`` numeric; columns are typed by the database, through CTEs and derived tables too.
+1. ``date_formats``: ``TO_CHAR(x, 'FMMonth DD, YYYY')`` becomes DuckDB ``strftime`` parts (a full month or
+   day name blank-padded to 9 characters unless ``FM`` precedes it, upper/lower case as the pattern is
+   written); ``TO_DATE(s, fmt)`` becomes ``CAST(strptime(s, fmt') AS DATE)``. A format with a pattern not
+   known here (or not a literal) is left to sqlglot.
+2. ``functionally_dependent_columns``: Postgres accepts a column neither grouped nor aggregated when the
+   GROUP BY holds its table's primary key; DuckDB does not: the column is added to the GROUP BY (same
+   groups: it depends on the key).
+3. ``integer_division`` (``postgres_division``): ``/`` of two integers truncates in Postgres, so it becomes
+   DuckDB's ``//``, the operand types read from the database's columns.
 
 >>> from sqlglot import parse_one
->>> class Col:
-...     duckdb_type = "BIGINT"
->>> columns = {"flights": {"arrival_time": Col(), "departure_time": Col()}}
->>> integer_division(parse_one("SELECT (arrival_time - departure_time) / 60 FROM flights", read="postgres"), columns).sql("duckdb")
-'SELECT (arrival_time - departure_time) // 60 FROM flights'
+>>> tree = parse_one(keep_date_format_calls("SELECT TO_CHAR(d, 'FMMonth YYYY') FROM t"), read="postgres")
+>>> date_formats(tree, {}).sql("duckdb")
+"SELECT STRFTIME(d, '%B %Y') FROM t"
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import re
 
+import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.tokens import TokenType
 
-from nl2sql_pipeline.dialect.sqlite_fixes import ColumnInfo, Fix
+from nl2sql_pipeline.dialect.postgres_division import integer_division
+from nl2sql_pipeline.dialect.sqlite_fixes import ColumnInfo, Fix, _aliases, _bare_columns, _grouped
 
-SMALLINT, INTEGER, BIGINT, NUMERIC, DOUBLE, DATE = "smallint", "integer", "bigint", "numeric", "double", "date"
-INTEGER_TYPES: tuple[str, ...] = (SMALLINT, INTEGER, BIGINT)
-"""Postgres's integer types, narrowest first (the result of an operation on two is the wider)."""
-
-_FROM_DUCKDB: dict[str, str] = {
-    "TINYINT": SMALLINT,
-    "UTINYINT": SMALLINT,
-    "SMALLINT": SMALLINT,
-    "USMALLINT": INTEGER,
-    "INTEGER": INTEGER,
-    "UINTEGER": BIGINT,
-    "BIGINT": BIGINT,
-    "UBIGINT": NUMERIC,
-    "HUGEINT": NUMERIC,
-    "UHUGEINT": NUMERIC,
-    "DOUBLE": DOUBLE,
-    "FLOAT": DOUBLE,
-    "DATE": DATE,
-}
-_MAX_DEPTH = 32
-"""Column resolution through CTEs and derived tables stops this deep (a recursive CTE refers to itself)."""
+_RAW_FUNCTIONS = ("TO_CHAR", "TO_DATE")
+_RAW_PREFIX = "NL2SQL_RAW_"
 
 
-def postgres_type_of_duckdb(duckdb_type: str) -> str | None:
-    """The Postgres type family a DuckDB column type is loaded as, for typing (None: not needed here).
+def keep_date_format_calls(sql: str) -> str:
+    """``sql`` with ``TO_CHAR(``/``TO_DATE(`` renamed so sqlglot keeps them as written (anonymous calls).
 
-    >>> [postgres_type_of_duckdb(t) for t in ("INTEGER", "BIGINT", "DECIMAL(10,2)", "VARCHAR")]
-    ['integer', 'bigint', 'numeric', None]
+    sqlglot maps a Postgres format while parsing and loses ``Month``, ``Mon``, ``Dy``, ``FM``...; the
+    renamed calls reach ``date_formats`` with their format intact. Strings and quoted names are untouched.
+
+    >>> keep_date_format_calls("SELECT to_char(d, 'TO_CHAR(') FROM t")
+    "SELECT NL2SQL_RAW_to_char(d, 'TO_CHAR(') FROM t"
     """
-    upper = duckdb_type.upper()
-    if upper.startswith("DECIMAL"):
-        return NUMERIC
-    return _FROM_DUCKDB.get(upper)
+    tokens = Postgres().tokenize(sql)
+    starts = [
+        token.start
+        for token, following in zip(tokens, tokens[1:])
+        if token.token_type == TokenType.VAR
+        and token.text.upper() in _RAW_FUNCTIONS
+        and following.token_type == TokenType.L_PAREN
+    ]
+    for start in reversed(starts):
+        sql = sql[:start] + _RAW_PREFIX + sql[start:]
+    return sql
 
 
-def _wider(left: str, right: str) -> str:
-    return left if INTEGER_TYPES.index(left) >= INTEGER_TYPES.index(right) else right
+# Postgres template patterns -> strftime (to_char) and strptime (to_date) codes; names handled apart.
+_CODES: dict[str, str] = {
+    "YYYY": "%Y",
+    "YY": "%y",
+    "MM": "%m",
+    "DDD": "%j",
+    "DD": "%d",
+    "HH24": "%H",
+    "HH12": "%I",
+    "HH": "%I",
+    "MI": "%M",
+    "SS": "%S",
+    "MS": "%g",
+    "US": "%f",
+    "AM": "%p",
+    "PM": "%p",
+}
+_FM_CODES: dict[str, str] = {
+    "DD": "%-d",
+    "MM": "%-m",
+    "HH24": "%-H",
+    "HH12": "%-I",
+    "HH": "%-I",
+    "MI": "%-M",
+    "SS": "%-S",
+}
+_NAMES: dict[str, tuple[str, int]] = {"MONTH": ("%B", 9), "MON": ("%b", 0), "DAY": ("%A", 9), "DY": ("%a", 0)}
+_TOKEN = re.compile(r"FM|TM|MONTH|MON|DAY|DY|YYYY|YY|HH24|HH12|HH|MI|SS|MS|US|AM|PM|DDD|DD|MM|[A-Za-z]|.", re.S)
 
 
-def _literal_type(node: exp.Literal) -> str | None:
-    if node.is_string:
-        return None
-    if not node.is_int:
-        return NUMERIC
-    value = abs(int(node.name))
-    return INTEGER if value < 2**31 else BIGINT if value < 2**63 else NUMERIC
+class _UnknownPattern(Exception):
+    """The format holds a pattern these fixes do not translate."""
 
 
-def _cast_type(to: exp.DataType) -> str | None:
-    if to.is_type(exp.DataType.Type.SMALLINT, exp.DataType.Type.TINYINT):
-        return SMALLINT
-    if to.is_type(exp.DataType.Type.INT):
-        return INTEGER
-    if to.is_type(*exp.DataType.INTEGER_TYPES):
-        return BIGINT
-    if to.is_type(exp.DataType.Type.DATE):
-        return DATE
-    return None
-
-
-def _arithmetic_type(node: exp.Binary, columns: ColumnInfo, depth: int) -> str | None:
-    left, right = postgres_type(node.this, columns, depth), postgres_type(node.expression, columns, depth)
-    if left in INTEGER_TYPES and right in INTEGER_TYPES:
-        return _wider(left, right)
-    if isinstance(node, exp.Sub) and left == DATE and right == DATE:
-        return INTEGER  # the number of days between two dates
-    if isinstance(node, (exp.Add, exp.Sub)) and left == DATE and right in INTEGER_TYPES:
-        return DATE
-    return None
-
-
-def postgres_type(node: exp.Expr, columns: ColumnInfo, depth: int = 0) -> str | None:
-    """The Postgres type of ``node`` when it matters for division (an integer type, numeric, date), else None."""
-    if isinstance(node, (exp.Paren, exp.Neg, exp.Max, exp.Min, exp.Abs)):
-        return postgres_type(node.this, columns, depth)
-    if isinstance(node, exp.Literal):
-        return _literal_type(node)
-    if isinstance(node, exp.Column):
-        return _column_type(node, columns, depth)
-    if isinstance(node, exp.Count):
-        return BIGINT
-    if isinstance(node, exp.Sum):
-        inner = postgres_type(node.this, columns, depth)
-        return BIGINT if inner in (SMALLINT, INTEGER) else NUMERIC if inner in (BIGINT, NUMERIC) else inner
-    if isinstance(node, (exp.Length, exp.Unicode)):
-        return INTEGER
-    if isinstance(node, exp.Cast):
-        return _cast_type(node.to)
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Div, exp.IntDiv)):
-        return _arithmetic_type(node, columns, depth)
-    return None
-
-
-def _derived_queries(node: exp.Expr) -> dict[str, exp.Query]:
-    """CTE name (lower case) -> its query, for every CTE of the statement ``node`` belongs to."""
-    root = node.root()
-    return {cte.alias.lower(): cte.this for cte in root.find_all(exp.CTE) if isinstance(cte.this, exp.Query)}
-
-
-def _sources(select: exp.Select) -> dict[str, exp.Table | exp.Query]:
-    """Alias (lower case) -> the table or the derived query each FROM/JOIN item of ``select`` reads."""
-    items: list[exp.Expr] = []
-    source = select.args.get("from_") or select.args.get("from")  # the key is ``from_`` since sqlglot 28
-    if source is not None:
-        items.append(source.this)
-    items += [join.this for join in select.args.get("joins") or ()]
-    found: dict[str, exp.Table | exp.Query] = {}
-    for item in items:
-        if isinstance(item, exp.Table):
-            found[item.alias_or_name.lower()] = item
-        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query) and item.alias:
-            found[item.alias.lower()] = item.this
-    return found
-
-
-def _type_in_source(source: exp.Table | exp.Query, name: str, columns: ColumnInfo, depth: int) -> tuple[bool, Any]:
-    """(the source has a column ``name``, its Postgres type)."""
-    if isinstance(source, exp.Table):
-        derived = _derived_queries(source).get(source.name.lower())
-        if derived is None or source.db:
-            table: Mapping[str, Any] = columns.get(source.name.lower(), {})
-            if name not in table:
-                return False, None
-            return True, postgres_type_of_duckdb(str(getattr(table[name], "duckdb_type", "") or ""))
-        source = derived
-    for projection in source.selects:
-        if projection.alias_or_name.lower() == name:
-            inner = projection.this if isinstance(projection, exp.Alias) else projection
-            return True, postgres_type(inner, columns, depth + 1)
-    return False, None
-
-
-def _column_type(column: exp.Column, columns: ColumnInfo, depth: int) -> str | None:
-    """The column's type from the nearest query scope that has it (correlated columns from outer scopes)."""
-    if depth > _MAX_DEPTH:
-        return None
-    name, qualifier = column.name.lower(), column.table.lower()
-    select = column.find_ancestor(exp.Select)
-    while select is not None:
-        sources = _sources(select)
-        if qualifier:
-            if qualifier in sources:
-                return _type_in_source(sources[qualifier], name, columns, depth)[1]
+def _parts(fmt: str, parsing: bool) -> list[str | tuple[str, int, str]]:
+    """The format as strftime text pieces and names ``(code, padding, case)`` (case: upper/lower/title)."""
+    parts: list[str | tuple[str, int, str]] = []
+    fill = False
+    position = 0
+    while position < len(fmt):
+        if fmt[position] == '"':  # quoted text is copied as it is
+            end = fmt.find('"', position + 1)
+            end = len(fmt) if end < 0 else end
+            parts.append(fmt[position + 1 : end].replace("%", "%%"))
+            position, fill = end + 1, False
+            continue
+        match = _TOKEN.match(fmt.upper(), position)
+        token = match.group(0) if match else fmt[position]
+        written = fmt[position : position + len(token)]
+        position += len(token)
+        if token in ("FM", "TM"):
+            fill = fill or token == "FM"
+            continue
+        if token in _NAMES:
+            code, width = _NAMES[token]
+            case = "upper" if written.isupper() else "lower" if written.islower() else "title"
+            parts.append(code if parsing else (code, 0 if fill else width, case))
+        elif token in _CODES:
+            parts.append(_FM_CODES.get(token, _CODES[token]) if fill and not parsing else _CODES[token])
+        elif token.isalpha():
+            raise _UnknownPattern(token)
         else:
-            hits = [t for has, t in (_type_in_source(s, name, columns, depth) for s in sources.values()) if has]
-            if hits:
-                return hits[0] if len(hits) == 1 else None
-        select = select.find_ancestor(exp.Select)
-    return None
+            parts.append(token.replace("%", "%%"))
+        fill = False
+    return parts
 
 
-def integer_division(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
-    """``a / b`` of two integers truncates in Postgres: written as DuckDB's integer division ``a // b``."""
-    divisions = list(tree.find_all(exp.Div, bfs=False))
-    for div in reversed(divisions):  # innermost first, so an outer division sees the inner one's type
-        left = postgres_type(div.this, columns)
-        right = postgres_type(div.expression, columns)
-        if left in INTEGER_TYPES and right in INTEGER_TYPES:
-            replacement = exp.IntDiv(this=div.this.copy(), expression=div.expression.copy())
-            if div is tree:
-                return replacement
-            div.replace(replacement)
+def _to_char(value: exp.Expr, fmt: str) -> exp.Expr:
+    pieces: list[exp.Expr] = []
+    text = ""
+    for part in _parts(fmt, parsing=False):
+        if isinstance(part, str) or (part[1] == 0 and part[2] == "title"):  # strftime writes it as it is
+            text += part if isinstance(part, str) else part[0]
+            continue
+        if text:
+            pieces.append(exp.TimeToStr(this=value.copy(), format=exp.Literal.string(text)))
+            text = ""
+        code, width, case = part
+        name: exp.Expr = exp.TimeToStr(this=value.copy(), format=exp.Literal.string(code))
+        if case == "upper":
+            name = exp.Upper(this=name)
+        elif case == "lower":
+            name = exp.Lower(this=name)
+        if width:
+            name = exp.Pad(
+                this=name, expression=exp.Literal.number(width), fill_pattern=exp.Literal.string(" "), is_left=False
+            )
+        pieces.append(name)
+    if text or not pieces:
+        pieces.append(exp.TimeToStr(this=value.copy(), format=exp.Literal.string(text)))
+    out = pieces[0]
+    for piece in pieces[1:]:
+        out = exp.DPipe(this=out, expression=piece)
+    return out
+
+
+def _as_sqlglot_reads_it(name: str, args: list[exp.Expr]) -> exp.Expr:
+    """``name(args)`` parsed as sqlglot parses Postgres (a format this module does not translate)."""
+    call = f"{name}({', '.join(a.sql(dialect='postgres') for a in args)})"
+    return sqlglot.parse_one(f"SELECT {call}", read="postgres").expressions[0]
+
+
+def date_formats(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """``TO_CHAR``/``TO_DATE`` with a Postgres format written as DuckDB ``strftime``/``strptime`` (fix 1)."""
+    for call in list(tree.find_all(exp.Anonymous)):
+        raw = str(call.this).upper()
+        if not raw.startswith(_RAW_PREFIX):
+            continue
+        name, args = raw[len(_RAW_PREFIX) :], list(call.expressions)
+        fmt = args[1] if len(args) == 2 else None
+        replacement: exp.Expr | None = None
+        if isinstance(fmt, exp.Literal) and fmt.is_string:
+            try:
+                if name == "TO_CHAR":
+                    replacement = _to_char(args[0], fmt.name)
+                else:
+                    pattern = "".join(p for p in _parts(fmt.name, parsing=True) if isinstance(p, str))
+                    replacement = exp.Cast(
+                        this=exp.StrToTime(this=args[0].copy(), format=exp.Literal.string(pattern)),
+                        to=exp.DataType.build("DATE"),
+                    )
+            except _UnknownPattern:
+                replacement = None
+        call.replace(replacement if replacement is not None else _as_sqlglot_reads_it(name, args))
     return tree
 
 
-POSTGRES_FIXES: tuple[Fix, ...] = (integer_division,)
+def functionally_dependent_columns(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """Columns a grouped SELECT neither groups nor aggregates are added to its GROUP BY (fix 2)."""
+    for select in list(tree.find_all(exp.Select)):
+        group = select.args.get("group")
+        if (
+            group is None
+            or not group.expressions
+            or any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets"))
+        ):
+            continue
+        grouped_sql, grouped_names = _grouped(select)
+        aliases = _aliases(select)
+        parts = [p.this if isinstance(p, exp.Alias) else p for p in select.expressions]
+        for extra in ("having", "order"):
+            if select.args.get(extra) is not None:
+                parts.append(select.args[extra])
+        added: dict[str, exp.Column] = {}
+        for part in parts:
+            for column in _bare_columns(part, grouped_sql, grouped_names, aliases):
+                added.setdefault(column.sql().lower(), column)
+        for column in added.values():
+            group.append("expressions", column.copy())
+    return tree
+
+
+POSTGRES_FIXES: tuple[Fix, ...] = (date_formats, functionally_dependent_columns, integer_division)
 """The fixes applied to Postgres queries, in order."""

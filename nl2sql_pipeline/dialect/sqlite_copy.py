@@ -13,17 +13,19 @@ every value present in the parent (a UNIQUE constraint is added to a parent whos
 are not its primary key; a table referencing itself keeps no foreign key). Tables are created parents
 first, then by name; rows are copied in rowid order, so the same SQLite file always gives the same
 tables, types, keys and rows. The file is written under a temporary name and renamed, and the
-evaluation only ever opens it read-only.
+evaluation only ever opens it read-only. The columns' SQLite types are written beside it
+(``column_info``: ``<db>.columns.json``), so SQL of the same dialect converted later sees what the import saw.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -492,9 +494,28 @@ def copy_sqlite_to_duckdb(
     finally:
         con.close()
     os.replace(tmp, target)
+    write_column_info(target, tables)  # the fixes' column types, for conversions after the import
     for note in plan.notes:
         logger.info("%s: %s", source.name, note)
     return CopiedDatabase(target, tables, counts, plan.notes)
+
+
+COLUMNS_SUFFIX = ".columns.json"
+
+
+def column_info_path(database: Path) -> Path:
+    """``databases/x.duckdb`` -> ``databases/x.columns.json`` (read by ``dialect.column_info``)."""
+    return database.with_name(database.stem + COLUMNS_SUFFIX)
+
+
+def write_column_info(database: Path, tables: Mapping[str, SourceTable]) -> Path:
+    """Write the columns of ``tables`` beside ``database`` (atomically); returns the file written."""
+    target = column_info_path(Path(database))
+    data = {name: [asdict(c) for c in table.columns] for name, table in sorted(tables.items())}
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+    return target
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -11,7 +11,18 @@ ordered list applied by ``convert.convert_sql``:
 4. ``text_compared_with_numbers``: a TEXT column compared with a number is compared as text in SQLite
    (the number becomes a string); a numeric column that also holds text, or a text column compared
    with a numeric column (a join on keys declared with different types), is cast with TRY_CAST.
-5. ``integer_division``: ``/`` of two integers truncates in SQLite, not in DuckDB.
+5. ``numbers_compared_with_text``: a number compared with a string. A numeric column turns a string that
+   looks like a number into that number (its affinity); any other string, and any string compared with a
+   number that has no affinity (``count(*)``, ``sum(x)``, ``n + 1``), is greater than every number, so the
+   comparison is decided by the types (``n BETWEEN 'abc' AND 'abc'`` is empty, not an error).
+6. ``in_subquery_across_types``: ``x IN (SELECT y ...)`` with one side an integer column and the other a
+   text column: compared as SQLite does (the integer as text; a real side against the text as a number).
+7. ``text_aggregated_as_numbers``: ``avg``/``sum``/``total`` of a text column: each text a number when it
+   is one, else 0.0 (SQLite reads a text's numeric prefix; a prefix such as a date's year gives another
+   result, which the check against SQLite then reports).
+8. ``strftime_of_a_time``: ``strftime`` of a text holding only a time (``'10:30'``) reads it on 2000-01-01;
+   a text that is no date gives NULL, as in SQLite.
+9. ``integer_division``: ``/`` of two integers truncates in SQLite, not in DuckDB.
 
 >>> from sqlglot import parse_one
 >>> double_quoted_strings(parse_one('SELECT a FROM t WHERE b = "x"', read="sqlite"), {"t": {"a": 0, "b": 0}}).sql("duckdb")
@@ -20,6 +31,7 @@ ordered list applied by ``convert.convert_sql``:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -249,6 +261,178 @@ def text_compared_with_numbers(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     return tree
 
 
+_NUMERIC_TYPES = ("BIGINT", "DOUBLE")
+_NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
+_FLIPPED: dict[type[exp.Expr], type[exp.Expr]] = {
+    exp.EQ: exp.EQ,
+    exp.NEQ: exp.NEQ,
+    exp.GT: exp.LT,
+    exp.GTE: exp.LTE,
+    exp.LT: exp.GT,
+    exp.LTE: exp.GTE,
+}
+# number OP text, where every number is less than every text
+_NUMBER_VS_TEXT: dict[type[exp.Expr], bool] = {
+    exp.EQ: False,
+    exp.NEQ: True,
+    exp.LT: True,
+    exp.LTE: True,
+    exp.GT: False,
+    exp.GTE: False,
+}
+_UNAFFINED_NUMBERS = (exp.Count, exp.Sum, exp.Avg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+
+
+def _decided(operand: exp.Expr, value: bool) -> exp.Expr:
+    """``value`` when ``operand`` is not NULL, else NULL (a comparison with NULL is unknown)."""
+    return exp.Case(
+        ifs=[exp.If(this=exp.Is(this=operand.copy(), expression=exp.Null()), true=exp.Null())],
+        default=exp.Boolean(this=value),
+    )
+
+
+def _string(node: exp.Expr | None) -> str | None:
+    return node.name if isinstance(node, exp.Literal) and node.is_string else None
+
+
+def numbers_compared_with_text(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """A number compared with a string, as SQLite compares them (see the module doc, fix 5).
+
+    >>> from sqlglot import parse_one
+    >>> numbers_compared_with_text(parse_one("SELECT 1 FROM t WHERE n > 'abc'"), {}).sql("duckdb")
+    "SELECT 1 FROM t WHERE n > 'abc'"
+    """
+    tables = _table_names(tree)
+
+    def kind(node: exp.Expr) -> str | None:
+        """'column' (a numeric column: has affinity), 'number' (a number without affinity) or None."""
+        if isinstance(node, exp.Column):
+            return (
+                "column" if getattr(_column_of(node, tables, columns), "duckdb_type", None) in _NUMERIC_TYPES else None
+            )
+        if isinstance(node, (exp.Count, exp.Sum, exp.Avg)):
+            return "number"
+        if isinstance(node, _UNAFFINED_NUMBERS) and (kind(node.this) or _is_number(node.this)):
+            return "number"
+        return None
+
+    for between in list(tree.find_all(exp.Between)):
+        low, high = between.args.get("low"), between.args.get("high")
+        if kind(between.this) and (_string(low) is not None or _string(high) is not None):
+            between.replace(
+                exp.Paren(
+                    this=exp.and_(
+                        exp.GTE(this=between.this.copy(), expression=low.copy() if low else exp.Null()),
+                        exp.LTE(this=between.this.copy(), expression=high.copy() if high else exp.Null()),
+                    )
+                )
+            )
+    for node in list(tree.find_all(*_COMPARISONS)):
+        left, right = node.this, node.expression
+        op: type[exp.Expr] = type(node)
+        if _string(right) is not None and kind(left):
+            number, text = left, right
+        elif _string(left) is not None and kind(right):
+            number, text, op = right, left, _FLIPPED[op]
+        else:
+            continue
+        value = _string(text) or ""
+        if kind(number) == "column" and _NUMBER_TEXT.match(value):
+            text.replace(exp.Literal.number(value.strip()))
+        else:
+            node.replace(_decided(number, _NUMBER_VS_TEXT[op]))
+    for in_list in list(tree.find_all(exp.In)):
+        values = list(in_list.expressions)
+        strings = [v for v in values if _string(v) is not None]
+        if not strings or not kind(in_list.this):
+            continue
+        affined = kind(in_list.this) == "column"
+        kept: list[exp.Expr] = []
+        for value in values:
+            text = _string(value)
+            if text is None:
+                kept.append(value.copy())
+            elif affined and _NUMBER_TEXT.match(text):
+                kept.append(exp.Literal.number(text.strip()))
+        if kept:
+            in_list.set("expressions", kept)
+        else:  # no value can equal a number
+            in_list.replace(_decided(in_list.this, False))
+    return tree
+
+
+def in_subquery_across_types(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """``x IN (SELECT y ...)`` where one side is an integer column and the other a text column (fix 6)."""
+    for in_query in list(tree.find_all(exp.In)):
+        query = in_query.args.get("query")
+        select = query.this if isinstance(query, exp.Subquery) else query
+        left = in_query.this
+        if not isinstance(select, exp.Select) or len(select.expressions) != 1 or not isinstance(left, exp.Column):
+            continue
+        projected = select.expressions[0]
+        inner = projected.this if isinstance(projected, exp.Alias) else projected
+        if not isinstance(inner, exp.Column):
+            continue
+        outer_type = getattr(_column_of(left, _table_names(tree), columns), "duckdb_type", None)
+        inner_type = getattr(_column_of(inner, _table_names(select), columns), "duckdb_type", None)
+        types = {outer_type, inner_type}
+        if types == {"BIGINT", "VARCHAR"}:
+            integer = left if outer_type == "BIGINT" else inner
+            integer.replace(exp.Cast(this=integer.copy(), to=exp.DataType.build("VARCHAR")))
+        elif types == {"DOUBLE", "VARCHAR"}:
+            text = left if outer_type == "VARCHAR" else inner
+            text.replace(exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE")))
+    return tree
+
+
+def _as_sqlite_number(column: exp.Expr) -> exp.Expr:
+    """A text value as SQLite's arithmetic reads it: the number it spells, else 0.0 (NULL stays NULL)."""
+    return exp.Case(
+        ifs=[exp.If(this=exp.Is(this=column.copy(), expression=exp.Null()), true=exp.Null())],
+        default=exp.Coalesce(
+            this=exp.TryCast(this=column.copy(), to=exp.DataType.build("DOUBLE")),
+            expressions=[exp.Literal.number("0.0")],
+        ),
+    )
+
+
+def text_aggregated_as_numbers(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """``avg``/``sum``/``total`` of a text column: its values read as numbers, as SQLite does (fix 7)."""
+    tables = _table_names(tree)
+    for aggregate in list(tree.find_all(exp.Avg, exp.Sum)):
+        argument = aggregate.this
+        if isinstance(argument, exp.Distinct) or not isinstance(argument, exp.Column):
+            continue
+        if getattr(_column_of(argument, tables, columns), "duckdb_type", None) == "VARCHAR":
+            argument.replace(_as_sqlite_number(argument))
+    return tree
+
+
+def strftime_of_a_time(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """``strftime(fmt, x)`` of a text column: a time alone is read on 2000-01-01, no date gives NULL (fix 8)."""
+    tables = _table_names(tree)
+    for to_text in list(tree.find_all(exp.TimeToStr)):
+        stamp = to_text.this
+        if not isinstance(stamp, exp.TsOrDsToTimestamp) or not isinstance(stamp.this, exp.Column):
+            continue
+        source = _column_of(stamp.this, tables, columns)
+        if getattr(source, "duckdb_type", None) != "VARCHAR":
+            continue
+        text = exp.Cast(this=stamp.this.copy(), to=exp.DataType.build("VARCHAR"))
+        timestamp = exp.DataType.build("TIMESTAMP")
+        stamp.replace(
+            exp.Coalesce(
+                this=exp.TryCast(this=text, to=timestamp),
+                expressions=[
+                    exp.TryCast(
+                        this=exp.DPipe(this=exp.Literal.string("2000-01-01 "), expression=text.copy()), to=timestamp
+                    )
+                ],
+            )
+        )
+    return tree
+
+
 _BIGINT = exp.DataType.build("BIGINT")
 
 
@@ -286,6 +470,10 @@ SQLITE_FIXES: tuple[Fix, ...] = (
     bare_columns_in_aggregates,
     like_is_case_insensitive,
     text_compared_with_numbers,
+    numbers_compared_with_text,
+    in_subquery_across_types,
+    text_aggregated_as_numbers,
+    strftime_of_a_time,
     integer_division,
 )
 """The fixes applied to SQLite queries, in order (later fixes see the literals earlier ones made)."""

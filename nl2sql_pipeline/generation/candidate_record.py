@@ -80,6 +80,9 @@ class CandidateRecord:
     system_rows: str | None = None
     system_latency_ms: float | None = None
     cost_source: str | None = None  # 'reported' | 'prices' | None (models: litellm's bookkeeping)
+    # A replayed prediction in another dialect (``source_dialect`` of a predictions model): the SQL as the
+    # file gives it; ``generated_sql`` is its DuckDB conversion (None when it could not be converted).
+    source_sql: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a plain dict (one DataFrame row)."""

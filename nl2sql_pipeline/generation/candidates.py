@@ -34,12 +34,14 @@ def generate_for_gold_set(
     from nl2sql_pipeline.databases.resolve import CaseDatabases
 
     spec = get_model(model)
+    resolve = resolve_database or CaseDatabases.from_registry()
     records = generate_candidates(
         cases,
         spec,
         cache=GenerationCache() if use_cache else None,
-        context=prompt_context_for_cases(cases, resolve_database=resolve_database or CaseDatabases.from_registry()),
+        context=prompt_context_for_cases(cases, resolve_database=resolve),
         samples=samples,
         progress=progress,
+        resolve_database=resolve,
     )
     return records, generation_summary(records)

@@ -24,6 +24,8 @@ context_window_exceeded    the prompt is longer than the model accepts  gen. err
 content_filtered           the provider's content filter refused        gen. error   no        no
 bad_request                any other 4xx                                gen. error   no        no
 no_sql                     the reply holds no SQL                       gen. error   no        no
+conversion_failed          a replayed prediction does not convert to    gen. error   no        no
+                           DuckDB from its source dialect
 =========================  ===========================================  ===========  ========  ==========
 
 "skipped" classes are the environment's fault: ``nl2sql_pipeline.stages.outcomes.ENVIRONMENT_GENERATION_ERRORS``
@@ -53,6 +55,7 @@ CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
 CONTENT_FILTERED = "content_filtered"
 BAD_REQUEST = "bad_request"
 NO_SQL = "no_sql"
+CONVERSION_FAILED = "conversion_failed"
 
 ERROR_CLASSES: tuple[str, ...] = (
     AUTHENTICATION_ERROR,
@@ -68,6 +71,7 @@ ERROR_CLASSES: tuple[str, ...] = (
     CONTENT_FILTERED,
     BAD_REQUEST,
     NO_SQL,
+    CONVERSION_FAILED,
 )
 # Not the model's doing: the verdict is ``skipped`` and the case leaves every denominator.
 ENVIRONMENT_ERROR_CLASSES: frozenset[str] = frozenset(

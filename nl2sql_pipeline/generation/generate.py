@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.generation.cache import GenerationCache
@@ -86,6 +88,7 @@ def generate_candidates(
     limiter: RateLimiter | None = None,
     max_concurrency: int | None = None,
     progress: ProgressTracker | None = None,
+    resolve_database: Callable[[str], Path] | None = None,
 ) -> list[CandidateRecord]:
     """Candidates for every query case: ``samples`` x N each (N = ``case.candidate_selection`` or
     ``spec.candidates``), in plan order.
@@ -94,10 +97,11 @@ def generate_candidates(
     without sending anything. ``limiter`` and ``max_concurrency`` override the registry's (benchmarks,
     tests). A predictions model needs no ``context``; the others raise GenerationError without one.
     ``progress`` (default: a tracker reporting to the subscribed sinks, ``nl2sql_pipeline.progress``) is told
-    of every unit as it starts and ends.
+    of every unit as it starts and ends. ``resolve_database`` maps a case's database to its file where a
+    predictions model converts its SQL from another dialect (default ``databases.require_database``).
     """
     with tracking(progress, STAGE_GENERATE, spec.slug) as tracker:
-        return _generate(cases, spec, cache, context, samples, limiter, max_concurrency, tracker)
+        return _generate(cases, spec, cache, context, samples, limiter, max_concurrency, tracker, resolve_database)
 
 
 def _generate(
@@ -109,11 +113,12 @@ def _generate(
     limiter: RateLimiter | None,
     max_concurrency: int | None,
     tracker: ProgressTracker,
+    resolve_database: Callable[[str], Path] | None = None,
 ) -> list[CandidateRecord]:
     if spec.is_replay:
         from nl2sql_pipeline.generation.predictions import prediction_records
 
-        records = prediction_records(cases, spec, samples)
+        records = prediction_records(cases, spec, samples, resolve_database)
         tracker.begin(len(records))
         for record in records:
             report_record(tracker, record, started=False)

@@ -4,7 +4,7 @@
 prices, limits, retries, timeout or re-run policy), so a cache entry or a baseline is reused only while
 the model is really the same. Three kinds: ``offline`` (built-in calibration models), ``litellm`` (any
 provider litellm reaches) and ``predictions`` (a replay file of another system's SQL; its config hash
-covers the file's content hash). Loading and checking live in ``generation.registry``.
+covers the file's content hash and its source dialect). Loading and checking live in ``generation.registry``.
 """
 
 from __future__ import annotations
@@ -84,6 +84,9 @@ class PredictionsSource:
     path: Path
     format: str
     content_hash: str | None
+    source_dialect: str | None = None
+    """The SQL dialect of the file (``sqlite`` for Spider/BIRD): each prediction is converted to DuckDB as
+    ``gold import`` converts gold. None: the SQL is DuckDB's and is used as written."""
 
 
 @dataclass(frozen=True)
@@ -115,12 +118,15 @@ class ModelSpec:
         timeout and re-run policy excluded). Keys absent from older entries are left out when unset,
         so existing hashes (and caches, baselines) stay valid."""
         if self.predictions is not None:
-            return {
+            replay = {
                 "kind": self.kind,
                 "format": self.predictions.format,
                 "content_hash": self.predictions.content_hash or "missing",
                 "version": self.version,
             }
+            if self.predictions.source_dialect is not None:
+                replay["source_dialect"] = self.predictions.source_dialect
+            return replay
         if self.system is not None:
             return {"kind": self.kind, "version": self.version, **self.system.canonical()}
         config: dict[str, Any] = {

@@ -9,25 +9,31 @@ Two formats (``format:`` in models.yml):
   **query case of the gold set in file order** (policy-rejection probes are skipped: they are never
   sent to a model). The number of lines must equal the number of query cases. A tab ends the SQL: a
   ``SQL<TAB>db_id`` line (Spider) or ``SQL<TAB>----- bird -----<TAB>db_id`` (BIRD) is checked against
-  the case's database, so a shifted file is caught where it can be. An empty line is "no answer".
+  the case's database (its name, or the file ``gold import`` made of that db_id), so a shifted file is caught where it can be. An empty line is "no answer".
 
-The SQL is used as written (surrounding whitespace and trailing semicolons trimmed). A missing
-answer is a ``no_sql`` candidate; any misalignment raises ``PredictionsError`` (a ``ConfigError``)
+The SQL is used as written (surrounding whitespace and trailing semicolons trimmed), unless the entry
+names a ``source_dialect`` (``sqlite`` for Spider/BIRD files): then each prediction is converted to DuckDB
+exactly as ``gold import`` converts gold (``dialect.convert_sql`` with the column types of the case's
+database, ``dialect.column_info``), the conversion is the candidate's SQL and the original is kept beside
+it (``source_sql``); a prediction that does not convert is a ``conversion_failed`` candidate (the model's
+miss, its SQL kept in ``source_sql``), never a crash. A missing answer is a ``no_sql`` candidate; any misalignment raises ``PredictionsError`` (a ``ConfigError``)
 naming the file and line, never a silent shift. Nothing is timed or priced: latency, tokens and cost
 are unknown (None).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config.jsonl import parse_jsonl
 from nl2sql_pipeline.errors import ConfigError, GenerationError
 from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.generation.extract import clean_sql
-from nl2sql_pipeline.generation.failures import NO_SQL
+from nl2sql_pipeline.generation.failures import CONVERSION_FAILED, NO_SQL
 from nl2sql_pipeline.generation.model_spec import ModelSpec, PredictionsSource
 
 MAX_LISTED = 5
@@ -106,6 +112,14 @@ def _read_jsonl(path: Path, queries: list[Case], probes: set[str]) -> list[Predi
     return [found[case.id] for case in queries]
 
 
+def _names_database(db_id: str, database: str) -> bool:
+    """True when a file's ``db_id`` is the case's database: its name, or the file an import made of it
+    (Spider's ``concert_singer`` is ``databases/concert_singer.duckdb`` in an imported gold set)."""
+    from nl2sql_pipeline.dialect.sqlite_copy import database_file_name
+
+    return db_id == database or Path(database).name in (database_file_name(db_id), db_id)
+
+
 def _read_lines(path: Path, queries: list[Case]) -> list[Prediction]:
     text = _read_text(path).replace("\r\n", "\n")
     lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
@@ -120,7 +134,7 @@ def _read_lines(path: Path, queries: list[Case]) -> list[Prediction]:
     for number, (line, case) in enumerate(zip(lines, queries), start=1):
         sql, _, rest = line.partition("\t")
         database = rest.rsplit("\t", 1)[-1].strip() if rest else None
-        if database and database != case.database:
+        if database and not _names_database(database, case.database):
             raise PredictionsError(
                 f"{path}:{number}: names database {database!r} but line {number} answers case {case.id} of "
                 f"{case.database!r}; the file is misaligned with the gold set's order of query cases"
@@ -139,16 +153,84 @@ def read_predictions(source: PredictionsSource, cases: list[Case]) -> list[Predi
     raise PredictionsError(f"{source.path}: unknown predictions format {source.format!r} (use jsonl or lines)")
 
 
-def prediction_records(cases: list[Case], spec: ModelSpec, samples: int = 1) -> list[CandidateRecord]:
-    """The candidates of a replay model: the file's SQL for every query case (and each sample)."""
+@dataclass(frozen=True)
+class ReplayedSql:
+    """One prediction made ready to run: the DuckDB SQL (None: none), the original when it was converted,
+    and the failure class and message when there is no SQL to run."""
+
+    sql: str | None
+    source_sql: str | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+
+
+class PredictionConverter:
+    """Converts predictions of ``dialect`` to DuckDB with the column types of each case's database."""
+
+    def __init__(self, dialect: str, resolve_database: Callable[[str], Path]) -> None:
+        self.dialect = dialect
+        self._resolve = resolve_database
+        self._columns: dict[str, Any] = {}
+
+    def columns(self, database: str) -> Any:
+        """The ``ColumnInfo`` of a case's database (read once per database)."""
+        from nl2sql_pipeline.dialect.column_info import read_column_info
+
+        if database not in self._columns:
+            self._columns[database] = read_column_info(self._resolve(database))
+        return self._columns[database]
+
+    def convert(self, sql: str, database: str, where: str) -> ReplayedSql:
+        """``sql`` as DuckDB SQL, or a ``conversion_failed`` result naming ``where`` and why."""
+        from nl2sql_pipeline.dialect.convert import ConversionError, convert_sql
+
+        try:
+            return ReplayedSql(convert_sql(sql, self.dialect, self.columns(database)).sql, source_sql=sql)
+        except ConversionError as exc:
+            return ReplayedSql(
+                None, sql, CONVERSION_FAILED, f"{where}: the prediction cannot be converted to DuckDB: it {exc}"
+            )
+
+
+def _replayed(
+    prediction: Prediction, case: Case, source: PredictionsSource, converter: PredictionConverter | None
+) -> ReplayedSql:
+    where = f"{source.path}:{prediction.line}"
+    if prediction.sql is None:
+        return ReplayedSql(None, None, NO_SQL, f"{where}: no SQL for this case")
+    if converter is None:
+        return ReplayedSql(prediction.sql)
+    return converter.convert(prediction.sql, case.database, where)
+
+
+def prediction_records(
+    cases: list[Case],
+    spec: ModelSpec,
+    samples: int = 1,
+    resolve_database: Callable[[str], Path] | None = None,
+) -> list[CandidateRecord]:
+    """The candidates of a replay model: the file's SQL for every query case (and each sample).
+
+    With a ``source_dialect``, each SQL is converted to DuckDB; ``resolve_database`` maps a case's
+    database to its file for the column types (default ``databases.require_database``).
+    """
     if spec.predictions is None:
         raise GenerationError(f"model {spec.slug} is not a predictions model (kind: {spec.kind})")
     if samples < 1:
         raise GenerationError(f"samples must be >= 1, got {samples} (ask for at least one sample)")
+    source = spec.predictions
+    converter = None
+    if source.source_dialect is not None:
+        if resolve_database is None:
+            from nl2sql_pipeline.databases.resolve import require_database
+
+            resolve_database = require_database
+        converter = PredictionConverter(source.source_dialect, resolve_database)
     by_case = {case.id: case for case in cases}
     records = []
-    for prediction in read_predictions(spec.predictions, cases):
+    for prediction in read_predictions(source, cases):
         case = by_case[prediction.case_id]
+        replayed = _replayed(prediction, case, source, converter)
         for sample_index in range(samples):
             records.append(
                 CandidateRecord(
@@ -156,12 +238,10 @@ def prediction_records(cases: list[Case], spec: ModelSpec, samples: int = 1) -> 
                     case_fingerprint=case.fingerprint,
                     sample_index=sample_index,
                     candidate_index=0,
-                    generated_sql=prediction.sql,
+                    generated_sql=replayed.sql,
                     raw_reply=prediction.raw,
-                    error_class=None if prediction.sql is not None else NO_SQL,
-                    error_message=None
-                    if prediction.sql is not None
-                    else (f"{spec.predictions.path}:{prediction.line}: no SQL for this case"),
+                    error_class=replayed.error_class,
+                    error_message=replayed.error_message,
                     latency_ms=None,
                     input_tokens=None,
                     output_tokens=None,
@@ -174,6 +254,7 @@ def prediction_records(cases: list[Case], spec: ModelSpec, samples: int = 1) -> 
                     turns=0,
                     calls=0,
                     attempts=0,
+                    source_sql=replayed.source_sql,
                 )
             )
     return records

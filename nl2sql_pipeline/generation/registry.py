@@ -72,10 +72,14 @@ ENTRY_FIELDS: dict[str, Field] = {
     "timeout_s": Field(float, default=DEFAULT_TIMEOUT_S, above=0, fix="write e.g. timeout_s: 60"),
     "path": Field(str, required=True),
     "format": Field(str, default="jsonl", choices=PREDICTION_FORMATS),
+    "source_dialect": Field(str, fix="write source_dialect: sqlite (or postgres, mysql, ...; omit it for DuckDB SQL)"),
     "gates": Field(dict, default={}, fix="write gates: {min_semantic_correct: 0.8}"),
 }
 ALLOWED_KEYS: frozenset[str] = frozenset(ENTRY_FIELDS)
-PREDICTIONS_KEYS: frozenset[str] = frozenset({"kind", "path", "format", "description", "version", "rerun", "gates"})
+PREDICTIONS_KEYS: frozenset[str] = frozenset(
+    {"kind", "path", "format", "source_dialect", "description", "version", "rerun", "gates"}
+)
+PREDICTIONS_ONLY: tuple[str, ...] = ("path", "format", "source_dialect")
 # The gates a model may set for itself (names of nl2sql_pipeline.runs.gates.GateThresholds; rates in 0..1).
 GATE_FIELDS: dict[str, Field] = {
     name: Field(float, minimum=0, maximum=1, fix="use a fraction within [0, 1]")
@@ -241,6 +245,23 @@ def _check_version(check: Checker, version: Any, line: int | None) -> str:
     return str(version)
 
 
+def _check_source_dialect(check: Checker, dialect: str | None, line: int | None) -> str | None:
+    """The predictions file's SQL dialect (lower case; None for DuckDB's own); a problem when sqlglot does not know it."""
+    from nl2sql_pipeline.dialect.convert import TARGET_DIALECT, known_dialect
+
+    if dialect is None or dialect.lower() == TARGET_DIALECT:
+        return None
+    if not known_dialect(dialect.lower()):
+        check.problem(
+            line,
+            "source_dialect",
+            f"unknown SQL dialect {dialect!r}",
+            "write source_dialect: sqlite (or postgres, mysql, ...: a dialect sqlglot reads)",
+        )
+        return None
+    return dialect.lower()
+
+
 def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> ModelSpec | None:
     fields = {name: ENTRY_FIELDS[name] for name in ENTRY_FIELDS if name in PREDICTIONS_KEYS}
     for name in entry:
@@ -255,6 +276,7 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
     if values is None or values["path"] is None or values["format"] is None:
         return None
     file_path = predictions_path(values["path"])
+    dialect = _check_source_dialect(check, values["source_dialect"], line_of(entry, "source_dialect"))
     return ModelSpec(
         slug=slug,
         kind=KIND_PREDICTIONS,
@@ -263,7 +285,7 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
         description=values["description"] or "",
         rerun=values["rerun"] or RERUN_ON_CONFIG_CHANGE,
         gates=_check_gates(check, values["gates"], line_of(entry, "gates")),
-        predictions=PredictionsSource(file_path, values["format"], file_content_hash(file_path)),
+        predictions=PredictionsSource(file_path, values["format"], file_content_hash(file_path), dialect),
     )
 
 
@@ -303,11 +325,11 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
             check_prices=_check_prices,
             limit_fields=LIMIT_FIELDS,
         )
-    fields = {name: field for name, field in ENTRY_FIELDS.items() if name not in ("path", "format")}
-    for name in ("path", "format"):
+    fields = {name: field for name, field in ENTRY_FIELDS.items() if name not in PREDICTIONS_ONLY}
+    for name in PREDICTIONS_ONLY:
         if entry.get(name) is not None:
             check.problem(line_of(entry, name), name, f"only used by kind: {KIND_PREDICTIONS}", "remove it")
-    values = check.mapping(entry, fields, line=line, skip=("path", "format"))
+    values = check.mapping(entry, fields, line=line, skip=PREDICTIONS_ONLY)
     if values is None or values["kind"] is None:
         return None
     kind = values["kind"]  # the checked kind (a str from KINDS), not the raw entry value

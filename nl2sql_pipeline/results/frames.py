@@ -288,6 +288,7 @@ def _candidate(values: dict[str, Any]) -> CandidateRecord:
         system_rows=_str(values.get("system_rows")),
         system_latency_ms=_float(values.get("system_latency_ms")),
         cost_source=_str(values.get("cost_source")),
+        source_sql=_str(values.get("source_sql")),
     )
 
 

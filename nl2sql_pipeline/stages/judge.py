@@ -184,6 +184,7 @@ def judge_sample(
         cold_start=bool(generation.cold_start) if generation else False,
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
+        source_sql=generation.source_sql if generation else None,
         **system_answer_fields(selected, oracle_results, config),
         **explain(case, selected.sql, comparison, decision.outcome, config, expected_items),
     )

@@ -166,3 +166,5 @@ class Verdict:
     test_suite_correct: bool | None = None
     test_suite_variants: int | None = None  # variants of the case's database the gold ran on (usable ones)
     test_suite_reason: str | None = None  # the first variant where the candidate's result differed, and how
+    source_sql: str | None = None
+    """A replayed prediction of another dialect as written; ``generated_sql`` is its DuckDB conversion."""
