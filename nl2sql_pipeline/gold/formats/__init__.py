@@ -12,6 +12,7 @@ native gold file and an import report.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 
 from nl2sql_pipeline.dialect.convert import known_dialect
@@ -56,8 +57,10 @@ def import_benchmark(
     source_dialect: str | None = None,
     databases: Path | None = None,
     limits: SandboxLimits = SandboxLimits(),
+    reference_date: date | None = None,
 ) -> ImportResult:
-    """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``).
+    """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``;
+    ``reference_date`` is the set's "today", default the import date).
 
     Raises ``CaseValidationError`` for an unknown format or dialect, unreadable input or no kept case,
     and ``BenchmarkImportError`` when ``databases`` is not a folder or ``out``'s folder cannot be made.
@@ -72,4 +75,4 @@ def import_benchmark(
         raise CaseValidationError([f"{out}: the gold file must end in .jsonl"])
     folder = require_folder(Path(databases)) if databases else None
     source = FORMATS[fmt](Path(src), folder)
-    return build_gold(source, Path(out), source_dialect, limits)
+    return build_gold(source, Path(out), source_dialect, limits, reference_date)
