@@ -1,8 +1,8 @@
 """Asset checks: the blocking gold preflight per gold version, and one check per gate on run scores.
 
 ``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, alike at two thread counts; gold
-scores 100% against itself; policies hold; the gold triage flags clock-dependent, thread-dependent and
-arbitrary-LIMIT gold (blocking) and ties under LIMIT, empty and degenerate results (warnings)
+scores 100% against itself; policies hold; the gold triage flags thread-dependent and arbitrary-LIMIT gold
+(blocking) and ties under LIMIT, empty and degenerate results, clock reads (pinned at the reference date) (warnings)
 (``nl2sql_pipeline.gold.quality.preflight``, ``nl2sql_pipeline.gold.quality.triage``). Its metadata lists the problems, the
 warnings (``flags``) and every triage finding as JSON (``triage``: label, kind, blocking, reason). When it
 fails, nothing downstream of the gold version runs.
@@ -74,7 +74,8 @@ SKIPPED_SHARE_CHECK = "skipped_share"
     blocking=True,
     partitions_def=gold_sets_partitions,
     description="Every expected SQL runs, alike at two thread counts; gold scores 100% against itself; policies "
-    "hold; no clock-dependent gold or arbitrary LIMIT (ties under LIMIT, empty and degenerate results warn).",
+    "hold; no thread-dependent gold or arbitrary LIMIT (ties under LIMIT, empty and degenerate results and clock "
+    "reads, pinned at the reference date, warn).",
 )
 def gold_preflight(
     context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame

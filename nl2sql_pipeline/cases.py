@@ -7,6 +7,7 @@ checks them strictly.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
 import json
@@ -22,6 +23,8 @@ CATEGORIES: tuple[str, ...] = (
     "follow_up",
     "policy_rejection",
 )
+DEFAULT_REFERENCE_DATE = "2026-06-30"
+"""The reference date of a case that names none (the built-in sets' "today", the sample database's)."""
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard", "extra")
 """Easiest first. ``extra`` is Spider's fourth hardness level (imported benchmarks; the built-in sets use
 the first three)."""
@@ -41,6 +44,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
     "expected_outcome",
     "policy_probe_sql",
     "hint",
+    "reference_date",
 )
 ALL_FIELDS: tuple[str, ...] = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
@@ -73,11 +77,18 @@ class Case:
     expected_outcome: str = OUTCOME_RESULT
     policy_probe_sql: str | None = None
     hint: str | None = None  # extra knowledge given with the question (BIRD's ``evidence``)
+    reference_date: str | None = None
+    """ISO date its SQL's clock reads are evaluated at (``sql.clock``); None: ``DEFAULT_REFERENCE_DATE``."""
 
     @property
     def is_probe(self) -> bool:
         """True for a policy-rejection case (its probe SQL must be rejected)."""
         return self.expected_outcome == OUTCOME_POLICY_REJECTION
+
+    @property
+    def reference_instant(self) -> datetime.date:
+        """The date ``CURRENT_DATE``, ``now()`` and their kin read in this case's SQL (gold and candidates)."""
+        return datetime.date.fromisoformat(self.reference_date or DEFAULT_REFERENCE_DATE)
 
     @property
     def canonical_sql(self) -> str | None:
@@ -97,6 +108,8 @@ class Case:
         }
         if self.hint is not None:  # only when set: cases without a hint keep their fingerprints
             definition["hint"] = self.hint
+        if self.reference_instant.isoformat() != DEFAULT_REFERENCE_DATE:  # the default keeps old fingerprints
+            definition["reference_date"] = self.reference_instant.isoformat()
         blob = json.dumps(definition, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -129,6 +142,8 @@ class Case:
             out["policy_probe_sql"] = self.policy_probe_sql
         if self.hint is not None:
             out["hint"] = self.hint
+        if self.reference_date is not None:
+            out["reference_date"] = self.reference_date
         return out
 
     def to_json(self) -> str:
@@ -163,7 +178,17 @@ def case_from_dict(data: dict[str, Any]) -> Case:
         expected_outcome=data.get("expected_outcome") or OUTCOME_RESULT,
         policy_probe_sql=data.get("policy_probe_sql"),
         hint=data.get("hint"),
+        reference_date=_iso_date(data.get("reference_date")),
     )
+
+
+def _iso_date(value: Any) -> str | None:
+    """A validated reference date as ISO text (YAML gives ``datetime.date``, JSON a string)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return datetime.date.fromisoformat(str(value).strip()).isoformat()
 
 
 def gold_fingerprint(cases: list[Case]) -> str:

@@ -182,6 +182,8 @@ def _import(args: argparse.Namespace) -> int:
     """Handler of ``gold import``."""
     from nl2sql_pipeline.errors import CaseValidationError
     from nl2sql_pipeline.gold.formats.team_files import import_cases, write_jsonl
+    from nl2sql_pipeline.gold.registry import with_reference_date
+    from nl2sql_pipeline.sql.clock import today
 
     source, out = Path(args.file), Path(args.out)
     if args.format:
@@ -197,6 +199,7 @@ def _import(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         cases = import_cases(source, domain=args.domain, category=args.category, database=args.database)
+        cases = with_reference_date(cases, args.reference_date or today())
         write_jsonl(cases, out)
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
@@ -242,6 +245,7 @@ def _import_format(args: argparse.Namespace) -> int:
             source_dialect=args.source_dialect,
             databases=Path(args.databases) if args.databases else None,
             verify_with=args.verify_with,
+            reference_date=args.reference_date,
         )
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
@@ -369,6 +373,18 @@ def _generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reference_date(text: str) -> Any:
+    """``--reference-date``: a ``datetime.date`` from ``YYYY-MM-DD`` (argparse reports a bad one, exit 2)."""
+    import datetime
+
+    try:
+        if len(text.strip()) != len("YYYY-MM-DD"):
+            raise ValueError(text)
+        return datetime.date.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (write YYYY-MM-DD, e.g. 2026-06-30)") from None
+
+
 def register(subparsers: Any) -> None:
     """Add ``gold`` and its actions (validate, import, list, generate) to the CLI."""
     parser = subparsers.add_parser("gold", help="validate, import, list and generate gold sets")
@@ -423,6 +439,13 @@ def register(subparsers: Any) -> None:
         "return PostgreSQL's rows; 'postgres' starts a throwaway cluster (Debian's postgresql-15 server "
         "binaries), a postgresql://user:password@host:port/db URL uses that server (a schema per database, "
         "dropped afterwards)",
+    )
+    imports.add_argument(
+        "--reference-date",
+        metavar="YYYY-MM-DD",
+        type=_reference_date,
+        help="the set's 'today': CURRENT_DATE, now() and their kin in its gold and candidate SQL are evaluated "
+        "at this date, written on every case that names none (default: the import date)",
     )
     imports.add_argument(
         "--register",

@@ -77,11 +77,13 @@ def plan_calls(cases: list[Case], spec: ModelSpec, context: PromptContext, sampl
         raise GenerationError(f"samples must be >= 1, got {samples} (ask for at least one sample)")
     template = load_template(spec.prompt_template)
     requests: list[CallRequest] = []
-    openings: dict[str, tuple[tuple[Message, ...], PromptHasher]] = {}  # the opening depends on the database only
+    # the opening depends on the database and the reference date only
+    openings: dict[tuple[str, str], tuple[tuple[Message, ...], PromptHasher]] = {}
     for case in cases:
         if case.is_probe:
             continue
-        if case.database not in openings:
+        opening_key = (case.database, case.reference_instant.isoformat())
+        if opening_key not in openings:
             texts = context.for_case(case)
             opening = tuple(
                 opening_messages(
@@ -93,8 +95,8 @@ def plan_calls(cases: list[Case], spec: ModelSpec, context: PromptContext, sampl
                     template=template,
                 )
             )
-            openings[case.database] = (opening, PromptHasher(opening))
-        opening, hasher = openings[case.database]
+            openings[opening_key] = (opening, PromptHasher(opening))
+        opening, hasher = openings[opening_key]
         turns = tuple(user_message(template, question) for question in turn_questions(case))
         first_turn_hash = hasher.hash((*opening, turns[0]))
         n_candidates = case.candidate_selection or spec.candidates

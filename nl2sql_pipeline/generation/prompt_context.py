@@ -4,7 +4,8 @@ Which semantic model describes a database, in order: the ``semantic_model`` of i
 (``data/databases.yml`` or a gold-set entry), else the default ``data/semantic_model.yml`` when that
 model's ``database`` is the database's name. With a model, the schema text is the database's DDL
 annotated with the model's descriptions, the semantic text is ``render_for_prompt(model)`` and the
-reference date is the model's. Without one, the schema text is introspected from the database
+reference date is the model's. Whatever the database's texts say, ``PromptContext.for_case`` states each
+case's own reference date (its gold set's, the instant its SQL's clock is pinned at). Without one, the schema text is introspected from the database
 (``semantic_model.introspect``: tables, columns, keys, comments, sampled values, within a token budget).
 Both are read from files, so the same inputs give the same prompt (and the same cache keys) on every
 run; the texts are memoized in the process by the identity (path, inode, size, mtime) of those files,

@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _json_string  # json.dumps' own string encoder (ensure_ascii=False)
 from pathlib import Path
 from string import Template
@@ -60,15 +60,18 @@ class PromptContext:
     databases: Mapping[str, DatabasePromptText]
 
     def for_case(self, case: Case) -> DatabasePromptText:
-        """The texts of ``case.database``; GenerationError when the context does not cover it."""
+        """The texts of ``case.database``, stating the case's reference date (the instant its SQL's clock
+        reads are evaluated at, ``sql.clock``); GenerationError when the context does not cover the database."""
         try:
-            return self.databases[case.database]
+            texts = self.databases[case.database]
         except KeyError:
             known = ", ".join(sorted(self.databases)) or "(none)"
             raise GenerationError(
                 f"case {case.id}: no prompt context for database {case.database!r} (context covers: {known}); "
                 "build the PromptContext over every database of the gold set"
             ) from None
+        reference = case.reference_instant.isoformat()
+        return texts if texts.reference_date == reference else replace(texts, reference_date=reference)
 
 
 def _placeholders(template: Template) -> set[str]:

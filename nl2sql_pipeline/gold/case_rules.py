@@ -7,6 +7,7 @@ listing every problem sorted by line.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -231,6 +232,8 @@ def validate_case_dict(
                 "quote it as a string: YAML turns unquoted dates into date objects",
             )
         )
+    if data.get("reference_date") is not None:
+        problems += _reference_date_problems(data["reference_date"], source, line)
     follow_up = data.get("follow_up_context")
     if follow_up is not None:
         problems += _check_follow_up(follow_up, source, line)
@@ -245,6 +248,35 @@ def validate_case_dict(
         )
     problems += _rejection_problems(data, source, line, missing)
     return problems
+
+
+def reference_date_problem(value: Any) -> str | None:
+    """Why ``value`` is not a reference date (``YYYY-MM-DD`` text or a YAML date), or None when it is one."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return None
+    if isinstance(value, str):
+        try:
+            datetime.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+        else:
+            if len(value.strip()) == len("YYYY-MM-DD"):
+                return None
+    return f"reference_date {value!r} is not a date"
+
+
+def _reference_date_problems(value: Any, source: str, line: int) -> list[str]:
+    why = reference_date_problem(value)
+    if why is None:
+        return []
+    return [
+        problem(
+            source,
+            line,
+            why,
+            "write the date the question's 'today' is, as YYYY-MM-DD (e.g. 2026-06-30), or remove the field",
+        )
+    ]
 
 
 def _rejection_problems(data: Mapping[str, Any], source: str, line: int, missing: Callable[[str], None]) -> list[str]:

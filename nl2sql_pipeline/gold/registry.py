@@ -7,7 +7,12 @@ gold_sets:
     description: ...
     databases:                              # optional: entries like data/databases.yml's, for this set
       shop: {file: dbs/shop.duckdb}         # relative to data/gold/
+    reference_date: 2026-06-30              # optional: the set's "today" (cases naming none get it)
 ```
+
+The reference date is what ``CURRENT_DATE``, ``now()`` and their kin read in the set's gold and candidate
+SQL (``sql.clock``). A case's own ``reference_date`` wins (an imported file writes it on every case), then
+the entry's, then ``cases.DEFAULT_REFERENCE_DATE`` (2026-06-30, the built-in sets' date).
 
 A case's ``database`` is a registered name (the set's inline entries first, then ``data/databases.yml``)
 or a path to a ``.duckdb`` file, relative to the gold file's folder; :func:`case_databases` is that resolver.
@@ -18,9 +23,10 @@ Keys are slugs (``[a-z0-9][a-z0-9._-]*``) because they become Dagster partition 
 
 from __future__ import annotations
 
+import datetime
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,9 @@ ENTRY_DECLARATIONS: dict[str, Field] = {
     "file": Field(str, required=True, fix="give the gold-set file, e.g. file: <name>.jsonl, relative to data/gold/"),
     "description": Field(str, default="", allow_empty=True, fix="quote it"),
     "databases": Field(dict, fix="write 'databases:' with name -> {file: x.duckdb, schemas: [...]} entries"),
+    "reference_date": Field(
+        datetime.date, fix="write the date the set's questions call today, e.g. reference_date: 2026-06-30"
+    ),
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -58,6 +67,8 @@ class GoldSetInfo:
     description: str = ""
     databases: dict[str, DatabaseEntry] = field(default_factory=dict)
     """The set's inline database entries (paths relative to the gold folder)."""
+    reference_date: datetime.date | None = None
+    """The set's reference date for cases that name none (None: ``cases.DEFAULT_REFERENCE_DATE``)."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -94,7 +105,13 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
     )
     if len(check.problems) > before:
         return None
-    return GoldSetInfo(key=key, path=path, description=values["description"] or "", databases=inline)
+    return GoldSetInfo(
+        key=key,
+        path=path,
+        description=values["description"] or "",
+        databases=inline,
+        reference_date=values["reference_date"],
+    )
 
 
 def list_gold_sets(data_dir: Path | None = None) -> dict[str, GoldSetInfo]:
@@ -137,9 +154,16 @@ def load_gold_set(key: str, data_dir: Path | None = None) -> list[Case]:
             f"gold set '{key}': file {info.path} does not exist "
             "(run `nl2sql-eval gold generate` or fix 'file:' in the registry)"
         )
-    cases = load_cases(info.path)
+    cases = with_reference_date(load_cases(info.path), info.reference_date)
     logger.info("gold set %s: %d cases from %s", key, len(cases), info.path)
     return cases
+
+
+def with_reference_date(cases: list[Case], reference: datetime.date | None) -> list[Case]:
+    """``cases`` with ``reference`` as the reference date of those that name none (unchanged when None)."""
+    if reference is None:
+        return cases
+    return [case if case.reference_date else replace(case, reference_date=reference.isoformat()) for case in cases]
 
 
 def case_databases(key: str, data_dir: Path | None = None) -> CaseDatabases:

@@ -13,6 +13,7 @@ from nl2sql_pipeline.execution import QueryResult, SandboxLimits, held_sandboxes
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.policy.model import PolicyDecision
 from nl2sql_pipeline.progress import STAGE_EXECUTE, ProgressTracker, tracking
+from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt
 
 logger = logging.getLogger(__name__)
@@ -130,7 +131,8 @@ def execute_attempt(
             policy_name=decision.policy_name,
             policy_reason=decision.reason,
         )
-    result = runner(gate.database_path(case.database), sql, limits)
+    # the clock reads the case's reference date, as the gold's did: a time-relative answer is judged at one instant
+    result = runner(gate.database_path(case.database), pin_clock(sql, case.reference_instant), limits)
     return replace(
         attempt,
         policy_allowed=True,

@@ -277,7 +277,7 @@ def _whole_results(
         if truncated:
             logger.warning("case %s: results over the row cap cannot be compared whole (%s)", case.id, exc)
         db_path = None
-    return WholeResults(db_path, tuple(case.expected_sql), limits)
+    return WholeResults(db_path, tuple(case.expected_sql), limits, case.reference_instant)
 
 
 def _sum_over(group: Sequence[Attempt], name: str) -> float | None:

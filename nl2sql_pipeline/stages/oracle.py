@@ -1,4 +1,5 @@
-"""The oracle stage: every expected SQL alternative of every query case, run once in the sandbox."""
+"""The oracle stage: every expected SQL alternative of every query case, run once in the sandbox with its
+clock pinned at the case's reference date (``sql.clock``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare.structure import ClauseItems, parse_clauses
 from nl2sql_pipeline.execution import SandboxLimits, held_sandboxes
 from nl2sql_pipeline.policy.gate import DatabaseResolver
+from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages.records import OracleRow
 
 logger = logging.getLogger(__name__)
@@ -32,7 +34,7 @@ def run_oracle(
                 continue
             db_path = resolve_database(case.database)
             for index, sql in enumerate(case.expected_sql):
-                result = run_query(db_path, sql, limits)
+                result = run_query(db_path, pin_clock(sql, case.reference_instant), limits)
                 if not result.ok:
                     logger.warning(
                         "oracle failed for %s[%d]: %s %s", case.id, index, result.error_class, result.error_message

@@ -4,32 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 from nl2sql_pipeline.compare import CompareConfig, Comparison, EngineSource, compare_query_results
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
+from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages.records import Attempt
 
 
 @dataclass(frozen=True)
 class WholeResults:
-    """Where a case's whole results can be recomputed for an in-engine comparison (results over the row cap)."""
+    """Where a case's whole results can be recomputed for an in-engine comparison (results over the row cap).
+
+    Every query it hands to the engine reads the clock at ``reference`` (the case's reference date).
+    """
 
     db_path: Path | None
     expected_sql: Sequence[str]
     limits: SandboxLimits | None = None
+    reference: date | None = None
 
     def source(self, alternative: int, candidate_sql: str | None) -> EngineSource | None:
         """The engine source comparing expected alternative ``alternative`` with ``candidate_sql``."""
         if candidate_sql is None or alternative >= len(self.expected_sql):
             return None
-        return EngineSource(self.db_path, self.expected_sql[alternative], candidate_sql, self.limits)
+        return EngineSource(
+            self.db_path,
+            pin_clock(self.expected_sql[alternative], self.reference),
+            pin_clock(candidate_sql, self.reference),
+            self.limits,
+        )
 
     def between(self, sql_a: str | None, sql_b: str | None) -> EngineSource | None:
         """The engine source comparing two candidates' queries (None without a database: no order check)."""
         if sql_a is None or sql_b is None or self.db_path is None:
             return None
-        return EngineSource(self.db_path, sql_a, sql_b, self.limits)
+        return EngineSource(
+            self.db_path, pin_clock(sql_a, self.reference), pin_clock(sql_b, self.reference), self.limits
+        )
 
 
 def best_comparison(

@@ -7,7 +7,8 @@ on every variant of it (Zhong et al., 2020), so a wrong query that returns the g
     fields = suite.verdict_fields(case, verdict, config)           # test_suite_correct / _variants / _reason
 
 Only a candidate already correct on the original database runs on the variants (a wrong one is wrong
-under both measures), through the same sandbox (``run_query``, or the killable worker with ``isolated``).
+under both measures), through the same sandbox (``run_query``, or the killable worker with ``isolated``),
+with the clock pinned at the case's reference date like every other run (``sql.clock``).
 A variant on which the gold itself fails (a division by a boundary value, say) is left out for that case.
 """
 
@@ -23,6 +24,7 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
+from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
@@ -75,7 +77,7 @@ def run_variant_oracle(
             continue
         for variant_index, path in enumerate(suite.paths):
             for alternative, sql in enumerate(case.expected_sql):
-                result = run_query(path, sql, limits)
+                result = run_query(path, pin_clock(sql, case.reference_instant), limits)
                 if not result.ok:
                     logger.info(
                         "gold of %s[%d] fails on variant %d (%s); that variant is left out for it",
@@ -147,8 +149,8 @@ def check_on_variants(
         if not variant.usable:
             continue
         checked += 1
-        result = runner(variant.path, sql, limits)
-        whole = WholeResults(variant.path, tuple(case.expected_sql), limits)
+        result = runner(variant.path, pin_clock(sql, case.reference_instant), limits)
+        whole = WholeResults(variant.path, tuple(case.expected_sql), limits, case.reference_instant)
         comparison = best_comparison(variant.oracle_results, result, config, whole, sql)
         if not comparison.match:
             return SuiteCheck(False, checked, f"variant {variant.index}: {comparison.reason}")

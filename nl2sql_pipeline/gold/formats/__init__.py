@@ -12,6 +12,7 @@ native gold file and an import report.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 
 from nl2sql_pipeline.dialect.convert import known_dialect
@@ -58,8 +59,10 @@ def import_benchmark(
     databases: Path | None = None,
     limits: SandboxLimits = SandboxLimits(),
     verify_with: str | None = None,
+    reference_date: date | None = None,
 ) -> ImportResult:
-    """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``).
+    """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``;
+    ``reference_date`` is the set's "today", default the import date).
 
     ``verify_with``: ``postgres`` (a throwaway cluster) or a ``postgresql://`` URL: Postgres gold is run
     there and must return what its conversion returns (``dialect.postgres_verify``).
@@ -84,7 +87,7 @@ def import_benchmark(
         )
     source = FORMATS[fmt](Path(src), folder)
     if verify_with is None:
-        return build_gold(source, Path(out), source_dialect, limits)
+        return build_gold(source, Path(out), source_dialect, limits, reference_date=reference_date)
     dialect = source_dialect or source.default_dialect
     if dialect != "postgres":
         raise CaseValidationError(
@@ -94,4 +97,4 @@ def import_benchmark(
             ]
         )
     with open_verifier(verify_with) as postgres:
-        return build_gold(source, Path(out), source_dialect, limits, postgres)
+        return build_gold(source, Path(out), source_dialect, limits, postgres, reference_date)

@@ -15,10 +15,13 @@
 4. A question without a difficulty (Spider's, defog's, a plain row without one) gets Spider's official
    hardness, easy / medium / hard / extra, computed from its first kept gold query in the source
    dialect (``hardness.spider_hardness``); the report says per query where the difficulty came from.
+5. Every case carries the set's reference date (``reference_date``, default the import date,
+   ``sql.clock.today()``): ``CURRENT_DATE``, ``now()`` and their kin in its gold and in candidates are
+   evaluated at that date, so the set answers the same on every later day.
 6. With a ``PostgresVerifier`` (``gold import --verify-with``) every database is also loaded into
    PostgreSQL, and a Postgres gold query must return there what its conversion returns in DuckDB
    (``dialect.postgres_verify``); without one a Postgres query is only checked to run.
-5. The cases are validated by the same rules as any gold file and written as JSONL.
+7. The cases are validated by the same rules as any gold file and written as JSONL.
 
 An output folder that cannot be created (a file in the way) raises ``BenchmarkImportError`` before
 anything is copied.
@@ -33,6 +36,7 @@ import re
 import shutil
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,7 @@ from nl2sql_pipeline.gold.formats.model import (
 from nl2sql_pipeline.gold.formats.team_files import infer_category, write_jsonl
 from nl2sql_pipeline.gold.raw_cases import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
+from nl2sql_pipeline.sql import clock
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +120,8 @@ class ImportResult:
     """What the reader imported without, and what is lost (also in the report)."""
     verified_with: str | None = None
     """The server the Postgres originals ran on (``PostgreSQL 15.8 (a throwaway cluster)``), if any."""
+    reference_date: date | None = None
+    """The set's reference date, written on every case (its clock reads are evaluated at it)."""
 
     @property
     def dropped(self) -> Counter[str]:
@@ -152,6 +159,8 @@ class ImportResult:
             )
         if self.verified_with:
             parts.append(f"results checked against {self.verified_with}")
+        if self.reference_date is not None:
+            parts.append(f"reference date {self.reference_date.isoformat()} (CURRENT_DATE, now(), ... read it)")
         return "; ".join(parts) + f"; report: {self.report_path}"
 
 
@@ -231,7 +240,7 @@ def _difficulty(question: SourceQuestion, checked: list[QueryReport], dialect: s
 
 
 def _case_record(
-    question: SourceQuestion, kept: list[str], relative: str, number: int, difficulty: str | None
+    question: SourceQuestion, kept: list[str], relative: str, number: int, difficulty: str | None, reference: date
 ) -> RawCase:
     data: dict[str, Any] = {
         "id": question.id,
@@ -246,6 +255,7 @@ def _case_record(
         data["difficulty"] = difficulty
     if question.hint:
         data["hint"] = question.hint
+    data["reference_date"] = reference.isoformat()
     return RawCase(line=number, data=data)
 
 
@@ -268,14 +278,18 @@ def build_gold(
     source_dialect: str | None = None,
     limits: SandboxLimits = SandboxLimits(),
     postgres: PostgresVerifier | None = None,
+    reference_date: date | None = None,
 ) -> ImportResult:
     """Copy the databases, convert and check the gold SQL, write ``out`` and its report (see module doc).
+
+    ``reference_date`` is the set's "today" (default: the import date).
 
     Raises ``CaseValidationError`` when the written cases would not validate, and
     ``sqlite_to_duckdb.SqliteCopyError`` when a database cannot be copied.
     """
     out = Path(out)
     dialect = source_dialect or source.default_dialect
+    reference = reference_date or clock.today()
     db_folder = _prepare_output(out)
     release_sandboxes()  # a re-import replaces database files this process may hold open
     used = sorted({q.db_id for q in source.questions})
@@ -327,7 +341,7 @@ def build_gold(
             difficulty, origin = _difficulty(question, checked, dialect)
             written = difficulty or Case.difficulty
             checked = [replace(r, difficulty=written, difficulty_source=origin) for r in checked]
-            records.append(_case_record(question, kept, relative, number, difficulty))
+            records.append(_case_record(question, kept, relative, number, difficulty, reference))
         queries += checked
         if not kept:
             logger.info("%s (%s): no gold query kept", question.id, question.location)
@@ -341,6 +355,7 @@ def build_gold(
         reports,
         list(source.warnings),
         postgres.description if postgres is not None else None,
+        reference,
     )
     for warning in result.warnings:
         logger.info("warning: %s", warning)  # the caller shows them (the CLI prints each on stderr)
@@ -388,6 +403,7 @@ def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -
         "source_dialect": dialect,
         "verified_with": result.verified_with,
         "gold_file": str(result.gold_path),
+        "reference_date": result.reference_date.isoformat() if result.reference_date else None,
         "summary": {
             "questions": result.questions,
             "cases_written": len(result.cases),

@@ -2,9 +2,10 @@
 
 Blocking problems: an expected SQL that fails or times out; gold that does not score 100% against itself;
 a query case that its own policy rejects; a probe that its policy lets through; and the blocking kinds of
-the gold triage (``gold_triage``): clock-dependent gold, a result that differs between thread counts (or
-from run to run), a LIMIT without ORDER BY that cuts rows. Warnings (reported, not blocking): the triage's
-``limit_ties``, ``empty_result`` and ``degenerate_result``.
+the gold triage (``gold_triage``): a result that differs between thread counts (or from run to run), a
+LIMIT without ORDER BY that cuts rows. Warnings (reported, not blocking): the triage's ``limit_ties``,
+``empty_result`` and ``degenerate_result``, and ``clock_dependent`` (every query runs with its clock pinned
+at the case's reference date, ``sql.clock``).
 
 Every expected SQL runs with the configured limits in this process, and once more with another thread
 count (``threads=1`` against N) in a worker process of its own (DuckDB allows one configuration per
@@ -22,15 +23,15 @@ from nl2sql_pipeline.compare import CompareConfig, compare_query_results
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import IsolatedRunner, SandboxLimits, run_query
 from nl2sql_pipeline.gold.quality.triage import (
-    CLOCK_DEPENDENT,
     TriageFlag,
-    clock_functions,
+    clock_flags,
     limit_flags,
     other_thread_count,
     result_flags,
     thread_flags,
 )
 from nl2sql_pipeline.policy.gate import DatabaseResolver, PolicyGate
+from nl2sql_pipeline.sql.clock import pin_clock
 
 logger = logging.getLogger(__name__)
 
@@ -85,20 +86,8 @@ def run_preflight(
             db_path = resolve_database(case.database)
             for index, sql in enumerate(case.expected_sql):
                 label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
-                clock = clock_functions(sql)
-                if clock:
-                    report.add(
-                        [
-                            TriageFlag(
-                                label,
-                                CLOCK_DEPENDENT,
-                                (
-                                    f"reads the clock ({', '.join(clock)}): the stored gold result goes stale as the date "
-                                    "changes (write the date as a literal, e.g. DATE '2026-06-30')"
-                                ),
-                            )
-                        ]
-                    )
+                report.add(clock_flags(label, sql, case.reference_instant))
+                sql = pin_clock(sql, case.reference_instant)  # every run below sees the case's pinned clock
                 first = run_query(db_path, sql, limits)
                 report.queries_run += 1
                 if not first.ok:

@@ -2,9 +2,10 @@
 
 The preflight (``preflight.run_preflight``) runs every expected SQL and asks here what is wrong with it:
 
-- ``clock_dependent`` (blocking): the query reads the clock (``CURRENT_DATE``, ``now()``, ``current_timestamp``,
-  ``today()``, ...; found in the sqlglot AST, never by a text search). The oracle result is stored once per
-  gold version and candidates run later, so the gold answer is stale as soon as the date changes.
+- ``clock_dependent`` (information, not blocking): the query reads the clock (``CURRENT_DATE``, ``now()``,
+  ``current_timestamp``, ``today()``, ...; found in the sqlglot AST, never by a text search). Every run pins
+  the clock at the case's reference date (``sql.clock``: gold, candidates and test-suite variants alike), so
+  the gold answer is deterministic; the finding says which date the question's "today" is.
 - ``thread_dependent`` (blocking): the result with ``threads=1`` differs from the result with several threads
   (e.g. ``string_agg``/``list``/``first`` without ORDER BY, floating sums in another order beyond tolerance);
   any other run-to-run difference is caught by the same comparison. A different choice of rows tied at the
@@ -31,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import date
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -43,6 +45,7 @@ from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.order import key_sequences, order_spec
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query
 from nl2sql_pipeline.sql import parse as sql_ast
+from nl2sql_pipeline.sql.clock import clock_reads
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +57,7 @@ LIMIT_TIES = "limit_ties"
 EMPTY_RESULT = "empty_result"
 DEGENERATE_RESULT = "degenerate_result"
 
-BLOCKING_KINDS = frozenset({CLOCK_DEPENDENT, THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER, SUBQUERY_LIMIT_TIE})
+BLOCKING_KINDS = frozenset({THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER, SUBQUERY_LIMIT_TIE})
 """Kinds that fail the preflight; the others are warnings."""
 KINDS = (
     CLOCK_DEPENDENT,
@@ -68,38 +71,6 @@ KINDS = (
 
 MANY_THREADS = 4
 """The thread count compared with ``threads=1`` when the configured limits use a single thread."""
-
-_CLOCK_EXPRESSIONS: tuple[type[exp.Expression], ...] = tuple(
-    getattr(exp, name)
-    for name in (
-        "CurrentDate",
-        "CurrentTime",
-        "CurrentTimestamp",
-        "CurrentDatetime",
-        "Localtime",
-        "Localtimestamp",
-        "CurrentTimestampLTZ",
-    )
-    if hasattr(exp, name)
-)
-_CLOCK_FUNCTIONS = frozenset(
-    {
-        "now",
-        "today",
-        "current_date",
-        "current_time",
-        "current_timestamp",
-        "current_localtime",
-        "current_localtimestamp",
-        "get_current_time",
-        "get_current_timestamp",
-        "localtime",
-        "localtimestamp",
-        "transaction_timestamp",
-        "statement_timestamp",
-    }
-)
-"""Clock functions sqlglot leaves as anonymous calls (lower case)."""
 
 Run = Callable[[str, SandboxLimits], QueryResult]
 """Runs one query in the sandbox (``execution.run_query`` bound to the case's database)."""
@@ -131,15 +102,27 @@ def clock_functions(sql: str) -> list[str]:
         tree = sql_ast.parse(sql)
     except sql_ast.SqlParseError:
         return []
-    found = []
-    for node in tree.walk():
-        if isinstance(node, _CLOCK_EXPRESSIONS) or (
-            isinstance(node, exp.Anonymous) and str(node.this).casefold() in _CLOCK_FUNCTIONS
-        ):
-            text = node.sql(dialect="duckdb")
-            if text not in found:
-                found.append(text)
+    found: list[str] = []
+    for node in clock_reads(tree):
+        text = node.sql(dialect="duckdb")
+        if text not in found:
+            found.append(text)
     return found
+
+
+def clock_flags(label: str, sql: str, reference: date) -> list[TriageFlag]:
+    """``clock_dependent`` (not blocking) when ``sql`` reads the clock: it is evaluated at ``reference``."""
+    clock = clock_functions(sql)
+    if not clock:
+        return []
+    return [
+        TriageFlag(
+            label,
+            CLOCK_DEPENDENT,
+            f"reads the clock ({', '.join(clock)}): evaluated at the reference date {reference.isoformat()} "
+            "(gold and candidates alike), so its answer does not change with the real date",
+        )
+    ]
 
 
 def result_flags(label: str, result: QueryResult) -> list[TriageFlag]:
