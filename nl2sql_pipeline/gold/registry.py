@@ -7,6 +7,7 @@ gold_sets:
     description: ...
     databases:                              # optional: entries like data/databases.yml's, for this set
       shop: {file: dbs/shop.duckdb}         # relative to data/gold/
+    strict_gold: false                      # optional: true makes a quarantined case stop every run (exit 4)
 ```
 
 A case's ``database`` is a registered name (the set's inline entries first, then ``data/databases.yml``)
@@ -45,6 +46,7 @@ ENTRY_DECLARATIONS: dict[str, Field] = {
     "file": Field(str, required=True, fix="give the gold-set file, e.g. file: <name>.jsonl, relative to data/gold/"),
     "description": Field(str, default="", allow_empty=True, fix="quote it"),
     "databases": Field(dict, fix="write 'databases:' with name -> {file: x.duckdb, schemas: [...]} entries"),
+    "strict_gold": Field(bool, default=False, fix="write strict_gold: true or strict_gold: false"),
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -58,6 +60,8 @@ class GoldSetInfo:
     description: str = ""
     databases: dict[str, DatabaseEntry] = field(default_factory=dict)
     """The set's inline database entries (paths relative to the gold folder)."""
+    strict_gold: bool = False
+    """A case the gold preflight quarantines stops every run on this set, as ``run --strict-gold`` does."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -94,7 +98,13 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
     )
     if len(check.problems) > before:
         return None
-    return GoldSetInfo(key=key, path=path, description=values["description"] or "", databases=inline)
+    return GoldSetInfo(
+        key=key,
+        path=path,
+        description=values["description"] or "",
+        databases=inline,
+        strict_gold=bool(values["strict_gold"]),
+    )
 
 
 def list_gold_sets(data_dir: Path | None = None) -> dict[str, GoldSetInfo]:

@@ -91,6 +91,22 @@ def _suite_disagreements(report: RunReport) -> str:
     )
 
 
+def _quarantine(report: RunReport) -> str:
+    """The cases the gold preflight quarantined (left out of every rate), with kind and reason."""
+    if not report.quarantined:
+        return ""
+    body = "".join(
+        f"<tr><td>{escape(f.get('label') or f.get('case_id') or '')}</td><td>{escape(f.get('kind') or '')}</td>"
+        f"<td>{escape(f.get('reason') or '')}</td></tr>"
+        for f in report.quarantined
+    )
+    count = len({f.get("case_id") for f in report.quarantined})
+    return (
+        f'<h3>quarantined by the gold preflight: {count} cases, left out of every rate</h3><table class="quarantine">'
+        f"<tr><th>case</th><th>kind</th><th>reason</th></tr>{body}</table>"
+    )
+
+
 def _breakdowns(report: RunReport) -> str:
     parts = []
     for dimension, rows in report.breakdowns.items():
@@ -271,6 +287,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts += [f'<div class="warn">WARNING: {escape(w)}</div>' for w in report.warnings]
         parts.append(_headline(report))
         parts.append(_suite_disagreements(report))
+        parts.append(_quarantine(report))
         if report.causes:
             parts.append(
                 "<p><b>not correct, by cause:</b> " + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>"
