@@ -1,6 +1,6 @@
 """The self-contained HTML report of one or more runs, and of a comparison: inline CSS and SVG, no script, no network.
 
-Sections: warnings, headline metrics with intervals, the charts (accuracy by category with Wilson intervals,
+Sections: warnings, headline metrics with intervals, the cases the gold preflight quarantined, the charts (accuracy by category with Wilson intervals,
 latency distribution, cost against accuracy across the runs, outcome causes), the breakdowns, and the
 per-case table (question, generated vs expected SQL, the first rows of the expected and generated results, verdict,
 reason, and the diff of a case that is not correct: diagnosis, missing and extra rows, the clauses that differ).
