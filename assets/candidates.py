@@ -9,6 +9,7 @@ from assets.automation import CODE_VERSIONS, FOLLOW_MODEL, NEW_EVALUATION
 from assets.guards import refuse_if_partition_busy
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
+from assets.quarantine import gold_quarantine, scored_cases
 from nl2sql_pipeline.generation.registry import get_model
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.progress import STAGE_EXECUTE, STAGE_GENERATE
@@ -46,15 +47,23 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
     refuse_if_partition_busy(context)  # one evaluation of a gold x model partition at a time
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
-    pool = provider_pool(get_model(model))
+    quarantine = gold_quarantine(gold, cases)
+    scored = scored_cases(cases, quarantine)
+    spec = get_model(model)
+    pool = provider_pool(spec)
+    # a quarantined case is not generated (never paid for); a replay file is read whole (it answers every case)
     with hold_pool_slot(context, pool, pool_limits()) if pool is not None else nullcontext():
         records, summary = generate_for_gold_set(
-            cases,
+            cases if spec.is_replay else scored,
             model,
             samples=config.samples,
             resolve_database=case_databases(gold),
             progress=logged_progress(context, STAGE_GENERATE, model),
         )
+    if len(scored) < len(cases):
+        kept = {case.id for case in scored}
+        records = [record for record in records if record.case_id in kept]
+        context.log.warning("%s: %d quarantined cases left out", gold, len(cases) - len(scored))
     context.log.info("generated %s: %s", model, summary)
     return dg.Output(candidates_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
 
@@ -79,7 +88,9 @@ def candidate_results(
     from nl2sql_pipeline.stages.records import attempts_from_candidates
 
     cases = cases_from_frame(gold_set)
-    attempts = attempts_from_candidates(candidates_from_frame(candidate_sql))
+    cases = scored_cases(cases, gold_quarantine(gold_and_model(context)[0], cases))
+    kept = {case.id for case in cases}
+    attempts = [a for a in attempts_from_candidates(candidates_from_frame(candidate_sql)) if a.case_id in kept]
     gate = PolicyGate(case_databases(gold_and_model(context)[0]), eval_settings.policy)
     executed = execute_attempts(
         cases,

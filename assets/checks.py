@@ -1,11 +1,16 @@
-"""Asset checks: the blocking gold preflight per gold version, and one check per gate on run scores.
+"""Asset checks: the gold preflight per gold version, and one check per gate on run scores.
 
 ``gold_preflight`` (on ``gold_set``, blocking): every expected SQL runs, alike at two thread counts; gold
-scores 100% against itself; policies hold; the gold triage flags thread-dependent and arbitrary-LIMIT gold
-(blocking) and ties under LIMIT, empty and degenerate results, clock reads (pinned at the reference date) (warnings)
-(``nl2sql_pipeline.gold.quality.preflight``, ``nl2sql_pipeline.gold.quality.triage``). Its metadata lists the problems, the
-warnings (``flags``) and every triage finding as JSON (``triage``: label, kind, blocking, reason). When it
-fails, nothing downstream of the gold version runs.
+scores 100% against itself; policies hold; the gold triage flags thread-dependent and arbitrary-LIMIT
+gold and ties under LIMIT, empty and degenerate results, clock reads (pinned at the reference date) (warnings)
+(``nl2sql_pipeline.gold.quality.preflight``, ``nl2sql_pipeline.gold.quality.triage``). A blocking finding about
+one case quarantines that case: the check records the quarantine of the gold version
+(``nl2sql_pipeline.storage.quarantine``; the per-model assets leave those cases out) and passes, with the
+quarantined cases in its metadata (``quarantined``, ``quarantine``: case id, label, kind, reason) and WARN
+severity. It fails (ERROR; nothing downstream of the gold version runs) on a problem that is about no one case,
+or under strict gold (``eval_settings.strict_gold``, ``run --strict-gold``, or ``strict_gold: true`` in the
+gold-set registry) on any quarantined case. Its metadata also lists the warnings (``flags``) and every triage
+finding as JSON (``triage``: label, kind, blocking, reason).
 
 The gate checks on ``run_scores`` (per gold x model partition)
 
@@ -23,10 +28,12 @@ import pandas as pd
 
 from assets.partitions import gold_model_partitions, gold_sets_partitions
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold.quality.preflight import run_preflight
-from nl2sql_pipeline.gold.registry import case_databases
+from nl2sql_pipeline.gold.registry import case_databases, gold_set_info
 from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame
 from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run, skipped_share
+from nl2sql_pipeline.storage.quarantine import write_quarantine
 from resources.settings import EvalSettings
 
 # Partitioned asset checks are a preview feature of Dagster 1.13: they are what ties a check to its partition.
@@ -74,27 +81,41 @@ SKIPPED_SHARE_CHECK = "skipped_share"
     blocking=True,
     partitions_def=gold_sets_partitions,
     description="Every expected SQL runs, alike at two thread counts; gold scores 100% against itself; policies "
-    "hold; no thread-dependent gold or arbitrary LIMIT (ties under LIMIT, empty and degenerate results and clock "
-    "reads, pinned at the reference date, warn).",
+    "hold. A case with a blocking finding (failing or thread-dependent gold, an arbitrary LIMIT, ...) is "
+    "quarantined: left out of every run and listed here (fails only under strict gold); ties under LIMIT, "
+    "empty and degenerate results and clock reads (pinned at the reference date) warn.",
 )
 def gold_preflight(
     context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, gold_set: pd.DataFrame
 ) -> dg.AssetCheckResult:
+    gold = context.partition_key
     cases = cases_from_frame(gold_set)
-    report = run_preflight(
-        cases, case_databases(context.partition_key), eval_settings.limits(), eval_settings.compare_config()
+    report = run_preflight(cases, case_databases(gold), eval_settings.limits(), eval_settings.compare_config())
+    strict = eval_settings.strict_gold or gold_set_info(gold).strict_gold
+    quarantine = [finding.to_dict() for finding in report.quarantine]
+    write_quarantine(gold, gold_fingerprint(cases), quarantine)
+    blocking = report.blocking_lines(strict)
+    quarantined = report.quarantined
+    description = (
+        f"{len(report.problems)} problems, {len(quarantined)} cases quarantined"
+        + (" (strict gold: a quarantined case fails the gold set)" if strict and quarantined else "")
+        + f", {len(report.flags)} warnings"
     )
     return dg.AssetCheckResult(
-        passed=report.passed,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=f"{len(report.problems)} problems, {len(report.flags)} warnings",
+        passed=not blocking,
+        severity=dg.AssetCheckSeverity.ERROR if blocking or not quarantined else dg.AssetCheckSeverity.WARN,
+        description=description,
         metadata={
             "queries_run": report.queries_run,
-            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in report.problems) or "none"),
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in blocking) or "none"),
+            "quarantined": dg.MetadataValue.md("\n".join(f"- {f.line()}" for f in report.quarantine) or "none"),
+            "quarantine": dg.MetadataValue.json(quarantine),
             "flags": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.flags) or "none"),
             "triage": dg.MetadataValue.json([flag.to_dict() for flag in report.triage]),
-            "problem_count": len(report.problems),
+            "problem_count": len(blocking),
+            "quarantined_count": len(quarantined),
             "flag_count": len(report.flags),
+            "strict_gold": strict,
         },
     )
 

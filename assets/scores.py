@@ -7,6 +7,7 @@ import pandas as pd
 
 from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_and_model, gold_model_partitions
+from assets.quarantine import gold_quarantine
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
 from nl2sql_pipeline.results.frames import (
@@ -17,6 +18,7 @@ from nl2sql_pipeline.results.frames import (
 )
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
 from nl2sql_pipeline.scoring.run_scores import score_run
+from nl2sql_pipeline.storage.quarantine import quarantined_ids
 from resources.settings import EvalSettings
 
 
@@ -34,9 +36,12 @@ def run_scores(
     gold, model = gold_and_model(context)
     cases = cases_from_frame(gold_set)
     model_hash = model_config_hash_of(case_verdicts) or "unknown"
-    versions = run_versions(model_hash, cases, eval_settings.policy, case_databases(gold))
+    quarantine = gold_quarantine(gold, cases)
+    versions = run_versions(
+        model_hash, cases, eval_settings.policy, case_databases(gold), quarantined=quarantined_ids(quarantine)
+    )
     verdicts = verdicts_from_frame(case_verdicts)
-    scores = score_run(verdicts)
+    scores = score_run(verdicts, quarantine)
     frame = run_scores_to_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
     for warning in scores.warnings:
         context.log.warning("%s/%s: %s", gold, model, warning)
@@ -52,15 +57,22 @@ def run_scores(
         "pass_rate": scores["pass_rate"],
         "sql_execution_success_rate": scores["sql_execution_success_rate"],
         "skipped_count": scores["skipped_count"],
+        "quarantined_count": scores["quarantined_count"],
         **{name: getattr(versions, name) for name in VERSION_FIELDS},
     }
     if scores.warnings:
         metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in scores.warnings))
-    metadata.update(_report_metadata(context, gold, model, cases, verdicts, scores.warnings))
+    if quarantine:
+        metadata["quarantined"] = dg.MetadataValue.md(
+            "\n".join(f"- {f['label']}: [{f['kind']}] {f['reason']}" for f in quarantine)
+        )
+    metadata.update(_report_metadata(context, gold, model, cases, verdicts, scores.warnings, quarantine))
     return dg.Output(frame, metadata={k: v for k, v in metadata.items() if v is not None})
 
 
-def _report_metadata(context: dg.AssetExecutionContext, gold: str, model: str, cases, verdicts, warnings) -> dict:
+def _report_metadata(
+    context: dg.AssetExecutionContext, gold: str, model: str, cases, verdicts, warnings, quarantine=()
+) -> dict:
     """The run's HTML report (written under the storage root, its own file per run) and its Markdown summary."""
     from nl2sql_pipeline.report.html import run_html, run_report_path, write_html
     from nl2sql_pipeline.report.markdown import markdown_summary
@@ -68,7 +80,12 @@ def _report_metadata(context: dg.AssetExecutionContext, gold: str, model: str, c
     from nl2sql_pipeline.report.tables import build_run_report
 
     report = build_run_report(
-        verdicts, model=model, gold_set=gold, warnings=warnings, samples=load_result_samples(gold, model, verdicts)
+        verdicts,
+        model=model,
+        gold_set=gold,
+        warnings=warnings,
+        samples=load_result_samples(gold, model, verdicts),
+        quarantined=quarantine,
     )
     path = write_html(run_html([report], {c.id: c for c in cases}), run_report_path(gold, model, context.run_id))
     return {

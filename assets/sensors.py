@@ -58,9 +58,11 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
     against today's by the model's ``rerun`` policy (``nl2sql_pipeline.runs.staleness``): the same
     identity rule the gates use to pick a baseline.
     """
+    from nl2sql_pipeline.cases import gold_fingerprint
     from nl2sql_pipeline.generation.registry import load_registry
     from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
     from nl2sql_pipeline.runs import RunVersions, run_versions, stale_reason
+    from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 
     registry = load_registry()
     golds = instance.get_dynamic_partitions(GOLD_SETS_PARTITIONS)
@@ -80,7 +82,8 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
             recorded = {k: v.value for k, v in materialization.metadata.items()}
             if spec.rerun == "always":
                 cases = cases if cases is not None else load_gold_set(gold)
-                current = run_versions(spec.config_hash, cases, None, case_databases(gold))
+                quarantine = read_quarantine(gold, gold_fingerprint(cases))  # None: not prepared at this version
+                current = run_versions(spec.config_hash, cases, None, case_databases(gold), quarantined_ids(quarantine))
             else:  # only the model's config hash matters: the other fields are taken as recorded
                 current = RunVersions.from_mapping({**recorded, "model_config_hash": spec.config_hash})
             reason = stale_reason(spec.rerun, recorded, current)

@@ -7,6 +7,7 @@ from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.metadata import verdicts_table
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
+from assets.quarantine import gold_quarantine, scored_cases
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.progress import STAGE_JUDGE
@@ -49,9 +50,11 @@ def case_verdicts(
             "and oracle_results first (its preflight must pass)."
         )
     suite = _variant_suite(gold, fingerprint, database_variants, eval_settings)
-    attempts = attempts_from_frame(candidate_results)
+    scored = scored_cases(cases, gold_quarantine(gold, cases))  # quarantined cases get no verdict
+    kept = {case.id for case in scored}
+    attempts = [a for a in attempts_from_frame(candidate_results) if a.case_id in kept]
     verdicts = judge(
-        cases,
+        scored,
         oracle_rows_from_frame(oracle_results),
         attempts,
         eval_settings.compare_config(),

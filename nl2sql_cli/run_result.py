@@ -19,6 +19,9 @@ class EvaluationOutcome:
     failures: list[str] = field(default_factory=list)
     preflight_problems: list[str] = field(default_factory=list)
     preflight_triage: list[dict] = field(default_factory=list)  # gold triage findings (label, kind, blocking, reason)
+    quarantine: list[dict] = field(
+        default_factory=list
+    )  # findings that quarantined a case (case_id, label, kind, reason)
     checks: dict[str, dict[str, bool]] = field(default_factory=dict)  # model -> asset check name -> passed
     check_messages: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> check -> description
     reaped_runs: list[str] = field(default_factory=list)  # runs of dead processes marked failed at start
@@ -33,30 +36,41 @@ def stored_outcome(
     repeat: int = 1,
     policy: str | None = None,
     test_suite_variants: int | None = None,
+    strict_gold: bool = False,
 ) -> EvaluationOutcome | None:
     """The outcome of a run that would change nothing, from the stored scores alone (no Dagster), else None.
 
-    It holds when the gold version is prepared at its current fingerprint and every model's latest fully
-    evaluated run is current (``nl2sql_pipeline.runs.reuse``). Anything unusual (an unknown name, a bad
-    file) returns None: the full run reports it properly.
+    It holds when the gold version is prepared at its current fingerprint (with its quarantine recorded, and
+    nothing quarantined under strict gold) and every model's latest fully evaluated run is current
+    (``nl2sql_pipeline.runs.reuse``; the quarantine is part of the gold fingerprint). Anything unusual (an
+    unknown name, a bad file) returns None: the full run reports it properly.
     """
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import list_gold_sets
+    from nl2sql_pipeline.runs.identity import with_quarantine
     from nl2sql_pipeline.runs.reuse import reusable_run
     from nl2sql_pipeline.runs.versions_memo import gold_versions, model_versions
     from nl2sql_pipeline.storage.prepared import is_prepared, prepared_triage
+    from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 
     try:
-        if gold_set not in list_gold_sets():
+        sets = list_gold_sets()
+        if gold_set not in sets:
             return None
         specs = {slug: get_model(slug) for slug in models}
         base = gold_versions(gold_set, policy)
         if not is_prepared(gold_set, base.gold_fingerprint):
             return None
+        quarantine = read_quarantine(gold_set, base.gold_fingerprint)
+        if quarantine is None or (quarantine and (strict_gold or sets[gold_set].strict_gold)):
+            return None  # not prepared by this preflight, or strict gold: the full run reports it
         outcome = EvaluationOutcome(
-            gold_prepared=True, preflight_triage=prepared_triage(gold_set, base.gold_fingerprint)
+            gold_prepared=True,
+            preflight_triage=prepared_triage(gold_set, base.gold_fingerprint),
+            quarantine=quarantine,
         )
+        base = with_quarantine(base, quarantined_ids(quarantine))
         db_path = paths.baselines_db_path()
         for slug, spec in specs.items():
             stored = reusable_run(

@@ -2,7 +2,8 @@
 
 One Dagster run cannot mix partition definitions, so a run goes in three steps against the same
 persistent instance: the sample database, the gold-set assets of the gold version (the blocking preflight
-decides whether anything downstream runs), then the per-model assets of each model.
+decides whether anything downstream runs, and which cases it quarantines), then the per-model assets of each
+model (without the quarantined cases).
 
 Integrity under parallel runs: runs of dead processes are marked failed first; each model's
 materialization holds the partition's lock (``nl2sql_pipeline.runs.locks``: another ``nl2sql-eval run``
@@ -36,6 +37,7 @@ from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
 from nl2sql_pipeline.runs.reuse import reusable_run
 from nl2sql_pipeline.storage.prepared import gold_ready, mark_prepared, prepared_triage, variants_ready
+from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 from resources.build import build_resources
 from resources.instance import ensure_instance_home
 from resources.pools import sync_pool_limits
@@ -99,6 +101,7 @@ def evaluate(
     on_wait=None,
     force: bool = False,
     test_suite_variants: int = 3,
+    strict_gold: bool = False,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
@@ -112,14 +115,18 @@ def evaluate(
     (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
     ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
     built once per gold version (``database_variants``) and reused by every model.
+    Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
+    under ``strict_gold`` (or ``strict_gold: true`` in the gold-set registry) a quarantined case fails the
+    gold stage instead and no model is evaluated.
     """
     from nl2sql_pipeline.generation.readiness import model_readiness
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
 
-    if gold_set not in list_gold_sets():
+    registered = list_gold_sets()
+    if gold_set not in registered:
         raise ConfigError(
-            f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(list_gold_sets()))} (data/gold/gold_sets.yml)"
+            f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(registered))} (data/gold/gold_sets.yml)"
         )
     specs = {slug: get_model(slug) for slug in models}  # raises ConfigError for unknown slugs
     if policy is not None:
@@ -135,17 +142,21 @@ def evaluate(
     # create the default row, and on PostgreSQL the loser's step fails (a unique-key violation)
     sync_pool_limits(instance)
     limits = thresholds or GateThresholds()
+    strict = strict_gold or registered[gold_set].strict_gold
 
     cases = load_gold_set(gold_set)
     fingerprint = gold_fingerprint(cases)
     try:
         with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
             if not gold_ready(gold_set, fingerprint):
-                if not _prepare_gold(instance, gold_set, fingerprint, outcome, test_suite_variants):
+                if not _prepare_gold(instance, gold_set, fingerprint, outcome, test_suite_variants, strict):
                     return outcome
             else:
                 outcome.gold_prepared = True
                 outcome.preflight_triage = prepared_triage(gold_set, fingerprint)
+                outcome.quarantine = read_quarantine(gold_set, fingerprint) or []
+            if not _quarantine_allows(gold_set, cases, outcome, strict):
+                return outcome
             if not variants_ready(gold_set, fingerprint, test_suite_variants):
                 if not _prepare_variants(instance, gold_set, outcome, test_suite_variants):
                     return outcome
@@ -154,7 +165,8 @@ def evaluate(
         return outcome
 
     db_path = paths.baselines_db_path()
-    base_versions = None if force else run_versions("", cases, policy, case_databases(gold_set))
+    quarantined = quarantined_ids(outcome.quarantine)
+    base_versions = None if force else run_versions("", cases, policy, case_databases(gold_set), quarantined)
     for slug, spec in specs.items():
         if base_versions is not None:
             versions = replace(base_versions, model_config_hash=spec.config_hash)
@@ -216,6 +228,30 @@ def evaluate(
     return outcome
 
 
+def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:
+    """Whether models may run with the gold version's quarantine: not under strict gold when a case is
+    quarantined (a prepared gold version is held to it too), not when every case is (nothing to evaluate)."""
+    if not outcome.quarantine:
+        return True
+    lines = [f"{f['label']}: [{f['kind']}] {f['reason']}" for f in outcome.quarantine]
+    count = len(quarantined_ids(outcome.quarantine))
+    if strict:
+        if not outcome.preflight_problems:
+            outcome.preflight_problems.append("\n".join(f"- {line}" for line in lines))
+        outcome.failures.append(
+            f"gold preflight of {gold_set} failed under strict gold: {count} cases quarantined; no model was "
+            "evaluated (without --strict-gold they are left out and the rest is evaluated)"
+        )
+        return False
+    if count >= len(cases):
+        outcome.failures.append(
+            f"every case of {gold_set} is quarantined by the gold preflight ({count}); nothing to evaluate "
+            "(fix the gold: `nl2sql-eval gold validate` lists the findings)"
+        )
+        return False
+    return True
+
+
 def _prepare_variants(instance: dg.DagsterInstance, gold_set: str, outcome: EvaluationOutcome, count: int) -> bool:
     """Materialize ``database_variants`` of the gold version with ``count`` variants per database."""
     started = time.perf_counter()
@@ -235,8 +271,10 @@ def _prepare_gold(
     fingerprint: str,
     outcome: EvaluationOutcome,
     test_suite_variants: int = 3,
+    strict_gold: bool = False,
 ) -> bool:
-    """Materialize the sample database, then the gold set (blocking preflight) and its oracle; mark it prepared."""
+    """Materialize the sample database, then the gold set (blocking preflight, which records the quarantine) and
+    its oracle; mark it prepared."""
     started = time.perf_counter()
     result = _materialize([sample_database.key], instance)
     outcome.stage_seconds["sample_database"] = time.perf_counter() - started
@@ -249,7 +287,7 @@ def _prepare_gold(
         [a.key for a in GOLD_ASSETS],
         instance,
         partition_key=gold_set,
-        settings={"test_suite_variants": test_suite_variants},
+        settings={"test_suite_variants": test_suite_variants, "strict_gold": strict_gold},
     )
     outcome.stage_seconds["gold_and_oracle"] = time.perf_counter() - started
     for evaluation in result.get_asset_check_evaluations():
@@ -257,6 +295,10 @@ def _prepare_gold(
             continue
         triage = evaluation.metadata.get("triage")
         outcome.preflight_triage = list(triage.value) if triage is not None and isinstance(triage.value, list) else []
+        quarantine = evaluation.metadata.get("quarantine")
+        outcome.quarantine = (
+            list(quarantine.value) if quarantine is not None and isinstance(quarantine.value, list) else []
+        )
         if not evaluation.passed:
             problems = evaluation.metadata.get("problems")
             outcome.preflight_problems.append(str(problems.value if problems else "preflight failed"))

@@ -22,6 +22,7 @@ class EvalSettings(dg.ConfigurableResource):
     isolated: bool = False  # run candidates in a worker process killed at timeout (interrupt-proof backstop)
     test_suite_variants: int = 3  # database variants per case for test-suite accuracy (0: off)
     test_suite_seed: int = 0  # the seed the variants are drawn from
+    strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml.
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)
     min_execution_success: float | None = None  # floor of sql_execution_success_rate (probe-only runs exempt)

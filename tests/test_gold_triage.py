@@ -138,17 +138,20 @@ def test_flags_say_why_and_block_by_kind(scores_db):
         database=str(scores_db),
         expected_sql=(
             "SELECT name, score FROM scores ORDER BY score DESC LIMIT 2",
-            "SELECT count(*) AS n FROM events WHERE day <= current_date",
+            "SELECT name FROM scores LIMIT 2",
         ),
     )
     report = run_preflight([case], lambda _name: scores_db, check_policy=False)
-    assert report.passed  # a clock read is pinned at the reference date: informational, not blocking
-    ties, clock = report.triage
+    # a blocking kind quarantines its case (any of its alternatives); it blocks only under strict gold
+    assert report.passed and not report.passed_under(strict=True)
+    ties, cut = report.triage
     assert (ties.label, ties.kind, ties.blocking) == ("t[0]", LIMIT_TIES, False)
     assert "rows 2 and 3 tie on every sort key (ORDER BY score DESC)" in ties.reason
-    assert (clock.label, clock.kind, clock.blocking) == ("t[1]", CLOCK_DEPENDENT, False)
-    assert "CURRENT_DATE" in clock.reason and "reference date 2026-06-30" in clock.reason
-    assert report.flags == [ties.line(), clock.line()] and report.problems == []
+    assert (cut.label, cut.kind, cut.blocking) == ("t[1]", LIMIT_WITHOUT_ORDER, True)
+    assert "LIMIT 2 without ORDER BY keeps 2 of more rows" in cut.reason
+    assert report.flags == [ties.line()] and report.problems == []
+    assert report.quarantined == ["t"] and [f.line() for f in report.quarantine] == [cut.line()]
+    assert report.blocking_lines(strict=True) == [cut.line()] and report.blocking_lines(strict=False) == []
     assert BLOCKING_KINDS == {THREAD_DEPENDENT, LIMIT_WITHOUT_ORDER, SUBQUERY_LIMIT_TIE}
 
 
@@ -168,6 +171,7 @@ def test_the_preflight_runs_clock_reading_gold_at_the_case_reference_date(scores
     report = run_preflight([early], lambda _name: scores_db, check_policy=False)
     assert [flag.kind for flag in report.triage] == [CLOCK_DEPENDENT]  # not empty_result: one row counted
     assert "reference date 2026-06-15" in report.triage[0].reason
+    assert report.passed_under(strict=True)  # pinned at the reference date: never quarantined
 
 
 def _rows(*names: str) -> QueryResult:
@@ -277,29 +281,34 @@ def test_gold_validate_warns_and_fails_by_kind(scores_db, tmp_path, capsys, isol
         scores_db,
         {"clock-1": "SELECT count(*) AS n FROM events WHERE day <= now()", "ok-1": "SELECT count(*) AS n FROM scores"},
     )
-    assert cli.main(["gold", "validate", str(clock)]) == 0  # pinned at the reference date: a note, not a problem
+    assert cli.main(["gold", "validate", str(clock), "--strict-gold"]) == 0  # pinned: a note, never quarantined
     assert "warning: case clock-1: [clock_dependent] reads the clock (NOW())" in capsys.readouterr().err
 
     blocking = _gold_file(
         tmp_path,
         scores_db,
-        {"arbitrary-1": "SELECT name FROM scores LIMIT 2", "ok-1": "SELECT count(*) AS n FROM scores"},
+        {"cut-1": "SELECT name FROM scores LIMIT 2", "ok-1": "SELECT count(*) AS n FROM scores"},
     )
-    assert cli.main(["gold", "validate", str(blocking)]) == 2
-    assert "case arbitrary-1: [limit_without_order]" in capsys.readouterr().err
+    # a blocking kind quarantines the case: listed, and the file is valid (a run leaves the case out)
+    assert cli.main(["gold", "validate", str(blocking)]) == 0
+    captured = capsys.readouterr()
+    assert "quarantined: case cut-1: [limit_without_order] LIMIT 2 without ORDER BY" in captured.err
+    assert "ok: 2 cases" in captured.out and "1 quarantined" in captured.out
+    # under --strict-gold it is a problem, as a strict run would stop on it
+    assert cli.main(["gold", "validate", str(blocking), "--strict-gold"]) == 2
+    assert "cut-1: [limit_without_order]" in capsys.readouterr().err
 
-    assert cli.main(["gold", "validate", str(blocking), "--json"]) == 2
+    assert cli.main(["gold", "validate", str(blocking), "--json", "--strict-gold"]) == 2
     report = json.loads(capsys.readouterr().out)
-    assert report["ok"] is False and report["exit_code"] == 2
+    assert report["ok"] is False and report["exit_code"] == 2 and report["strict_gold"] is True
     assert report["flags"] == [
-        {
-            "label": "arbitrary-1",
-            "kind": "limit_without_order",
-            "blocking": True,
-            "reason": report["flags"][0]["reason"],
-        }
+        {"label": "cut-1", "kind": "limit_without_order", "blocking": True, "reason": report["flags"][0]["reason"]}
     ]
     assert any("[limit_without_order]" in p for p in report["problems"])
+    assert cli.main(["gold", "validate", str(blocking), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True and report["problems"] == [] and report["quarantined_count"] == 1
+    assert [(f["case_id"], f["kind"]) for f in report["quarantined"]] == [("cut-1", "limit_without_order")]
 
 
 def _register(data: Path, key: str, sqls: dict[str, str]) -> None:
@@ -316,7 +325,7 @@ def _preflight_metadata(gold_set: str) -> dict:
 
 @pytest.mark.integration
 @pytest.mark.e2e
-def test_run_reports_warnings_and_blocks_on_blocking_kinds(data_copy, capsys):
+def test_run_reports_warnings_and_quarantines_blocking_kinds(data_copy, capsys):
     _register(
         data_copy,
         "warn-v1",
@@ -340,17 +349,18 @@ def test_run_reports_warnings_and_blocks_on_blocking_kinds(data_copy, capsys):
 
     _register(
         data_copy,
-        "clock-v1",
+        "cut-v1",
         {
-            "clock-1": "SELECT COUNT(*) AS n FROM anime WHERE season_year <= year(CURRENT_DATE)",
-            "arbitrary-1": "SELECT title FROM anime LIMIT 2",
+            "cut-1": "SELECT title FROM anime LIMIT 3",
+            "ok-1": "SELECT COUNT(*) AS n FROM anime",
         },
     )
-    assert cli.main(["run", "--gold-set", "clock-v1", "--model", "gold-echo"]) == 4
+    # a blocking kind quarantines its case: the rest is evaluated; under --strict-gold the run stops
+    assert cli.main(["run", "--gold-set", "cut-v1", "--model", "gold-echo", "--strict-gold"]) == 4
     err = capsys.readouterr().err
-    assert "PREFLIGHT FAILED" in err and "arbitrary-1: [limit_without_order]" in err
-    metadata = _preflight_metadata("clock-v1")
-    kinds = {f["kind"]: f["blocking"] for f in metadata["triage"]}
-    assert kinds == {"clock_dependent": False, "limit_without_order": True}  # the clock read only informs
-    assert "arbitrary-1: [limit_without_order]" in metadata["problems"]
-    assert "clock-1" not in metadata["problems"]
+    assert "PREFLIGHT FAILED" in err and "cut-1: [limit_without_order]" in err
+    metadata = _preflight_metadata("cut-v1")
+    assert metadata["triage"][0]["kind"] == "limit_without_order" and metadata["triage"][0]["blocking"] is True
+    assert "cut-1: [limit_without_order]" in metadata["problems"] and metadata["strict_gold"] is True
+    assert cli.main(["run", "--gold-set", "cut-v1", "--model", "gold-echo"]) == 0
+    assert "QUARANTINED cut-1: [limit_without_order]" in capsys.readouterr().err

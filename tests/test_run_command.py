@@ -1,4 +1,4 @@
-"""``nl2sql-eval run``: exit codes, the blocking preflight, a policy override and model readiness."""
+"""``nl2sql-eval run``: exit codes, the blocking preflight (``--strict-gold``), a policy override and model readiness."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from nl2sql_cli import main as cli
 
 
 @pytest.mark.e2e
-def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
+def test_failing_preflight_under_strict_gold_blocks_every_model_and_exits_4(data_copy, capsys):
     register_gold_set(
         data_copy,
         "broken-v1",
@@ -21,10 +21,10 @@ def test_failing_preflight_blocks_every_model_and_exits_4(data_copy, capsys):
             query_case("bad-1", "SELECT CAST(title AS INTEGER) AS n FROM anime"),
         ],
     )
-    code = cli.main(["run", "--gold-set", "broken-v1", "--model", "gold-echo"])
+    code = cli.main(["run", "--gold-set", "broken-v1", "--model", "gold-echo", "--strict-gold"])
     err = capsys.readouterr().err
     assert code == 4
-    assert "PREFLIGHT FAILED" in err and "bad-1" in err
+    assert "PREFLIGHT FAILED" in err and "bad-1: [expected_sql_fails]" in err
     instance = dg.DagsterInstance.get()
     assert instance.get_latest_materialization_event(dg.AssetKey("oracle_results")) is None
     assert instance.get_latest_materialization_event(dg.AssetKey("candidate_sql")) is None

@@ -28,6 +28,7 @@ from nl2sql_pipeline.storage.prepared import (
     prepared_triage,
     variants_ready,
 )
+from nl2sql_pipeline.storage.quarantine import write_quarantine
 
 GOLD, MODEL, FP = "g1", "m1", "fp-1"
 
@@ -180,6 +181,8 @@ def test_a_gold_version_is_ready_only_when_marked_and_its_files_are_there(isolat
     _materialize_gold()
     assert not gold_ready(GOLD, FP), "files without a marker: not prepared"
     mark_prepared(GOLD, FP, "r1", [{"label": "c1", "kind": "tie_at_cut", "blocking": False, "reason": "tie"}])
+    assert is_prepared(GOLD, FP) and not gold_ready(GOLD, FP), "no quarantine record of its preflight: prepare again"
+    write_quarantine(GOLD, FP, [])
     assert is_prepared(GOLD, FP) and gold_ready(GOLD, FP)
     assert not gold_ready(GOLD, "another-fingerprint")
     assert prepared_triage(GOLD, FP) == [{"label": "c1", "kind": "tie_at_cut", "blocking": False, "reason": "tie"}]

@@ -41,14 +41,17 @@ def _validate(args: argparse.Namespace) -> int:
     gold preflight's triage of every expected query (``nl2sql_pipeline.gold.quality.triage``).
 
     ``--database`` fills the database of cases that name none. A sample database not built yet is
-    noted, not an error; any other missing database file exits 3. Blocking triage findings (and expected
-    SQL that fails) are problems (exit 2); the other findings are warnings. ``--json`` prints one object.
+    noted, not an error; any other missing database file exits 3. A blocking finding about one case (a
+    blocking triage kind, expected SQL that fails) quarantines the case: listed with its kind and reason,
+    exit 0, as a run would leave it out; under ``--strict-gold`` (or ``strict_gold: true`` in the registry
+    entry of the file's gold set) it is a problem (exit 2), as a strict run would stop. The other findings
+    are warnings. ``--json`` prints one object.
     """
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
     from nl2sql_pipeline.gold.quality.validation import load_cases, validate_cases_against_database
 
     path = Path(args.file)
-    out = _ValidateOutput(path, as_json=args.json)
+    out = _ValidateOutput(path, as_json=args.json, strict=args.strict_gold or _strict_gold_of(path))
     fill = args.database
     if fill:
         from nl2sql_pipeline.databases.resolve import require_database, resolve_database
@@ -110,23 +113,28 @@ def _validate(args: argparse.Namespace) -> int:
 class _ValidateOutput:
     """What ``gold validate`` reports: problems, errors, notes and the triage's findings; text or JSON."""
 
-    def __init__(self, path: Path, as_json: bool):
-        self.path, self.as_json = path, as_json
+    def __init__(self, path: Path, as_json: bool, strict: bool = False):
+        self.path, self.as_json, self.strict = path, as_json, strict
         self.notes: list[str] = []
         self.flags: list[dict] = []
+        self.quarantine: list[dict] = []
         self.cases: str | None = None
         self.checked: list[str] = []
 
     def triage(self, cases: Sequence[Any], resolver: Any) -> list[str]:
-        """Run the gold preflight's query checks and triage (not the policies); return its blocking problems."""
+        """Run the gold preflight's query checks and triage (not the policies); return what blocks: problems
+        about no one case, and under strict gold the findings that quarantine a case (kept in ``quarantine``)."""
         from nl2sql_pipeline.gold.quality.preflight import run_preflight
 
         report = run_preflight(list(cases), resolver, check_policy=False)
         self.flags.extend(flag.to_dict() for flag in report.triage)
-        return report.problems
+        self.quarantine.extend(finding.to_dict() for finding in report.quarantine)
+        return report.blocking_lines(self.strict)
 
     def finish(self, code: int, problems: Sequence[str] = (), errors: Sequence[str] = (), what: str = "") -> int:
         warnings = [f"{f['label']}: [{f['kind']}] {f['reason']}" for f in self.flags if not f["blocking"]]
+        quarantined = [f"{f['label']}: [{f['kind']}] {f['reason']}" for f in self.quarantine]
+        count = len({f["case_id"] for f in self.quarantine})
         if self.as_json:
             import json
 
@@ -141,6 +149,9 @@ class _ValidateOutput:
                         "problems": list(problems),
                         "errors": list(errors),
                         "flags": self.flags,
+                        "quarantined": self.quarantine,
+                        "quarantined_count": count,
+                        "strict_gold": self.strict,
                         "notes": self.notes,
                     },
                     indent=2,
@@ -151,6 +162,9 @@ class _ValidateOutput:
             print(f"note: {note}", file=sys.stderr)
         for line in warnings:
             print(f"warning: case {line}", file=sys.stderr)
+        if not self.strict:  # under strict gold they are among the problems
+            for line in quarantined:
+                print(f"quarantined: case {line} (a run leaves it out; --strict-gold stops it)", file=sys.stderr)
         for line in errors:
             print(f"error: {line}", file=sys.stderr)
         if problems:
@@ -158,8 +172,20 @@ class _ValidateOutput:
         if code == EXIT_OK:
             suffix = f", checked against {', '.join(self.checked)}" if self.checked else ""
             flagged = f"; {_plural(len(warnings), 'warning')}" if warnings else ""
-            print(f"ok: {self.cases}{suffix}{flagged}")
+            left_out = f"; {count} quarantined (left out of runs)" if count else ""
+            print(f"ok: {self.cases}{suffix}{left_out}{flagged}")
         return code
+
+
+def _strict_gold_of(path: Path) -> bool:
+    """True when ``path`` is the file of a registered gold set whose entry says ``strict_gold: true``."""
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.gold.registry import list_gold_sets
+
+    try:
+        return any(info.strict_gold for info in list_gold_sets().values() if info.path == path.resolve())
+    except ConfigError:
+        return False
 
 
 def _resolver_for(path: Path) -> Any:
@@ -406,7 +432,14 @@ def register(subparsers: Any) -> None:
     validate.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object: problems, errors, notes and the gold triage's flags (label, kind, blocking, reason)",
+        help="print one JSON object: problems, errors, notes, the gold triage's flags (label, kind, blocking, reason) "
+        "and the quarantined cases (case_id, label, kind, reason)",
+    )
+    validate.add_argument(
+        "--strict-gold",
+        action="store_true",
+        help="a case the preflight would quarantine is a problem (exit 2), as `run --strict-gold` stops on it; "
+        "by default it is listed and the file is valid (exit 0): a run leaves the case out",
     )
     validate.set_defaults(handler=_validate)
 

@@ -1,11 +1,14 @@
 """``nl2sql-eval run``: materialize the asset graph in-process against the local Dagster instance.
 
 The runs land in the persistent instance under the storage root, so they appear in the UI afterwards.
-Order: the sample database, then the gold-set assets of the gold version (its preflight must pass),
-then the per-model assets for each model, then the baseline comparison and the gates. Exit codes: 0 every
+Order: the sample database, then the gold-set assets of the gold version (its preflight must pass; a case
+with a blocking finding is quarantined: left out of every model's run, listed and counted, or under
+``--strict-gold`` a failed preflight), then the per-model assets for each model, then the baseline
+comparison and the gates. Exit codes: 0 every
 run scored and every gate passed; 1 a gate failed; 2 bad input; 3 a model was not ready (missing key or
 server) and was reported as skipped, or a run evaluated nothing / skipped more than --max-skipped-share of
-its cases (recorded as not comparable, never a baseline); 4 a materialization or the gold preflight failed.
+its cases (recorded as not comparable, never a baseline); 4 a materialization or the gold preflight failed
+(under --strict-gold: also when it quarantined a case).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="evaluate models on a gold set (materializes the Dagster graph)",
-        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases; 4 a materialization or the gold preflight failed",
+        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases; 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
     )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
@@ -119,6 +122,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "once per gold version under the storage root) and count it correct only if it matches everywhere "
         "(default 3; 0 turns it off)",
     )
+    parser.add_argument(
+        "--strict-gold",
+        action="store_true",
+        help="a gold case the preflight would quarantine (failing, clock-dependent or ambiguous gold, a policy "
+        "that refuses its own gold, ...) fails the run with exit 4 and no model is evaluated; by default such "
+        "cases are left out of the scores, listed and counted (quarantined_count). A gold set's registry entry "
+        "may ask for it with strict_gold: true",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
         "-q",
@@ -171,6 +182,7 @@ def _handle(args: argparse.Namespace) -> int:
         force=args.force,
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
+        strict_gold=args.strict_gold,
     )
 
 
@@ -239,6 +251,7 @@ def run_evaluation(
     force: bool = False,
     quiet: bool = False,
     test_suite_variants: int = 3,
+    strict_gold: bool = False,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``."""
@@ -259,7 +272,14 @@ def run_evaluation(
         outcome = (
             None
             if force
-            else stored_outcome(gold_set, models, repeat=repeat, policy=policy, test_suite_variants=test_suite_variants)
+            else stored_outcome(
+                gold_set,
+                models,
+                repeat=repeat,
+                policy=policy,
+                test_suite_variants=test_suite_variants,
+                strict_gold=strict_gold,
+            )
         )
         if outcome is None:
             from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
@@ -276,6 +296,7 @@ def run_evaluation(
                     on_wait=waiting,
                     force=force,
                     test_suite_variants=test_suite_variants,
+                    strict_gold=strict_gold,
                 )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -317,6 +338,7 @@ def run_evaluation(
                     "failures": outcome.failures,
                     "preflight_problems": outcome.preflight_problems,
                     "preflight_flags": outcome.preflight_triage,
+                    "quarantined": outcome.quarantine,
                     "baseline_comparison": gates.lines,
                     "gate_failures": gates.messages(),
                     "incomplete": [f.message for f in gates.failures if f.incomplete],
@@ -338,6 +360,13 @@ def run_evaluation(
     for flag in outcome.preflight_triage:
         if not flag.get("blocking"):
             print(f"PREFLIGHT WARNING {flag.get('label')}: [{flag.get('kind')}] {flag.get('reason')}", file=sys.stderr)
+    if not outcome.preflight_problems:  # under strict gold the same findings are printed as the failure
+        for finding in outcome.quarantine:
+            print(
+                f"QUARANTINED {finding.get('label')}: [{finding.get('kind')}] {finding.get('reason')} "
+                "(left out of every rate)",
+                file=sys.stderr,
+            )
     for problem in outcome.preflight_problems:
         print(f"PREFLIGHT FAILED:\n{problem}", file=sys.stderr)
     for failure in outcome.failures:

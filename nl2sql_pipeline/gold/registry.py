@@ -8,6 +8,7 @@ gold_sets:
     databases:                              # optional: entries like data/databases.yml's, for this set
       shop: {file: dbs/shop.duckdb}         # relative to data/gold/
     reference_date: 2026-06-30              # optional: the set's "today" (cases naming none get it)
+    strict_gold: false                      # optional: true makes a quarantined case stop every run (exit 4)
 ```
 
 The reference date is what ``CURRENT_DATE``, ``now()`` and their kin read in the set's gold and candidate
@@ -54,6 +55,7 @@ ENTRY_DECLARATIONS: dict[str, Field] = {
     "reference_date": Field(
         datetime.date, fix="write the date the set's questions call today, e.g. reference_date: 2026-06-30"
     ),
+    "strict_gold": Field(bool, default=False, fix="write strict_gold: true or strict_gold: false"),
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -69,6 +71,8 @@ class GoldSetInfo:
     """The set's inline database entries (paths relative to the gold folder)."""
     reference_date: datetime.date | None = None
     """The set's reference date for cases that name none (None: ``cases.DEFAULT_REFERENCE_DATE``)."""
+    strict_gold: bool = False
+    """A case the gold preflight quarantines stops every run on this set, as ``run --strict-gold`` does."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -111,6 +115,7 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
         description=values["description"] or "",
         databases=inline,
         reference_date=values["reference_date"],
+        strict_gold=bool(values["strict_gold"]),
     )
 
 

@@ -116,6 +116,15 @@ def _answers(report: RunReport, shown: int = 3) -> list[str]:
     return lines
 
 
+def _quarantine(report: RunReport) -> list[str]:
+    """The cases the gold preflight quarantined, with kind and reason (left out of every rate)."""
+    lines = report.quarantine_lines()
+    if not lines:
+        return []
+    count = len({f.get("case_id") for f in report.quarantined})
+    return [f"quarantined: {count} cases left out of every rate (gold preflight)"] + [f"  ! {line}" for line in lines]
+
+
 def _breakdowns(report: RunReport) -> list[str]:
     lines: list[str] = []
     for dimension, rows in report.breakdowns.items():
@@ -133,6 +142,7 @@ def console_run_report(report: RunReport) -> str:
     lines = [f"== {report.model} on {report.gold_set} =="]
     lines += [f"WARNING: {w}" for w in report.warnings]
     lines += _headline(report)
+    lines += _quarantine(report)
     lines += _breakdowns(report)
     if report.weakest:
         lines.append("weakest: " + ", ".join(f"{row.key} {row.fraction}" for _, row in report.weakest))

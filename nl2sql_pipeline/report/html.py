@@ -1,6 +1,6 @@
 """The self-contained HTML report of one or more runs, and of a comparison: inline CSS and SVG, no script, no network.
 
-Sections: warnings, headline metrics with intervals, the charts (accuracy by category with Wilson intervals,
+Sections: warnings, headline metrics with intervals, the cases the gold preflight quarantined, the charts (accuracy by category with Wilson intervals,
 latency distribution, cost against accuracy across the runs, outcome causes), the breakdowns, and the
 per-case table (question, generated vs expected SQL, the first rows of the expected and generated results, verdict,
 reason, and the diff of a case that is not correct: diagnosis, missing and extra rows, the clauses that differ).
@@ -88,6 +88,22 @@ def _suite_disagreements(report: RunReport) -> str:
     )
     return f"<h3>execution accuracy vs test-suite accuracy: {len(items)} cases disagree</h3>" + (
         f'<table class="suite"><tr><th>case</th><th>first variant that differs</th></tr>{body}</table>' if items else ""
+    )
+
+
+def _quarantine(report: RunReport) -> str:
+    """The cases the gold preflight quarantined (left out of every rate), with kind and reason."""
+    if not report.quarantined:
+        return ""
+    body = "".join(
+        f"<tr><td>{escape(f.get('label') or f.get('case_id') or '')}</td><td>{escape(f.get('kind') or '')}</td>"
+        f"<td>{escape(f.get('reason') or '')}</td></tr>"
+        for f in report.quarantined
+    )
+    count = len({f.get("case_id") for f in report.quarantined})
+    return (
+        f'<h3>quarantined by the gold preflight: {count} cases, left out of every rate</h3><table class="quarantine">'
+        f"<tr><th>case</th><th>kind</th><th>reason</th></tr>{body}</table>"
     )
 
 
@@ -271,6 +287,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts += [f'<div class="warn">WARNING: {escape(w)}</div>' for w in report.warnings]
         parts.append(_headline(report))
         parts.append(_suite_disagreements(report))
+        parts.append(_quarantine(report))
         if report.causes:
             parts.append(
                 "<p><b>not correct, by cause:</b> " + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>"

@@ -42,6 +42,9 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
     ]
     if cost.unknown_cases:
         lines.append(f"| cost unknown | | | {cost.unknown_cases} cases |")
+    if report.quarantined:
+        lines += ["", "**quarantined by the gold preflight (left out of every rate):**", ""]
+        lines += [f"- {line}" for line in report.quarantine_lines()]
     if report.weakest:
         lines += ["", "**weakest:** " + ", ".join(f"{row.key} {row.fraction}" for _, row in report.weakest)]
     if report.causes:

@@ -14,7 +14,12 @@ def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = Tru
     samples for the HTML case table, which the console report does not show)."""
     samples = load_result_samples(run.gold_set, run.model, run.verdicts, root) if with_samples else None
     return build_run_report(
-        run.verdicts, model=run.model, gold_set=run.gold_set, warnings=run.scores.warnings, samples=samples
+        run.verdicts,
+        model=run.model,
+        gold_set=run.gold_set,
+        warnings=run.scores.warnings,
+        samples=samples,
+        quarantined=run.scores.get("quarantined_cases") or [],
     )
 
 

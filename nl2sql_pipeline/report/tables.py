@@ -87,6 +87,11 @@ class RunReport:
     test_suite: RateRow | None = None  # test-suite accuracy (None: not measured in this run)
     suite_disagreements: list[Verdict] = field(default_factory=list)  # correct on the database, not on a variant
     grades: list[RateRow] = field(default_factory=list)  # pass / partial / fail shares of the scored verdicts
+    quarantined: list[dict[str, str]] = field(default_factory=list)  # the gold preflight's findings per left-out case
+
+    def quarantine_lines(self) -> list[str]:
+        """``<label>: [<kind>] <reason>`` for every finding that quarantined a case (left out of every rate)."""
+        return [f"{f.get('label') or f.get('case_id')}: [{f.get('kind')}] {f.get('reason')}" for f in self.quarantined]
 
 
 def _rate_row(key: str, group: Sequence[Verdict], predicate: Callable[[Verdict], bool]) -> RateRow:
@@ -171,9 +176,11 @@ def build_run_report(
     gold_set: str,
     warnings: Sequence[str] = (),
     samples: Mapping[tuple[str, int], CaseSample] | None = None,
+    quarantined: Sequence[Mapping[str, str]] = (),
 ) -> RunReport:
     """The report of one run from its verdicts; ``warnings`` are the run scores' own (skipped cases, ...);
-    ``samples`` the result samples of its cases (``report.samples``), for the per-case table."""
+    ``samples`` the result samples of its cases (``report.samples``), for the per-case table; ``quarantined``
+    the gold preflight's findings about the cases left out (the scores' ``quarantined_cases``)."""
     queries = [v for v in verdicts if not v.is_probe]
     scored = [v for v in queries if v.outcome not in outcomes.NOT_SCORED]
     latency = [v.latency_ms for v in scored if v.latency_ms is not None and not v.cold_start]
@@ -204,4 +211,5 @@ def build_run_report(
         test_suite=suite,
         suite_disagreements=disagreements,
         grades=_grades(scored),
+        quarantined=[dict(finding) for finding in quarantined],
     )

@@ -7,14 +7,19 @@ semantic-model hash, the policy hash, the comparator version and the harness ver
   hash is equal: a comparison is exactly what a new prompt or model config is measured by.
 - A recorded run is **current** for a model while every field, the model's config hash included, is
   unchanged; once one changes, the evaluation is stale (the sensor re-runs it, by the model's policy).
+
+The quarantine of the gold version (the cases its preflight left out, ``gold.quality.preflight``) is part of
+the gold version's identity: a run's ``gold_fingerprint`` is the cases' fingerprint, followed by a hash of the
+quarantined case ids when any case is quarantined (``quarantined_fingerprint``). Two runs that left out
+different cases measured different things and are not comparable.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +92,10 @@ def run_versions(
     cases: list[Case],
     policy_override: str | None = None,
     resolve_database: Callable[[str], Path] | None = None,
+    quarantined: Iterable[str] = (),
 ) -> RunVersions:
-    """The version fields of a run of the model (by config hash) on ``cases`` (under ``policy_override``).
+    """The version fields of a run of the model (by config hash) on ``cases`` (under ``policy_override``),
+    with the ids of the cases the gold preflight ``quarantined`` in the gold fingerprint.
 
     With ``resolve_database`` (the gold set's ``case_databases``), ``semantic_model_hash`` hashes what the
     prompts describe of every database the cases use: its semantic model, or the schema introspected from
@@ -100,12 +107,33 @@ def run_versions(
 
     return RunVersions(
         model_config_hash=model_config_hash,
-        gold_fingerprint=gold_fingerprint(cases),
+        gold_fingerprint=quarantined_fingerprint(gold_fingerprint(cases), quarantined),
         semantic_model_hash=schema_context_hash(cases, resolve_database),
         policy_hash=policies_hash([policy_override] if policy_override else sorted({c.sql_policy for c in cases})),
         comparator_version=str(COMPARATOR_VERSION),
         harness_version=HARNESS_VERSION,
     )
+
+
+def quarantined_fingerprint(fingerprint: str, quarantined: Iterable[str] = ()) -> str:
+    """The gold fingerprint of a run: the cases' ``fingerprint`` alone when nothing is quarantined, else followed
+    by ``-q`` and a hash of the quarantined case ids (their order does not matter).
+
+    >>> quarantined_fingerprint("abc123", [])
+    'abc123'
+    >>> quarantined_fingerprint("abc123", ["b", "a"]) == quarantined_fingerprint("abc123", ["a", "b"])
+    True
+    """
+    ids = sorted(set(quarantined))
+    if not ids:
+        return fingerprint
+    digest = hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:12]
+    return f"{fingerprint}-q{digest}"
+
+
+def with_quarantine(versions: RunVersions, quarantined: Iterable[str]) -> RunVersions:
+    """``versions`` (whose gold fingerprint is the cases' own) with the quarantined case ids in the fingerprint."""
+    return replace(versions, gold_fingerprint=quarantined_fingerprint(versions.gold_fingerprint, quarantined))
 
 
 def schema_context_hash(cases: list[Case], resolve_database: Callable[[str], Path] | None = None) -> str:

@@ -62,6 +62,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("probe_count", "int", True, "policy-probe verdicts"),
     Metric("unique_case_count", "int", True, "distinct cases"),
     Metric("skipped_count", "int", True, "query verdicts skipped for an environment reason"),
+    Metric("quarantined_count", "int", True, "cases the gold preflight quarantined: left out of every rate"),
     Metric("average_estimated_input_tokens", "num", True),
     Metric("average_estimated_output_tokens", "num", True),
     Metric("total_cost_usd", "usd", True),
@@ -77,6 +78,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("token_source", "text", False, "measured or estimated"),
     Metric("outcome_counts", "json", False, "query verdicts per outcome class"),
     Metric("warnings", "json", False, "what a reader must know before trusting the numbers"),
+    Metric(
+        "quarantined_cases", "json", False, "the gold preflight's findings that quarantined a case (id, kind, reason)"
+    ),
     *(Metric(f"per_{dim}", "json", False, f"rates per {dim}") for dim in RATE_DIMENSIONS),
     Metric(
         "outcome_causes", "json", False, "query verdicts that are not correct, per cause (no_sql, rate_limited, ...)"

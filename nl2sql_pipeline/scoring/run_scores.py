@@ -1,7 +1,9 @@
 """Run-level scores from the verdicts: one ``RunScores`` per (gold set, model) run, with the metric names teams use.
 
 Skipped and environment-error verdicts are excluded from every rate and percentile and counted apart,
-so a run that never reached its model can't be mistaken for a model that answered badly.
+so a run that never reached its model can't be mistaken for a model that answered badly. Cases the gold
+preflight quarantined have no verdict at all: they are counted (``quarantined_count``) and listed with their
+findings (``quarantined_cases``), never in a rate.
 
 Policy metrics: a true positive is a probe the policy rejected, a false negative a probe it let through,
 a false positive a legitimate query case whose generated SQL it rejected - except on cases tagged
@@ -204,8 +206,36 @@ def _suite_warnings(scored: Sequence[Verdict]) -> list[str]:
     ]
 
 
-def score_run(verdicts: Sequence[Verdict]) -> RunScores:
-    """The scores of one run. Rates are over scored query verdicts; None where nothing was scored."""
+def quarantine_scores(quarantine: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``quarantined_count`` (distinct cases) and ``quarantined_cases`` (one finding per entry: case id, label,
+    kind, reason) of the gold preflight's quarantine findings."""
+    findings = [
+        {key: str(finding.get(key) or "") for key in ("case_id", "label", "kind", "reason")} for finding in quarantine
+    ]
+    return {
+        "quarantined_count": len({finding["case_id"] for finding in findings}),
+        "quarantined_cases": findings,
+    }
+
+
+def _quarantine_warnings(values: Mapping[str, Any]) -> list[str]:
+    count = values["quarantined_count"]
+    if not count:
+        return []
+    kinds = Counter(finding["kind"] for finding in values["quarantined_cases"])
+    detail = ", ".join(f"{kind}: {n}" for kind, n in sorted(kinds.items()))
+    return [
+        f"{count} cases were QUARANTINED by the gold preflight ({detail}); they are left out of every rate "
+        "(quarantined_cases lists them; --strict-gold stops the run instead)"
+    ]
+
+
+def score_run(verdicts: Sequence[Verdict], quarantine: Sequence[Mapping[str, Any]] = ()) -> RunScores:
+    """The scores of one run. Rates are over scored query verdicts; None where nothing was scored.
+
+    ``quarantine``: the gold preflight's findings about the cases it quarantined (``CaseFinding.to_dict``);
+    those cases have no verdict and are counted and listed apart.
+    """
     if not verdicts:
         raise NoVerdictsError("no verdicts to score: the run produced no case verdicts")
     probes = [v for v in verdicts if v.is_probe]
@@ -269,5 +299,6 @@ def score_run(verdicts: Sequence[Verdict]) -> RunScores:
     values["outcome_causes"] = dict(outcome_causes(queries))
     values.update(grade_rates(scored))
     values.update(suite_scores(scored))
-    values["warnings"] = values["warnings"] + _suite_warnings(scored)
+    values.update(quarantine_scores(quarantine))
+    values["warnings"] = values["warnings"] + _suite_warnings(scored) + _quarantine_warnings(values)
     return RunScores(values)

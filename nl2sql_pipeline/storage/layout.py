@@ -11,7 +11,9 @@ That file is the partition's *latest* materialization. Every run writes its own 
 ``<partition file without .parquet>.runs/<run_id>.parquet``, and then points the latest file at it.
 
 Markers of prepared gold versions live under the storage root itself:
-``<storage root>/prepared/gold=<g>/<fingerprint>-h<harness version>.json``.
+``<storage root>/prepared/gold=<g>/<fingerprint>-h<harness version>.json``. The quarantine the gold preflight
+found for a gold version lives beside the asset files (every machine running a model's steps reads it):
+``<root>/gold_quarantine/gold=<g>/<fingerprint>-h<harness version>.json``.
 
 Nothing here touches a file: these are names only (no pandas, no fsspec until a URL root is asked for).
 """
@@ -43,6 +45,7 @@ DATABASE_VARIANTS = "database_variants"
 CANDIDATE_RESULTS = "candidate_results"
 CASE_VERDICTS = "case_verdicts"
 RUN_SCORES = "run_scores"
+GOLD_QUARANTINE = "gold_quarantine"  # not an asset: the gold preflight's quarantine record per gold version
 
 
 class LayoutError(ValueError):
@@ -136,3 +139,8 @@ def model_partitions(asset: str, root: str | Path | UPath | None = None) -> list
 def prepared_marker_path(gold_set: str, fingerprint: str) -> Path:
     """The marker recording that the gold version ``gold_set`` at ``fingerprint`` was prepared."""
     return paths.storage_root() / "prepared" / f"gold={gold_set}" / f"{fingerprint}-h{HARNESS_VERSION}.json"
+
+
+def quarantine_path(gold_set: str, fingerprint: str, root: str | Path | UPath | None = None) -> AnyPath:
+    """The record of the cases the gold preflight quarantined in the gold version ``gold_set`` at ``fingerprint``."""
+    return assets_root(root) / GOLD_QUARANTINE / f"gold={gold_set}" / f"{fingerprint}-h{HARNESS_VERSION}.json"

@@ -22,8 +22,9 @@ from pathlib import Path
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.storage import layout
 
-PREFLIGHT_VERSION = 2
-"""The preflight's checks (2: gold triage); a gold version prepared by an older preflight is prepared again."""
+PREFLIGHT_VERSION = 3
+"""The preflight's checks (2: gold triage; 3: quarantine); a gold version prepared by an older preflight is
+prepared again."""
 
 VARIANT_COLUMNS = ["variant_index", "variant_path", "gold_fingerprint"]
 
@@ -52,11 +53,12 @@ def is_prepared(gold_set: str, fingerprint: str) -> bool:
 
 def gold_ready(gold_set: str, fingerprint: str) -> bool:
     """True when this gold version was prepared at this fingerprint and its files are still there: the sample
-    database, the gold set's and the oracle results' latest partition files."""
+    database, the gold set's and the oracle results' latest partition files, its preflight's quarantine record."""
     from nl2sql_pipeline.sample_db.spec import DATABASE_NAME
 
     return (
         is_prepared(gold_set, fingerprint)
+        and layout.quarantine_path(gold_set, fingerprint).exists()
         and paths.database_path(DATABASE_NAME).exists()
         and layout.partition_path(layout.GOLD_SET, gold_set).exists()
         and layout.partition_path(layout.ORACLE_RESULTS, gold_set).exists()

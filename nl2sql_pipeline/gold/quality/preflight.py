@@ -1,10 +1,18 @@
 """Gold preflight: proves a gold set is sound before any model is judged against it.
 
-Blocking problems: an expected SQL that fails or times out; gold that does not score 100% against itself;
-a query case that its own policy rejects; a probe that its policy lets through; and the blocking kinds of
-the gold triage (``gold_triage``): a result that differs between thread counts (or from run to run), a
-LIMIT without ORDER BY that cuts rows. Warnings (reported, not blocking): the triage's ``limit_ties``,
-``empty_result`` and ``degenerate_result``, and ``clock_dependent`` (every query runs with its clock pinned
+Findings about one case *quarantine* that case (``PreflightReport.quarantine``: case id, kind, reason): it
+is left out of generation and scoring, listed and counted in every report, and part of the gold version's
+identity. The kinds: an expected SQL that fails (``expected_sql_fails``), times out (``expected_sql_timeout``)
+or exceeds the row cap (``row_cap_exceeded``); gold that does not score 100% against itself
+(``gold_self_mismatch``); a query case whose own policy rejects its expected SQL (``policy_rejects_gold``); a
+probe its policy lets through (``probe_allowed``); and the blocking kinds of the gold triage
+(``gold_triage``): a result that differs between thread counts, a tie at a
+subquery's LIMIT the gold depends on, a LIMIT without ORDER BY that cuts rows. A case with several
+acceptable expected queries is quarantined when any of them is. Findings that are not about one case (the
+second thread count's worker process cannot start) still block (``problems``). Under strict gold
+(``run --strict-gold``, ``strict_gold: true`` in the gold-set registry) the quarantine blocks too
+(``blocking_lines``). Warnings (reported, not blocking): the triage's ``limit_ties``, ``empty_result`` and
+``degenerate_result``, and ``clock_dependent`` (every query runs with its clock pinned
 at the case's reference date, ``sql.clock``).
 
 Every expected SQL runs with the configured limits in this process, and once more with another thread
@@ -15,8 +23,9 @@ database file and process, so the second thread count cannot share this process'
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
+from typing import Any
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, compare_query_results
@@ -36,12 +45,48 @@ from nl2sql_pipeline.sql.clock import pin_clock
 logger = logging.getLogger(__name__)
 
 
+EXPECTED_SQL_FAILS = "expected_sql_fails"
+EXPECTED_SQL_TIMEOUT = "expected_sql_timeout"
+ROW_CAP_EXCEEDED = "row_cap_exceeded"
+GOLD_SELF_MISMATCH = "gold_self_mismatch"
+POLICY_REJECTS_GOLD = "policy_rejects_gold"
+PROBE_ALLOWED = "probe_allowed"
+CASE_KINDS = (
+    EXPECTED_SQL_FAILS,
+    EXPECTED_SQL_TIMEOUT,
+    ROW_CAP_EXCEEDED,
+    GOLD_SELF_MISMATCH,
+    POLICY_REJECTS_GOLD,
+    PROBE_ALLOWED,
+)
+"""The preflight's own kinds of case findings (beside the triage's blocking kinds)."""
+
+
+@dataclass(frozen=True)
+class CaseFinding:
+    """A blocking finding about one case, which quarantines it: ``label`` is the case id (``id[i]`` for the
+    i-th acceptable expected SQL)."""
+
+    case_id: str
+    label: str
+    kind: str
+    reason: str
+
+    def line(self) -> str:
+        """``<label>: [<kind>] <reason>``, as the CLI, the reports and the asset check print it."""
+        return f"{self.label}: [{self.kind}] {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class PreflightReport:
-    """The outcome of a preflight: blocking problems and non-blocking flags (warnings), one line each.
+    """The outcome of a preflight: the quarantined cases' findings, blocking problems that are about no one
+    case, and non-blocking flags (warnings), one line each.
 
-    ``triage`` holds every triage finding (blocking or not) as a record; its lines are in ``problems``
-    (blocking) or ``flags`` (warnings).
+    ``triage`` holds every triage finding (blocking or not) as a record; the blocking ones are also in
+    ``quarantine``, the others' lines in ``flags``.
     """
 
     case_count: int = 0
@@ -49,17 +94,38 @@ class PreflightReport:
     problems: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     triage: list[TriageFlag] = field(default_factory=list)
+    quarantine: list[CaseFinding] = field(default_factory=list)
+
+    @property
+    def quarantined(self) -> list[str]:
+        """The ids of the quarantined cases, in the order they were found."""
+        return list(dict.fromkeys(finding.case_id for finding in self.quarantine))
 
     @property
     def passed(self) -> bool:
-        """True when nothing blocks the gold set."""
+        """True when nothing blocks the gold set (quarantined cases are left out, they do not block)."""
         return not self.problems
 
-    def add(self, flags: list[TriageFlag]) -> None:
-        """Record triage findings: blocking ones as problems, the others as warnings."""
+    def passed_under(self, strict: bool) -> bool:
+        """``passed``; under strict gold, also nothing quarantined."""
+        return not self.blocking_lines(strict)
+
+    def blocking_lines(self, strict: bool = True) -> list[str]:
+        """What blocks the gold set: the problems, and under strict gold every quarantine finding."""
+        return list(self.problems) + ([finding.line() for finding in self.quarantine] if strict else [])
+
+    def quarantine_case(self, case_id: str, label: str, kind: str, reason: str) -> None:
+        """Record a blocking finding about one case: the case is quarantined."""
+        self.quarantine.append(CaseFinding(case_id, label, kind, reason))
+
+    def add(self, flags: list[TriageFlag], case_id: str) -> None:
+        """Record triage findings about ``case_id``: blocking ones quarantine it, the others are warnings."""
         for flag in flags:
             self.triage.append(flag)
-            (self.problems if flag.blocking else self.flags).append(flag.line())
+            if flag.blocking:
+                self.quarantine_case(case_id, flag.label, flag.kind, flag.reason)
+            else:
+                self.flags.append(flag.line())
 
 
 def run_preflight(
@@ -81,20 +147,31 @@ def run_preflight(
                 if gate is not None:
                     decision = gate.check(case, case.policy_probe_sql or "")
                     if decision.allowed:
-                        report.problems.append(f"{case.id}: policy '{decision.policy_name}' lets the probe through")
+                        report.quarantine_case(
+                            case.id, case.id, PROBE_ALLOWED, f"policy '{decision.policy_name}' lets the probe through"
+                        )
                 continue
             db_path = resolve_database(case.database)
             for index, sql in enumerate(case.expected_sql):
                 label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
-                report.add(clock_flags(label, sql, case.reference_instant))
+                report.add(clock_flags(label, sql, case.reference_instant), case.id)
                 sql = pin_clock(sql, case.reference_instant)  # every run below sees the case's pinned clock
                 first = run_query(db_path, sql, limits)
                 report.queries_run += 1
                 if not first.ok:
-                    report.problems.append(f"{label}: expected SQL fails ({first.error_class}: {first.error_message})")
+                    timed_out = first.error_class == "timeout"
+                    report.quarantine_case(
+                        case.id,
+                        label,
+                        EXPECTED_SQL_TIMEOUT if timed_out else EXPECTED_SQL_FAILS,
+                        f"expected SQL {'times out' if timed_out else 'fails'} ({first.error_class}: "
+                        f"{first.error_message})",
+                    )
                     continue
                 if first.truncated:
-                    report.problems.append(f"{label}: expected result exceeds the row cap ({limits.row_cap} rows)")
+                    report.quarantine_case(
+                        case.id, label, ROW_CAP_EXCEEDED, f"expected result exceeds the row cap ({limits.row_cap} rows)"
+                    )
                 worker = worker or IsolatedRunner()
                 try:
                     second = worker.run(db_path, sql, other_limits)
@@ -106,25 +183,39 @@ def run_preflight(
                     continue
                 report.queries_run += 1
                 thread = thread_flags(label, sql, first, second, db_path, limits, config)
-                report.add(thread)
+                report.add(thread, case.id)
                 if thread:
                     continue
                 self_score = compare_query_results(first, first, config)
                 if not self_score.match:
-                    report.problems.append(f"{label}: gold does not match itself ({self_score.reason}): comparator bug")
-                report.add(result_flags(label, first))
+                    report.quarantine_case(
+                        case.id,
+                        label,
+                        GOLD_SELF_MISMATCH,
+                        f"gold does not match itself ({self_score.reason}): comparator bug",
+                    )
+                report.add(result_flags(label, first), case.id)
                 flags, probes = limit_flags(label, sql, partial(run_query, db_path), limits, config)
                 report.queries_run += probes
-                report.add(flags)
+                report.add(flags, case.id)
                 if gate is not None:
                     decision = gate.check(case, sql)
                     if not decision.allowed:
-                        report.problems.append(
-                            f"{label}: its own policy '{decision.policy_name}' rejects the expected SQL "
-                            f"({decision.rule}: {decision.reason})"
+                        report.quarantine_case(
+                            case.id,
+                            label,
+                            POLICY_REJECTS_GOLD,
+                            f"its own policy '{decision.policy_name}' rejects the expected SQL "
+                            f"({decision.rule}: {decision.reason})",
                         )
     finally:
         if worker is not None:
             worker.close()
-    logger.info("preflight: %d cases, %d problems, %d flags", len(cases), len(report.problems), len(report.flags))
+    logger.info(
+        "preflight: %d cases, %d quarantined, %d problems, %d flags",
+        len(cases),
+        len(report.quarantined),
+        len(report.problems),
+        len(report.flags),
+    )
     return report

@@ -23,8 +23,8 @@ The preflight (``preflight.run_preflight``) runs every expected SQL and asks her
 - ``empty_result`` (warning): no rows; every query that finds nothing matches it.
 - ``degenerate_result`` (warning): every value NULL, or a single row whose every value is NULL or 0.
 
-Each flag names its kind, whether it blocks, and why; the preflight reports blocking flags as problems
-(the gold version is not prepared, no model is judged) and the others as warnings.
+Each flag names its kind, whether it blocks, and why; a blocking flag quarantines its case in the preflight
+(left out of the scores, listed and counted; under strict gold the run stops) and the others are warnings.
 """
 
 from __future__ import annotations
