@@ -56,11 +56,13 @@ def import_benchmark(
     source_dialect: str | None = None,
     databases: Path | None = None,
     limits: SandboxLimits = SandboxLimits(),
+    policy_for: Callable[[str, Path], str] | None = None,
 ) -> ImportResult:
     """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``).
 
     Raises ``CaseValidationError`` for an unknown format or dialect, unreadable input or no kept case,
     and ``BenchmarkImportError`` when ``databases`` is not a folder or ``out``'s folder cannot be made.
+    ``policy_for(db_id, file)`` names each database's SQL policy for the report (default ``safety``).
     """
     if fmt not in FORMATS:
         raise CaseValidationError([f"unknown format {fmt!r} (use one of: {', '.join(FORMATS)})"])
@@ -72,4 +74,4 @@ def import_benchmark(
         raise CaseValidationError([f"{out}: the gold file must end in .jsonl"])
     folder = require_folder(Path(databases)) if databases else None
     source = FORMATS[fmt](Path(src), folder)
-    return build_gold(source, Path(out), source_dialect, limits)
+    return build_gold(source, Path(out), source_dialect, limits, policy_for)
