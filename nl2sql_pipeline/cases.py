@@ -71,7 +71,8 @@ class Case:
     tags: tuple[str, ...] = ()
     difficulty: str = "medium"
     semantic_model: str | None = None
-    sql_policy: str = "default"
+    sql_policy: str | None = None
+    """The case's own SQL policy (a name or file); None: its database's policy (see ``policy.gate``)."""
     follow_up_context: tuple[Turn, ...] = ()
     candidate_selection: int | None = None  # N candidates, chosen by execution consistency
     expected_outcome: str = OUTCOME_RESULT
@@ -130,7 +131,7 @@ class Case:
         out["difficulty"] = self.difficulty
         if self.semantic_model is not None:
             out["semantic_model"] = self.semantic_model
-        if self.sql_policy != "default":
+        if self.sql_policy is not None:
             out["sql_policy"] = self.sql_policy
         if self.follow_up_context:
             out["follow_up_context"] = [asdict(t) for t in self.follow_up_context]
@@ -172,7 +173,7 @@ def case_from_dict(data: dict[str, Any]) -> Case:
         tags=tuple(data.get("tags") or ()),
         difficulty=data.get("difficulty") or "medium",
         semantic_model=data.get("semantic_model"),
-        sql_policy=data.get("sql_policy") or "default",
+        sql_policy=data.get("sql_policy") or None,
         follow_up_context=turns,
         candidate_selection=data.get("candidate_selection"),
         expected_outcome=data.get("expected_outcome") or OUTCOME_RESULT,

@@ -41,20 +41,37 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_allowed_query_exits_zero(capsys: pytest.CaptureFixture[str], db_file: Path) -> None:
-    code, out, _ = run(capsys, "--database", str(db_file), "--sql", "SELECT country, count(*) FROM users GROUP BY 1")
+    code, out, _ = run(
+        capsys,
+        "--database",
+        str(db_file),
+        "--policy",
+        "default",
+        "--sql",
+        "SELECT country, count(*) FROM users GROUP BY 1",
+    )
     assert code == EXIT_OK
     assert out.startswith("ALLOWED by policy default")
 
 
 def test_rejected_query_exits_one_and_names_the_rule(capsys: pytest.CaptureFixture[str], db_file: Path) -> None:
-    code, out, _ = run(capsys, "--database", str(db_file), "--sql", 'SELECT "EMAIL" FROM Users')
+    code, out, _ = run(capsys, "--database", str(db_file), "--policy", "default", "--sql", 'SELECT "EMAIL" FROM Users')
     assert code == EXIT_GATE_FAILED
     assert "REJECTED by policy default, rule column_scope" in out
     assert "users.email" in out
 
 
 def test_json_output(capsys: pytest.CaptureFixture[str], db_file: Path) -> None:
-    code, out, _ = run(capsys, "--database", str(db_file), "--sql", "SELECT title FROM anime LIMIT 5000", "--json")
+    code, out, _ = run(
+        capsys,
+        "--database",
+        str(db_file),
+        "--policy",
+        "default",
+        "--sql",
+        "SELECT title FROM anime LIMIT 5000",
+        "--json",
+    )
     assert code == EXIT_GATE_FAILED
     decision = json.loads(out)
     assert decision["allowed"] is False

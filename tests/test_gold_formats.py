@@ -518,7 +518,7 @@ def test_a_case_may_name_a_duckdb_file_and_carry_a_hint_which_reaches_the_prompt
     assert build_messages(plain_case, spec, **texts)[-1]["content"].strip() == "How many pets?"
 
 
-def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_policy_refuses(tmp_path):
+def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_its_policy_refuses(tmp_path):
     data = tmp_path / "mine"
     data.mkdir()
     con = duckdb.connect(str(data / "shop.duckdb"))
@@ -539,7 +539,9 @@ def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_
         + "\n"
     )
     out = tmp_path / "gold" / "mine.jsonl"
-    result = import_benchmark("plain", data / "q.jsonl", out)
+    # the database's policy is `default` here (what `--register --policy default` records); see
+    # test_database_policy.py for the safety policy an imported database gets otherwise
+    result = import_benchmark("plain", data / "q.jsonl", out, policy_for=lambda db_id, file: "default")
     cases = load_cases(out)
     assert [c.id for c in cases] == ["q-1", "q-2"] and cases[0].tags == ("plain", "limits")
     assert cases[0].difficulty == "hard" and cases[1].difficulty == "easy"  # given; computed (Spider hardness)
@@ -547,7 +549,7 @@ def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_the_default_
     assert (out.parent / "databases" / "shop.duckdb").is_file()
     assert [q.status for q in result.queries] == ["runs", "runs"]
     assert result.queries[0].policy and "1000" in result.queries[0].policy and result.queries[1].policy is None
-    assert "1 refused by the default policy" in result.summary()
+    assert "1 kept query refused by its database's policy (default)" in result.summary()
     verdicts, _ = _gold_echo(cases, out.parent)
     assert [v.outcome for v in verdicts] == [outcomes.POLICY_REJECTED, outcomes.CORRECT]
 

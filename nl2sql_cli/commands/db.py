@@ -2,7 +2,8 @@
 
 ``db list`` prints every registered database (``data/databases.yml``); ``db info [NAME]`` describes one
 (file, schemas, semantic model or introspection, tables and rows; a sample database's manifest);
-``db register NAME PATH [--schema S ...] [--semantic-model FILE]`` adds one to the registry;
+``db register NAME PATH [--schema S ...] [--semantic-model FILE] [--policy NAME_OR_FILE]`` adds one to the
+registry (its SQL policy: ``safety`` unless ``--policy`` names another);
 ``db build [--name anime_platform] [--seed N] [--scale X] [--force]`` builds (or reuses a current build)
 a sample database and prints the path and row counts.
 """
@@ -59,6 +60,13 @@ def register(subparsers: Any) -> None:
         help="a schema to expose (repeatable; default: every non-system schema)",
     )
     reg.add_argument("--semantic-model", default=None, help="a semantic-model YAML describing it (optional)")
+    reg.add_argument(
+        "--policy",
+        default=None,
+        metavar="NAME_OR_FILE",
+        help="the SQL policy of its cases: a name of data/policies/ or a .yml file (default: safety, which "
+        "refuses only what is unsafe on any database: writes, catalogs, files; a case's sql_policy still wins)",
+    )
     reg.set_defaults(handler=_register)
 
 
@@ -117,7 +125,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from nl2sql_cli.exit_codes import EXIT_ENVIRONMENT, EXIT_OK
-    from nl2sql_pipeline.databases.resolve import DatabaseKind, resolve_database
+    from nl2sql_pipeline.databases.resolve import CaseDatabases, DatabaseKind, resolve_database
     from nl2sql_pipeline.errors import DatabaseNotFoundError
     from nl2sql_pipeline.sample_db import DATABASE_NAME, live_row_counts, read_manifest
     from nl2sql_pipeline.semantic_model.introspect import read_tables
@@ -134,6 +142,7 @@ def _info(args: argparse.Namespace) -> int:
     rows = _row_counts(path, [t.qualified for t in tables])
     manifest = read_manifest(path) if resolved.kind is DatabaseKind.SAMPLE else None
     described = str(entry.semantic_model) if entry is not None and entry.semantic_model else None
+    policy = CaseDatabases.from_registry().policy_of(reference)
     if args.json:
         print(
             json.dumps(
@@ -144,6 +153,7 @@ def _info(args: argparse.Namespace) -> int:
                     "registry_entry": entry.source if entry else None,
                     "schemas": sorted({t.schema for t in tables}, key=lambda s: (s != "main", s)),
                     "semantic_model": described,
+                    "policy": policy,
                     "manifest": manifest,
                     "row_counts": rows,
                 },
@@ -158,6 +168,7 @@ def _info(args: argparse.Namespace) -> int:
         print(f"registry entry: {entry.source}")
     print(f"schemas: {', '.join(sorted({t.schema for t in tables}, key=lambda s: (s != 'main', s))) or 'none'}")
     print(f"prompt schema: {'semantic model ' + described if described else 'introspected from the database'}")
+    print(f"policy: {policy} (of its cases that name no sql_policy)")
     if resolved.kind is DatabaseKind.SAMPLE:
         if manifest is None:
             print(f"manifest: missing (rebuild with: nl2sql-eval db build --name {reference} --force)")
@@ -219,7 +230,10 @@ def _list(args: argparse.Namespace) -> int:
             state = f"MISSING (fix 'file:' at {entry.source})"
         schemas = ",".join(entry.schemas) if entry.schemas else "all"
         model = "semantic model" if entry.semantic_model else "introspected"
-        print(f"{name:<{width}}  {state:<8}  schemas={schemas}  prompt={model}  {entry.path}")
+        print(
+            f"{name:<{width}}  {state:<8}  schemas={schemas}  prompt={model}  policy={entry.effective_policy}  "
+            f"{entry.path}"
+        )
     return EXIT_OK
 
 
@@ -237,10 +251,11 @@ def _register(args: argparse.Namespace) -> int:
             Path(args.path),
             schemas=tuple(args.schemas),
             semantic_model=Path(args.semantic_model) if args.semantic_model else None,
+            policy=args.policy,
         )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(f"registered {entry.name}: {entry.path} ({entry.source})")
+    print(f"registered {entry.name}: {entry.path} ({entry.source}), policy {entry.effective_policy}")
     print(f"describe it with: nl2sql-eval db info {entry.name}")
     return EXIT_OK

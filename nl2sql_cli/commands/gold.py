@@ -214,9 +214,9 @@ def _import(args: argparse.Namespace) -> int:
     source, out = Path(args.file), Path(args.out)
     if args.format:
         return _import_format(args)
-    if args.source_dialect or args.databases or args.verify_with:
+    if args.source_dialect or args.databases or args.verify_with or getattr(args, "policy", None):
         print(
-            "error: --source-dialect, --databases and --verify-with need --format spider|bird|defog|plain",
+            "error: --source-dialect, --databases, --verify-with and --policy need --format spider|bird|defog|plain",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
@@ -263,6 +263,9 @@ def _import_format(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    policy_for = _import_policies(args)
+    if policy_for is None:
+        return EXIT_BAD_INPUT
     try:
         result = import_benchmark(
             args.format,
@@ -272,6 +275,7 @@ def _import_format(args: argparse.Namespace) -> int:
             databases=Path(args.databases) if args.databases else None,
             verify_with=args.verify_with,
             reference_date=args.reference_date,
+            policy_for=policy_for,
         )
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
@@ -293,13 +297,53 @@ def _import_format(args: argparse.Namespace) -> int:
         )
     if len(dropped) > MAX_LISTED_DROPS:
         print(f"... and {len(dropped) - MAX_LISTED_DROPS} more in {result.report_path}", file=sys.stderr)
+    refused = result.refused_queries
+    for query in refused[:MAX_LISTED_DROPS]:
+        print(
+            f"kept but refused by policy '{result.policy_of(query.database)}' of {query.database}: "
+            f"{query.case_id}[{query.alternative}] ({query.location}): {query.policy}",
+            file=sys.stderr,
+        )
+    if len(refused) > MAX_LISTED_DROPS:
+        print(f"... and {len(refused) - MAX_LISTED_DROPS} more in {result.report_path}", file=sys.stderr)
     print(result.summary())
     if getattr(args, "register", False):
-        _register_imported(result)
+        _register_imported(result, getattr(args, "policy", None))
     return EXIT_OK
 
 
-def _register_imported(result) -> None:
+def _import_policies(args: argparse.Namespace) -> Any:
+    """``policy_for(db_id, file)`` of an import: the policy of a file already registered, else ``--policy``
+    (only with ``--register``, which records it), else ``safety``. None (after one line on stderr) when
+    ``--policy`` is unusable."""
+    from nl2sql_pipeline.databases.registry import REGISTERED_POLICY
+    from nl2sql_pipeline.databases.resolve import CaseDatabases
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.policy import load_policy
+
+    policy = getattr(args, "policy", None)
+    if policy and not getattr(args, "register", False):
+        print(
+            f"error: --policy {policy} needs --register (the registry entry records a database's policy)",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        if policy:
+            load_policy(policy)
+        databases = CaseDatabases.from_registry()
+    except ConfigError as exc:
+        print(f"error: {'--policy ' + policy + ': ' if policy else ''}{exc}", file=sys.stderr)
+        return None
+
+    def policy_for(db_id: str, file: Path) -> str:
+        entry = next((e for e in databases.entries.values() if e.path == file.resolve()), None)
+        return entry.effective_policy if entry is not None else (policy or REGISTERED_POLICY)
+
+    return policy_for
+
+
+def _register_imported(result, policy: str | None = None) -> None:
     """Register each copied database of an import under its benchmark id (``gold import --register``)."""
     from nl2sql_pipeline.databases.registry import load_database_registry, register_database
     from nl2sql_pipeline.errors import ConfigError
@@ -312,16 +356,16 @@ def _register_imported(result) -> None:
             same = Path(entry.path).resolve() == file
             print(
                 f"{'already registered' if same else 'not registered (name taken by ' + str(entry.path) + ')'}: "
-                f"{database.db_id}",
+                f"{database.db_id}" + (f" (policy {entry.effective_policy})" if same else ""),
                 file=sys.stdout if same else sys.stderr,
             )
             continue
         try:
-            register_database(database.db_id, file)
+            register_database(database.db_id, file, policy=database.policy)
         except ConfigError as exc:
             print(f"not registered: {database.db_id}: {exc}", file=sys.stderr)
             continue
-        print(f"registered {database.db_id} -> {file}")
+        print(f"registered {database.db_id} -> {file} (policy {database.policy})")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -485,6 +529,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="with --format: also register each copied database by its benchmark id in data/databases.yml "
         "(so `db list` / `db info` show it; a name already registered to another file is left as it is)",
+    )
+    imports.add_argument(
+        "--policy",
+        metavar="NAME_OR_FILE",
+        help="with --format --register: the SQL policy recorded for the registered databases (default: safety: "
+        "writes, catalogs and files refused, nothing about the data); kept gold it refuses is listed",
     )
     imports.add_argument(
         "--databases",

@@ -5,11 +5,17 @@ databases:
   anime_platform:
     sample: true                       # the sample database built by `nl2sql-eval db build`
     semantic_model: semantic_model.yml # relative to this file (optional)
+    policy: default                    # the SQL policy of its cases (a sample database: default)
   shop:
     file: dbs/shop.duckdb              # absolute, or relative to this file
     schemas: [main, sales]             # default: every non-system schema, main first
     prompt_token_budget: 3000          # introspected schema text, when no semantic model (optional)
+    policy: policies/shop.yml          # a policy name (data/policies/<name>.yml) or file; default: safety
 ```
+
+A case's SQL policy is its own ``sql_policy`` when it sets one, else its database's ``policy``, else
+``default`` for a sample database and ``safety`` (read-only, no catalog, no file access: what is refused
+whatever the schema) for any other (``DatabaseEntry.effective_policy``, ``CaseDatabases.policy_of``).
 
 Every database is opened read-only by evaluation. Entries are checked by the strict config checker:
 every problem is reported as ``file:line``.
@@ -33,6 +39,10 @@ REGISTRY_FILE = "databases.yml"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog"})
 """Catalog schemas: never exposed to prompts or queries."""
+SAMPLE_POLICY = "default"
+"""The policy of a sample database's cases (``data/policies/default.yml``, written for it)."""
+REGISTERED_POLICY = "safety"
+"""The policy of any other database's cases unless its entry names one (``data/policies/safety.yml``)."""
 
 ENTRY_FIELDS: dict[str, Field] = {
     "file": Field(str, fix="give the DuckDB file, absolute or relative to the registry file"),
@@ -41,6 +51,11 @@ ENTRY_FIELDS: dict[str, Field] = {
     "semantic_model": Field(str, fix="give a semantic-model YAML file, relative to the registry file"),
     "description": Field(str, default="", allow_empty=True, fix="quote it"),
     "prompt_token_budget": Field(int, minimum=100, fix="write a whole number of tokens >= 100 (default 3000)"),
+    "policy": Field(
+        str,
+        fix=f"name a policy of data/policies/ or give a .yml file relative to the registry file "
+        f"(default: {SAMPLE_POLICY} for a sample database, {REGISTERED_POLICY} otherwise)",
+    ),
 }
 TOP_FIELDS: dict[str, Field] = {
     "databases": Field(dict, default={}, fix="write a top-level 'databases:' mapping of name -> entry"),
@@ -64,6 +79,14 @@ class DatabaseEntry:
     """Token budget of the introspected schema text (None: the default)."""
     source: str = ""
     """Where the entry is declared: ``<file>:<line>``."""
+    policy: str | None = None
+    """The SQL policy its cases use (a name, or an absolute file path); None: ``effective_policy``'s default."""
+
+    @property
+    def effective_policy(self) -> str:
+        """The policy its cases use unless a case names one: its own, else ``default`` for a sample
+        database and ``safety`` for any other."""
+        return self.policy or (SAMPLE_POLICY if self.sample else REGISTERED_POLICY)
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -116,6 +139,9 @@ def parse_entries(check: Checker, entries: Any, base_dir: Path, *, key: str = "d
             )
             continue
         model = values["semantic_model"]
+        policy = _entry_policy(check, values["policy"], base_dir, line_of(entry, "policy") or line, f"{key}.{name}")
+        if len(check.problems) > before:
+            continue
         found[name] = DatabaseEntry(
             name=name,
             path=path,
@@ -125,8 +151,25 @@ def parse_entries(check: Checker, entries: Any, base_dir: Path, *, key: str = "d
             description=values["description"] or "",
             prompt_token_budget=values["prompt_token_budget"],
             source=f"{check.source}:{line}" if line else str(check.source),
+            policy=policy,
         )
     return found
+
+
+def _entry_policy(check: Checker, value: str | None, base_dir: Path, line: int | None, key: str) -> str | None:
+    """An entry's ``policy``: a name kept as it is, a file made absolute (relative to ``base_dir``); a policy
+    that does not exist is a problem."""
+    from nl2sql_pipeline.policy.loader import looks_like_policy_file, resolve_policy_path
+
+    if value is None:
+        return None
+    policy = str((base_dir / Path(value).expanduser()).resolve()) if looks_like_policy_file(value) else value
+    try:
+        resolve_policy_path(policy)
+    except ConfigError as exc:
+        check.problem(line, f"{key}.policy", str(exc), "name a policy of data/policies/ or give an existing .yml file")
+        return None
+    return policy
 
 
 def load_database_registry(path: Path | None = None) -> dict[str, DatabaseEntry]:
@@ -169,11 +212,17 @@ def register_database(
     registry: Path | None = None,
     schemas: tuple[str, ...] = (),
     semantic_model: Path | None = None,
+    policy: str | None = None,
 ) -> DatabaseEntry:
     """Append an entry ``name -> file`` to the registry (created when absent); returns the checked entry.
 
-    Raises ``ConfigError`` when the name is taken or invalid, or the file is not an existing file.
+    ``policy`` (a policy name, or a ``.yml`` file made absolute) is written into the entry; without it the
+    entry records ``safety`` (``REGISTERED_POLICY``), so the registry shows what its cases run under.
+    Raises ``ConfigError`` when the name is taken or invalid, the file is not an existing file, or the
+    policy does not exist (nothing is written then).
     """
+    from nl2sql_pipeline.policy.loader import load_policy, looks_like_policy_file
+
     registry = registry or registry_path()
     if not NAME_PATTERN.fullmatch(name):
         raise ConfigError(f"{name!r} is not a database name (use letters, digits, '.', '_' and '-')")
@@ -183,11 +232,16 @@ def register_database(
     file = Path(file).expanduser().resolve()
     if not file.is_file():
         raise ConfigError(f"{file}: no such database file (give the path of an existing .duckdb file)")
+    policy = policy or REGISTERED_POLICY
+    if looks_like_policy_file(policy):
+        policy = str(Path(policy).expanduser().resolve())
+    load_policy(policy)  # a missing or invalid policy raises ConfigError before anything is written
     lines = [f"  {name}:", f"    file: {_quote(str(file))}"]
     if schemas:
         lines.append(f"    schemas: [{', '.join(_quote(s) for s in schemas)}]")
     if semantic_model is not None:
         lines.append(f"    semantic_model: {_quote(str(Path(semantic_model).expanduser().resolve()))}")
+    lines.append(f"    policy: {_quote(policy)}")
     text = registry.read_text(encoding="utf-8") if registry.is_file() else "databases:\n"
     if not text.endswith("\n"):
         text += "\n"

@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.databases.registry import DatabaseEntry, load_database_registry, registry_path
+from nl2sql_pipeline.databases.registry import (
+    REGISTERED_POLICY,
+    SAMPLE_POLICY,
+    DatabaseEntry,
+    load_database_registry,
+    registry_path,
+)
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 
 PATH_SUFFIXES = (".duckdb", ".db")
@@ -176,6 +182,18 @@ class CaseDatabases:
         """The schemas the registry exposes for a reference (None: every non-system schema)."""
         entry = self.entry(reference)
         return entry.schemas if entry is not None else None
+
+    def policy_of(self, reference: str) -> str:
+        """The SQL policy of a reference's cases that name none (see ``registry``): its registry entry's
+        (a file path is looked up among the entries by its file too, as an imported gold set names its
+        databases), else ``default`` for a sample database and ``safety`` for any other file."""
+        resolved = self.resolve(reference)
+        entry = resolved.entry
+        if entry is None and resolved.kind is DatabaseKind.FILE:
+            entry = next((e for e in self.entries.values() if e.path == resolved.path), None)
+        if entry is not None:
+            return entry.effective_policy
+        return SAMPLE_POLICY if resolved.kind is DatabaseKind.SAMPLE else REGISTERED_POLICY
 
     def missing(self, references: set[str] | list[str]) -> list[DatabaseNotFoundError]:
         """The not-found error of every reference whose file is missing, in sorted order."""

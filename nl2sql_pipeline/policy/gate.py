@@ -1,4 +1,13 @@
-"""The policy gate of a run: per case, may this SQL run? One engine per (policy, database), built lazily."""
+"""The policy gate of a run: per case, may this SQL run? One engine per (policy, database), built lazily.
+
+Which policy governs a case (``case_policy``), first match wins:
+
+1. the run's ``--policy`` override (``policy_override``);
+2. the case's own ``sql_policy``, when its gold file sets one;
+3. its database's policy: the registry entry's ``policy``, else ``default`` for a sample database and
+   ``safety`` for any other (asked of the resolver's ``policy_of``, which a ``CaseDatabases`` has);
+   a plain resolver that cannot tell (a function of a name) gives ``default``, the sample's policy.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +26,30 @@ if TYPE_CHECKING:
 
 DatabaseResolver = Callable[[str], Path]
 """Maps a case's ``database`` (a registered name or a path) to its DuckDB file."""
+
+DEFAULT_POLICY = "default"
+"""The policy of a case whose resolver cannot name its database's policy (the sample database's)."""
+FROM_OVERRIDE, FROM_CASE, FROM_DATABASE = "override", "case", "database"
+"""Where a case's policy came from (``PolicyChoice.origin``)."""
+
+
+@dataclass(frozen=True)
+class PolicyChoice:
+    """The policy governing a case (a name or file) and where it came from (``FROM_*``)."""
+
+    name: str
+    origin: str
+
+
+def case_policy(case: Case, resolve_database: object = None, policy_override: str | None = None) -> PolicyChoice:
+    """The policy governing ``case``: the override, else its own ``sql_policy``, else its database's (module doc)."""
+    if policy_override:
+        return PolicyChoice(policy_override, FROM_OVERRIDE)
+    if case.sql_policy is not None:
+        return PolicyChoice(case.sql_policy, FROM_CASE)
+    policy_of = getattr(resolve_database, "policy_of", None)
+    return PolicyChoice(policy_of(case.database) if policy_of is not None else DEFAULT_POLICY, FROM_DATABASE)
+
 
 # Engines by (policy, schema) for the life of the process: the stages of a run (preflight, each model's
 # execution) build their own gates but share the engines, and with them each engine's decisions by SQL
@@ -47,8 +80,8 @@ def clear_shared_engines() -> None:
 class PolicyGate:
     """Decides, per case, whether SQL may run: one engine per (policy, database), built lazily.
 
-    ``policy_override`` (a policy name or file) replaces every case's own ``sql_policy``: a run can be
-    evaluated under a stricter or looser governance layer than the gold set was written for.
+    ``policy_override`` (a policy name or file) replaces every case's own policy (``case_policy``): a run
+    can be evaluated under a stricter or looser governance layer than the gold set was written for.
     """
 
     resolve_database: DatabaseResolver
@@ -64,7 +97,7 @@ class PolicyGate:
 
     def policy_name_for(self, case: Case) -> str:
         """The policy that governs ``case`` in this run."""
-        return self.policy_override or case.sql_policy
+        return case_policy(case, self.resolve_database, self.policy_override).name
 
     def engine(self, case: Case) -> SQLPolicyEngine:
         """The policy engine for the case's policy and database."""

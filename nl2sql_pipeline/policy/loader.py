@@ -65,6 +65,13 @@ def available_policies() -> list[str]:
     return sorted(p.stem for p in folder.iterdir() if p.suffix in POLICY_SUFFIXES and p.is_file())
 
 
+def looks_like_policy_file(name_or_path: str | Path) -> bool:
+    """True when a policy reference is a file path (a ``Path``, a path separator, or a ``.yml``/``.yaml``
+    suffix) rather than a name of ``policies_dir()``."""
+    text = str(name_or_path)
+    return isinstance(name_or_path, Path) or "/" in text or "\\" in text or text.endswith(POLICY_SUFFIXES)
+
+
 def resolve_policy_path(name_or_path: str | Path) -> tuple[Path, str | None]:
     """The file of a policy and, when it was given by name, that name.
 
@@ -72,7 +79,7 @@ def resolve_policy_path(name_or_path: str | Path) -> tuple[Path, str | None]:
     anything else is a name looked up in ``policies_dir()``.
     """
     text = str(name_or_path)
-    if isinstance(name_or_path, Path) or "/" in text or "\\" in text or text.endswith(POLICY_SUFFIXES):
+    if looks_like_policy_file(name_or_path):
         path = Path(text).expanduser()
         if not path.is_file():
             raise ConfigError(f"policy file {path} does not exist (pass an existing .yml file or a policy name)")
@@ -89,7 +96,7 @@ def resolve_policy_path(name_or_path: str | Path) -> tuple[Path, str | None]:
     known = ", ".join(available_policies()) or "none"
     raise ConfigError(
         f"unknown policy {text!r}: no {policies_dir() / (text + '.yml')} "
-        f"(available: {known}; create that file or fix the case's sql_policy)"
+        f"(available: {known}; create that file, or fix the case's sql_policy or its database's policy)"
     )
 
 
@@ -163,12 +170,18 @@ def policy_from_mapping(data: Any, source: str | Path = "<policy>") -> Policy:
     )
 
 
-def policies_hash(names: Iterable[str]) -> str:
-    """One SHA-256 over the named policies' content hashes and the engine version (for run versioning)."""
+def policies_hash(names: Iterable[str], by_database: Mapping[str, str] | None = None) -> str:
+    """One SHA-256 over the named policies' content hashes and the engine version (for run versioning).
+
+    ``by_database`` (database -> policy name) adds which database uses which policy; left empty, the
+    hash is the one of the names alone.
+    """
     digest = hashlib.sha256(f"policy-engine:{POLICY_ENGINE_VERSION}\n".encode())
     for name in sorted(set(names)):
         policy = load_policy(name)
         digest.update(f"{name}={policy.content_hash}\n".encode())
+    for database, name in sorted((by_database or {}).items()):
+        digest.update(f"database {database}={name}\n".encode())
     return digest.hexdigest()
 
 

@@ -234,7 +234,7 @@ def cases_to_frame(cases: Iterable[Case]) -> pd.DataFrame:
             "question": c.question,
             "expected_sql": c.canonical_sql,
             "policy_probe_sql": c.policy_probe_sql,
-            "sql_policy": c.sql_policy,
+            "sql_policy": c.sql_policy or "",  # "" = the case names none: its database's policy applies
             "case_json": c.to_json(),
         }
         for c in cases

@@ -103,13 +103,12 @@ def run_versions(
     version. Without it, the default semantic model's hash.
     """
     from nl2sql_pipeline.compare.names import COMPARATOR_VERSION
-    from nl2sql_pipeline.policy import policies_hash
 
     return RunVersions(
         model_config_hash=model_config_hash,
         gold_fingerprint=quarantined_fingerprint(gold_fingerprint(cases), quarantined),
         semantic_model_hash=schema_context_hash(cases, resolve_database),
-        policy_hash=policies_hash([policy_override] if policy_override else sorted({c.sql_policy for c in cases})),
+        policy_hash=cases_policy_hash(cases, policy_override, resolve_database),
         comparator_version=str(COMPARATOR_VERSION),
         harness_version=HARNESS_VERSION,
     )
@@ -134,6 +133,20 @@ def quarantined_fingerprint(fingerprint: str, quarantined: Iterable[str] = ()) -
 def with_quarantine(versions: RunVersions, quarantined: Iterable[str]) -> RunVersions:
     """``versions`` (whose gold fingerprint is the cases' own) with the quarantined case ids in the fingerprint."""
     return replace(versions, gold_fingerprint=quarantined_fingerprint(versions.gold_fingerprint, quarantined))
+
+
+def cases_policy_hash(
+    cases: list[Case], policy_override: str | None = None, resolve_database: Callable[[str], Path] | None = None
+) -> str:
+    """The policy hash of a run: every policy governing a case (``policy.gate.case_policy``), and which
+    database took which policy from the registry when that is not ``default``, so that giving a database
+    another policy is a new version while a set over the sample database keeps its hash."""
+    from nl2sql_pipeline.policy import policies_hash
+    from nl2sql_pipeline.policy.gate import DEFAULT_POLICY, FROM_DATABASE, case_policy
+
+    choices = [(case.database, case_policy(case, resolve_database, policy_override)) for case in cases]
+    by_database = {db: c.name for db, c in choices if c.origin == FROM_DATABASE and c.name != DEFAULT_POLICY}
+    return policies_hash(sorted({choice.name for _, choice in choices}), by_database)
 
 
 def schema_context_hash(cases: list[Case], resolve_database: Callable[[str], Path] | None = None) -> str:

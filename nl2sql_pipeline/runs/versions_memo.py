@@ -35,7 +35,7 @@ def memo_key(gold_set: str, policy: str | None = None) -> str:
         f"{gold_set}|{policy}|h{HARNESS_VERSION}|c{COMPARATOR_VERSION}|p{POLICY_ENGINE_VERSION}\n".encode()
     )
     info = gold_set_info(gold_set)
-    for path in _files(info.path, policy):
+    for path in _files(info.path, policy) + _policy_files(info):
         digest.update(f"{path}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     for path in _database_files(info):  # the schemas the prompts are introspected from live in these
@@ -45,6 +45,17 @@ def memo_key(gold_set: str, policy: str | None = None) -> str:
             continue
         digest.update(f"db {path} {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:32]
+
+
+def _policy_files(info) -> list[Path]:
+    """Policy files the database registry names by path (those under the data directory are hashed already)."""
+    from nl2sql_pipeline.databases.registry import load_database_registry
+    from nl2sql_pipeline.policy.loader import looks_like_policy_file
+
+    entries = [*load_database_registry().values(), *(info.databases or {}).values()]
+    found = {Path(e.policy) for e in entries if e.policy and looks_like_policy_file(e.policy)}
+    inside = paths.data_dir().resolve()
+    return sorted(p for p in found if p.is_file() and not p.resolve().is_relative_to(inside))
 
 
 def _database_files(info) -> list[Path]:

@@ -60,6 +60,7 @@ def import_benchmark(
     limits: SandboxLimits = SandboxLimits(),
     verify_with: str | None = None,
     reference_date: date | None = None,
+    policy_for: Callable[[str, Path], str] | None = None,
 ) -> ImportResult:
     """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``;
     ``reference_date`` is the set's "today", default the import date).
@@ -71,6 +72,7 @@ def import_benchmark(
     that is not Postgres or no kept case, ``BenchmarkImportError`` when ``databases`` is not a folder or
     ``out``'s folder cannot be made, and the errors of ``postgres_verify.open_verifier`` when the server
     cannot be started or reached.
+    ``policy_for(db_id, file)`` names each database's SQL policy for the report (default ``safety``).
     """
     if fmt not in FORMATS:
         raise CaseValidationError([f"unknown format {fmt!r} (use one of: {', '.join(FORMATS)})"])
@@ -87,7 +89,9 @@ def import_benchmark(
         )
     source = FORMATS[fmt](Path(src), folder)
     if verify_with is None:
-        return build_gold(source, Path(out), source_dialect, limits, reference_date=reference_date)
+        return build_gold(
+            source, Path(out), source_dialect, limits, reference_date=reference_date, policy_for=policy_for
+        )
     dialect = source_dialect or source.default_dialect
     if dialect != "postgres":
         raise CaseValidationError(
@@ -97,4 +101,4 @@ def import_benchmark(
             ]
         )
     with open_verifier(verify_with) as postgres:
-        return build_gold(source, Path(out), source_dialect, limits, postgres, reference_date)
+        return build_gold(source, Path(out), source_dialect, limits, postgres, reference_date, policy_for)

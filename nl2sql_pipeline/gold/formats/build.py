@@ -10,8 +10,10 @@
 3. An alternative that does not convert, fails on either engine or returns another result is left out
    of the case; a question left with no alternative is left out of the gold file. Nothing is dropped
    silently: every query is listed in the report (``<gold stem>.import-report.json``) with its status,
-   the fixes applied and the reason, and the summary counts what was dropped and why. Kept queries the
-   default SQL policy would refuse are flagged in the report (they stay: a run may use another policy).
+   the fixes applied and the reason, and the summary counts what was dropped and why. Kept queries
+   their database's SQL policy would refuse are flagged in the report with the rule (they stay: a run may
+   use another policy). That policy is ``policy_for(db_id, file)``'s, by default ``safety``: the policy of
+   a database registered without one (``databases.registry.REGISTERED_POLICY``).
 4. A question without a difficulty (Spider's, defog's, a plain row without one) gets Spider's official
    hardness, easy / medium / hard / extra, computed from its first kept gold query in the source
    dialect (``hardness.spider_hardness``); the report says per query where the difficulty came from.
@@ -35,6 +37,7 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -43,6 +46,7 @@ from typing import Any
 import duckdb
 
 from nl2sql_pipeline.cases import DIFFICULTIES, Case
+from nl2sql_pipeline.databases.registry import REGISTERED_POLICY
 from nl2sql_pipeline.dialect import ConversionCheck, ConversionError, convert_sql, verify_conversion
 from nl2sql_pipeline.dialect.postgres_verify import PostgresVerifier, duckdb_columns
 from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb, database_file_name
@@ -87,7 +91,7 @@ class QueryReport:
     source_sql: str
     sql: str | None
     policy: str | None = None
-    """Why the default SQL policy refuses the kept query (None when it allows it)."""
+    """Why its database's SQL policy refuses the kept query, ``rule: reason`` (None when it allows it)."""
     difficulty: str | None = None
     """The difficulty of the case written (None when the question was left out)."""
     difficulty_source: str | None = None
@@ -104,6 +108,8 @@ class DatabaseReport:
     tables: int
     rows: int
     notes: list[str] = field(default_factory=list)
+    policy: str = REGISTERED_POLICY
+    """The SQL policy its cases run under (a name or file), which the kept queries were checked against."""
 
 
 @dataclass
@@ -130,8 +136,17 @@ class ImportResult:
 
     @property
     def policy_refused(self) -> int:
-        """Kept queries the default policy refuses."""
+        """Kept queries their database's policy refuses."""
         return sum(1 for q in self.queries if q.policy)
+
+    @property
+    def refused_queries(self) -> list[QueryReport]:
+        """The kept queries their database's policy refuses (``policy`` says the rule and why)."""
+        return [q for q in self.queries if q.policy]
+
+    def policy_of(self, database: str) -> str:
+        """The policy of a case's ``database`` (its relative file, as the cases name it)."""
+        return next((d.policy for d in self.databases if d.file == database), REGISTERED_POLICY)
 
     @property
     def difficulty_sources(self) -> Counter[str]:
@@ -151,7 +166,11 @@ class ImportResult:
         if rewritten:
             parts.append(f"{rewritten} rewritten by dialect fixes")
         if self.policy_refused:
-            parts.append(f"{self.policy_refused} refused by the default policy")
+            names = sorted({self.policy_of(q.database) for q in self.refused_queries})
+            parts.append(
+                f"{self.policy_refused} kept {'query' if self.policy_refused == 1 else 'queries'} refused by "
+                f"{'its' if self.policy_refused == 1 else 'their'} database's policy ({', '.join(names)})"
+            )
         computed = self.difficulty_sources[DIFFICULTY_COMPUTED]
         if computed:
             parts.append(
@@ -279,10 +298,13 @@ def build_gold(
     limits: SandboxLimits = SandboxLimits(),
     postgres: PostgresVerifier | None = None,
     reference_date: date | None = None,
+    policy_for: Callable[[str, Path], str] | None = None,
 ) -> ImportResult:
     """Copy the databases, convert and check the gold SQL, write ``out`` and its report (see module doc).
 
-    ``reference_date`` is the set's "today" (default: the import date).
+    ``reference_date`` is the set's "today" (default: the import date). ``policy_for(db_id, copied file)``
+    names the SQL policy each database's cases will run under (default: ``safety``); kept queries it
+    refuses are flagged.
 
     Raises ``CaseValidationError`` when the written cases would not validate, and
     ``sqlite_to_duckdb.SqliteCopyError`` when a database cannot be copied.
@@ -305,7 +327,9 @@ def build_gold(
             columns[db_id] = duckdb_columns(files[db_id])  # the integer-division fix types by them
         if postgres is not None:
             report.notes += postgres.load(db_id, files[db_id])
+        report.policy = policy_for(db_id, files[db_id]) if policy_for is not None else REGISTERED_POLICY
         reports.append(report)
+    policies = {db_id: report.policy for db_id, report in zip(used, reports, strict=True)}
     engines: dict[str, SQLPolicyEngine] = {}
     queries: list[QueryReport] = []
     records: list[RawCase] = []
@@ -328,7 +352,7 @@ def build_gold(
             for i, sql in enumerate(question.sql)
         ]
         if question.db_id not in engines:
-            engines[question.db_id] = SQLPolicyEngine.for_database(files[question.db_id])
+            engines[question.db_id] = SQLPolicyEngine.for_database(files[question.db_id], policies[question.db_id])
         for i, query_report in enumerate(checked):
             if query_report.sql is not None:
                 decision = engines[question.db_id].check(query_report.sql)
@@ -409,7 +433,8 @@ def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -
             "cases_written": len(result.cases),
             "queries_by_status": dict(sorted(statuses.items())),
             "queries_left_out": sum(result.dropped.values()),
-            "kept_queries_refused_by_default_policy": result.policy_refused,
+            "kept_queries_refused_by_policy": result.policy_refused,
+            "policies": {d.db_id: d.policy for d in result.databases},
             "cases_by_difficulty": dict(sorted(Counter(c.difficulty for c in result.cases).items(), key=_level)),
             "difficulty_sources": dict(sorted(result.difficulty_sources.items())),
         },
