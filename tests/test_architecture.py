@@ -183,6 +183,21 @@ def test_the_core_root_holds_only_its_face_and_leaves():
     assert not not_leaves, f"root modules that are not leaves (move them into a package): {not_leaves}"
 
 
+def test_the_readme_layout_names_every_core_package_and_root_leaf():
+    """The README's Layout section matches the tree: each package of the core (``name/``) and each root leaf
+    (``name.py``) is named there, so a newcomer's map never misses a room."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Layout")
+    end = readme.find("\n## ", start + 1)
+    layout = readme[start : end if end != -1 else len(readme)]
+    core = ROOT / "nl2sql_pipeline"
+    packages = sorted(p.name for p in core.iterdir() if (p / "__init__.py").is_file())
+    leaves = sorted(p.name for p in core.glob("*.py") if p.name != "__init__.py")
+    missing = [f"{name}/" for name in packages if f"`{name}/`" not in layout]
+    missing += [name for name in leaves if f"`{name}`" not in layout]
+    assert not missing, f"README's Layout section does not name: {missing}"
+
+
 @pytest.mark.parametrize("package", ["nl2sql_pipeline"])
 def test_the_core_never_imports_dagster_or_the_cli(package):
     offenders = []
