@@ -102,8 +102,8 @@ def pin_sqlite_clock(con: sqlite3.Connection, sql: str, reference: datetime.date
     midnight = f"{reference.isoformat()} 00:00:00"
     builtin = sqlite3.connect(":memory:")
 
-    def pinned(name: str) -> Callable[..., object]:
-        def call(*args: object) -> object:
+    def pinned(name: str) -> Callable[..., str | int | float | None]:
+        def call(*args: object) -> str | int | float | None:
             values = [midnight if isinstance(a, str) and a.strip().lower() == "now" else a for a in args]
             if name == "strftime" and len(values) == 1:
                 values.append(midnight)  # strftime(fmt) alone reads 'now'
