@@ -692,3 +692,29 @@ def test_cli_gold_import_errors_are_one_named_line_and_exit_2(tmp_path, capsys):
     assert f"{src}: no dev_tables.json or tables.json beside dev.json; imported without it" in warning
     assert "primary and foreign keys declared only there are not added" in warning
     assert json.loads(report_path_for(out).read_text())["warnings"] == [warning.removeprefix("warning: ")]
+
+
+def test_gold_import_gold_set_refuses_a_file_outside_the_gold_folder_and_a_taken_key(tmp_path, monkeypatch, capsys):
+    """``--gold-set KEY`` is checked before anything is imported: OUT outside data/gold/, a key naming
+    another file, a key that is no slug: one line each, exit 2, nothing written."""
+    from eval_support import copy_data
+
+    from nl2sql_cli.main import main
+
+    data = copy_data(tmp_path / "data", ignore=["*.jsonl"])
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(json.dumps([{"db_id": "pets_1", "question": "How many?", "query": "SELECT 1"}]))
+    before = (data / "gold" / "gold_sets.yml").read_text()
+    cases = [
+        (tmp_path / "elsewhere.jsonl", "mine", "is not inside the gold folder"),
+        (data / "gold" / "other.jsonl", "multidomain-v1", "is already registered for"),
+        (data / "gold" / "other.jsonl", "Not A Slug", "is not a slug"),
+    ]
+    for out, key, message in cases:
+        args = ["gold", "import", "--format", "spider", str(src), "--out", str(out), "--gold-set", key]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --gold-set {key}: ") and message in err and err.count("\n") == 1
+        assert not out.exists()
+    assert (data / "gold" / "gold_sets.yml").read_text() == before
