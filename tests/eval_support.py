@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +108,67 @@ def clone_world(template: World, target: Path) -> World:
     shutil.copytree(template.data, world.data)
     shutil.copytree(template.home, world.home)
     return world
+
+
+# ------------------------------------------------------------------------------ Spider-layout benchmark folders
+
+
+@dataclass(frozen=True)
+class SpiderDatabase:
+    """One SQLite database of a Spider-layout folder: its id, the SQL script that fills it, and the keys that
+    only ``tables.json`` declares (``primary``: table -> column; ``foreign``: ((table, column), (table, column)))."""
+
+    db_id: str
+    script: str
+    primary: Mapping[str, str] = field(default_factory=dict)
+    foreign: Sequence[tuple[tuple[str, str], tuple[str, str]]] = ()
+
+
+def write_sqlite(path: Path, script: str) -> sqlite3.Connection:
+    """A SQLite file at ``path`` (folders created) filled by ``script``; the open connection is returned."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(script)
+    con.commit()
+    return con
+
+
+def spider_tables_entry(db_id: str, con: sqlite3.Connection, primary: Mapping, foreign: Sequence) -> dict:
+    """The ``tables.json`` entry of the SQLite database on ``con``, as Spider writes it."""
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")]
+    columns = [[-1, "*"]] + [[i, r[1]] for i, t in enumerate(tables) for r in con.execute(f"PRAGMA table_info({t})")]
+    types = ["text"] + ["number" for _ in columns[1:]]
+    index = {(tables[t], c): i for i, (t, c) in enumerate(columns) if t >= 0}
+    return {
+        "db_id": db_id,
+        "table_names_original": tables,
+        "table_names": tables,
+        "column_names_original": columns,
+        "column_names": columns,
+        "column_types": types,
+        "primary_keys": [index[(t, c)] for t, c in primary.items()],
+        "foreign_keys": [[index[child], index[parent]] for child, parent in foreign],
+    }
+
+
+def build_spider_folder(
+    root: Path,
+    databases: Iterable[SpiderDatabase],
+    questions: Iterable[tuple[str, str, str]] = (),
+    *,
+    databases_folder: str = "database",
+) -> Path:
+    """A Spider-layout folder at ``root``: ``<databases_folder>/<db_id>/<db_id>.sqlite`` per database,
+    ``tables.json``, and ``dev.json`` from ``questions`` (db_id, question, gold SQL) when any are given."""
+    entries = []
+    for database in databases:
+        con = write_sqlite(root / databases_folder / database.db_id / f"{database.db_id}.sqlite", database.script)
+        entries.append(spider_tables_entry(database.db_id, con, database.primary, database.foreign))
+        con.close()
+    (root / "tables.json").write_text(json.dumps(entries), encoding="utf-8")
+    questions = list(questions)
+    if questions:
+        (root / "dev.json").write_text(
+            json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in questions]), encoding="utf-8"
+        )
+    return root

@@ -18,12 +18,14 @@ from nl2sql_pipeline.dialect import (
 )
 from nl2sql_pipeline.dialect import convert as convert_module
 from nl2sql_pipeline.dialect import sqlite_copy as sqlite_to_duckdb
+from nl2sql_pipeline.dialect import verify as verify_module
 from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb
 from nl2sql_pipeline.gold.formats import plain
 
 
 @pytest.mark.parametrize(
-    "module", [sqlite_fixes, postgres_fixes, postgres_division, convert_module, sqlite_to_duckdb, plain]
+    "module",
+    [sqlite_fixes, postgres_fixes, postgres_division, convert_module, sqlite_to_duckdb, plain, verify_module],
 )
 def test_docstring_examples_hold(module):
     failed, attempted = doctest.testmod(module)
@@ -276,3 +278,58 @@ def test_an_unknown_postgres_format_is_left_to_sqlglot():
     converted = convert_sql("SELECT TO_CHAR(joined, 'Q') FROM customers", "postgres")
     assert converted.sql == sqlglot_only("SELECT TO_CHAR(joined, 'Q') FROM customers")
     assert "NL2SQL_RAW" not in convert_sql("SELECT to_char(3.5, '9.9'), 'TO_CHAR(' FROM t", "postgres").sql
+
+
+@pytest.fixture
+def dated_db(tmp_path):
+    source = tmp_path / "d.sqlite"
+    con = sqlite3.connect(source)
+    con.executescript(
+        "CREATE TABLE f (id INTEGER PRIMARY KEY, day TEXT, n INT);"
+        "INSERT INTO f VALUES (1, '2026-05-01', 1), (2, '2026-06-15', 2), (3, '2026-06-29', 2), (4, '2026-07-04', 3);"
+    )
+    con.commit()
+    con.close()
+    return source, copy_sqlite_to_duckdb(source, tmp_path / "d.duckdb")
+
+
+@pytest.mark.parametrize(
+    ("sql", "on_reference_date", "a_year_later"),
+    [
+        ("SELECT count(*) FROM f WHERE day < date('now')", 3, 4),
+        ("SELECT count(*) FROM f WHERE day >= date('now', '-30 days') AND day < date('NOW')", 2, 0),
+        ("SELECT count(*) FROM f WHERE day < datetime('now', 'start of month', '+1 month')", 3, 4),
+        ("SELECT count(*) FROM f WHERE strftime('%Y-%m', day) = strftime('%Y-%m', 'now')", 2, 0),
+    ],
+)
+def test_sqlites_clock_is_read_at_the_reference_date_on_both_engines(dated_db, sql, on_reference_date, a_year_later):
+    """``date('now')`` and its kin become DuckDB clock reads; the check runs SQLite's original and the
+    conversion at the reference date, so both count the rows before it, whatever the real date."""
+    from datetime import date
+
+    from nl2sql_pipeline.dialect.verify import run_sqlite
+    from nl2sql_pipeline.execution import run_query
+    from nl2sql_pipeline.sql.clock import pin_clock
+
+    source, copied = dated_db
+    converted = convert_sql(sql, "sqlite", {})
+    assert converted.fixes == ("now_reads_the_clock",) and "CURRENT_TIMESTAMP" in converted.sql
+    reference = date(2026, 6, 30)
+    assert run_sqlite(source, sql, reference=reference).rows == [(on_reference_date,)]
+    assert run_query(copied.path, pin_clock(converted.sql, reference)).rows == [(on_reference_date,)]
+    assert verify_conversion(converted, copied.path, source, reference=reference).status == "verified"
+    later = date(2027, 6, 30)  # another "today": another count, and both engines agree again
+    assert run_sqlite(source, sql, reference=later).rows == [(a_year_later,)]
+    assert run_query(copied.path, pin_clock(converted.sql, later)).rows == [(a_year_later,)]
+    assert verify_conversion(converted, copied.path, source, reference=later).status == "verified"
+
+
+def test_rows_tied_at_the_limit_that_sqlite_keeps_differently_verify_the_conversion(dated_db):
+    """SQLite and DuckDB keep different rows tied at ``ORDER BY … LIMIT`` (the sort key not selected): a valid
+    choice is the same result; rows outside the tie are not."""
+    source, copied = dated_db
+    tied = convert_sql("SELECT id FROM f ORDER BY n DESC LIMIT 2", "sqlite", {})
+    check = verify_conversion(tied, copied.path, source)  # SQLite keeps ids 4, 2; DuckDB 4, 3
+    assert check.status == "verified" and "SQLite kept other rows tied at the LIMIT" in check.reason
+    wrong = tied.__class__(tied.source_sql.replace("DESC", "ASC"), tied.sql, "sqlite")
+    assert verify_conversion(wrong, copied.path, source).status == "result_differs"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import sqlite3
 from pathlib import Path
 
 import duckdb
 import pytest
+from eval_support import SpiderDatabase, build_spider_folder, write_sqlite
 
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.generation import CandidateRecord
@@ -109,52 +109,21 @@ SPIDER_QUESTIONS = [
     ("pets_1", "A broken gold query?", "SELECT nosuch FROM pets"),
 ]
 LEFT_OUT = {"spider-dev-22": "duckdb_failed", "spider-dev-23": "source_failed"}
-
-
-def _tables_entry(db_id: str, con: sqlite3.Connection, primary: dict, foreign: list) -> dict:
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")]
-    columns = [[-1, "*"]] + [[i, r[1]] for i, t in enumerate(tables) for r in con.execute(f"PRAGMA table_info({t})")]
-    types = ["text"] + ["number" for _ in columns[1:]]
-    index = {(tables[t], c): i for i, (t, c) in enumerate(columns) if t >= 0}
-    return {
-        "db_id": db_id,
-        "table_names_original": tables,
-        "table_names": tables,
-        "column_names_original": columns,
-        "column_names": columns,
-        "column_types": types,
-        "primary_keys": [index[(t, c)] for t, c in primary.items()],
-        "foreign_keys": [[index[child], index[parent]] for child, parent in foreign],
-    }
-
-
-def _sqlite(path: Path, script: str) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(path)
-    con.executescript(script)
-    con.commit()
-    return con
+SPIDER_DATABASES = (
+    SpiderDatabase("concert_singer", CONCERT_SQL),
+    SpiderDatabase(
+        "pets_1",
+        PETS_SQL,
+        primary={"student": "stuid", "pets": "petid"},
+        foreign=[(("has_pet", "stuid"), ("student", "stuid")), (("has_pet", "petid"), ("pets", "petid"))],
+    ),
+)
 
 
 def build_spider(root: Path, databases_folder: str = "database") -> Path:
     """A Spider-format folder: two SQLite databases (one declaring its foreign keys, one declaring them
     only in tables.json), tables.json, dev.json."""
-    entries = []
-    con = _sqlite(root / databases_folder / "concert_singer" / "concert_singer.sqlite", CONCERT_SQL)
-    entries.append(_tables_entry("concert_singer", con, {}, []))
-    con.close()
-    con = _sqlite(root / databases_folder / "pets_1" / "pets_1.sqlite", PETS_SQL)
-    entries.append(
-        _tables_entry(
-            "pets_1",
-            con,
-            {"student": "stuid", "pets": "petid"},
-            [(("has_pet", "stuid"), ("student", "stuid")), (("has_pet", "petid"), ("pets", "petid"))],
-        )
-    )
-    con.close()
-    (root / "tables.json").write_text(json.dumps(entries))
-    return root
+    return build_spider_folder(root, SPIDER_DATABASES, databases_folder=databases_folder)
 
 
 def _gold_echo(cases, gold_dir: Path, sql_of=lambda case: case.canonical_sql):
@@ -340,7 +309,7 @@ def test_defog_alternatives_expand_like_sql_eval():
 
 def test_defog_csv_with_alternatives_imports_and_gold_echo_scores_100(tmp_path):
     data = tmp_path / "defog"
-    _sqlite(data / "pets_1.sqlite", PETS_SQL).close()
+    write_sqlite(data / "pets_1.sqlite", PETS_SQL).close()
     rows = [
         {
             "db_name": "pets_1",
@@ -401,7 +370,7 @@ def test_defog_csv_with_alternatives_imports_and_gold_echo_scores_100(tmp_path):
 def test_a_conversion_that_changes_the_result_is_reported_and_left_out(tmp_path):
     """SQLite's LIKE folds ASCII case only; DuckDB's ILIKE folds every letter: 'É' matches 'é%' there."""
     data = tmp_path / "plain"
-    _sqlite(
+    write_sqlite(
         data / "people.sqlite",
         "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('Émile'), ('émile'), ('Anna');",
     ).close()
@@ -439,7 +408,7 @@ def test_a_conversion_that_changes_the_result_is_reported_and_left_out(tmp_path)
 
 def test_a_conversion_that_fails_is_reported_and_left_out(tmp_path):
     data = tmp_path / "plain"
-    _sqlite(data / "concert_singer.sqlite", CONCERT_SQL).close()
+    write_sqlite(data / "concert_singer.sqlite", CONCERT_SQL).close()
     with (data / "q.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["question", "query", "database"])
@@ -556,7 +525,7 @@ def test_plain_jsonl_over_a_duckdb_file_copies_it_and_flags_queries_its_policy_r
 
 def test_a_question_that_makes_an_invalid_case_is_reported_at_its_source_line(tmp_path):
     data = tmp_path / "plain"
-    _sqlite(data / "pets_1.sqlite", PETS_SQL).close()
+    write_sqlite(data / "pets_1.sqlite", PETS_SQL).close()
     (data / "q.jsonl").write_text(
         json.dumps({"id": "ok", "question": "Pets?", "sql": "SELECT count(*) FROM pets", "db_id": "pets_1"})
         + "\n\n"
@@ -723,3 +692,29 @@ def test_cli_gold_import_errors_are_one_named_line_and_exit_2(tmp_path, capsys):
     assert f"{src}: no dev_tables.json or tables.json beside dev.json; imported without it" in warning
     assert "primary and foreign keys declared only there are not added" in warning
     assert json.loads(report_path_for(out).read_text())["warnings"] == [warning.removeprefix("warning: ")]
+
+
+def test_gold_import_gold_set_refuses_a_file_outside_the_gold_folder_and_a_taken_key(tmp_path, monkeypatch, capsys):
+    """``--gold-set KEY`` is checked before anything is imported: OUT outside data/gold/, a key naming
+    another file, a key that is no slug: one line each, exit 2, nothing written."""
+    from eval_support import copy_data
+
+    from nl2sql_cli.main import main
+
+    data = copy_data(tmp_path / "data", ignore=["*.jsonl"])
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(json.dumps([{"db_id": "pets_1", "question": "How many?", "query": "SELECT 1"}]))
+    before = (data / "gold" / "gold_sets.yml").read_text()
+    cases = [
+        (tmp_path / "elsewhere.jsonl", "mine", "is not inside the gold folder"),
+        (data / "gold" / "other.jsonl", "multidomain-v1", "is already registered for"),
+        (data / "gold" / "other.jsonl", "Not A Slug", "is not a slug"),
+    ]
+    for out, key, message in cases:
+        args = ["gold", "import", "--format", "spider", str(src), "--out", str(out), "--gold-set", key]
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --gold-set {key}: ") and message in err and err.count("\n") == 1
+        assert not out.exists()
+    assert (data / "gold" / "gold_sets.yml").read_text() == before

@@ -214,9 +214,10 @@ def _import(args: argparse.Namespace) -> int:
     source, out = Path(args.file), Path(args.out)
     if args.format:
         return _import_format(args)
-    if args.source_dialect or args.databases or args.verify_with or getattr(args, "policy", None):
+    if args.source_dialect or args.databases or args.verify_with or getattr(args, "policy", None) or args.gold_set:
         print(
-            "error: --source-dialect, --databases, --verify-with and --policy need --format spider|bird|defog|plain",
+            "error: --source-dialect, --databases, --verify-with, --policy and --gold-set need "
+            "--format spider|bird|defog|plain",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
@@ -264,7 +265,7 @@ def _import_format(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     policy_for = _import_policies(args)
-    if policy_for is None:
+    if policy_for is None or not _gold_set_key_free(args.gold_set, out):
         return EXIT_BAD_INPUT
     try:
         result = import_benchmark(
@@ -309,6 +310,40 @@ def _import_format(args: argparse.Namespace) -> int:
     print(result.summary())
     if getattr(args, "register", False):
         _register_imported(result, getattr(args, "policy", None))
+    if args.gold_set:
+        return _register_gold_set(args.gold_set, out, f"imported from {source} (--format {args.format})")
+    return EXIT_OK
+
+
+def _gold_set_key_free(key: str | None, out: Path) -> bool:
+    """``gold import --gold-set KEY``: True when KEY may name OUT (checked before anything is imported);
+    else False after one line on stderr."""
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.gold.registry import check_new_gold_set
+
+    if key is None:
+        return True
+    try:
+        check_new_gold_set(key, out)
+    except ConfigError as exc:
+        print(f"error: --gold-set {key}: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _register_gold_set(key: str, out: Path, description: str) -> int:
+    """Register the imported file as gold set ``key`` in ``gold_sets.yml`` and say so (exit code)."""
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.gold.registry import check_new_gold_set, register_gold_set, registry_path
+
+    try:
+        new = check_new_gold_set(key, out)
+        register_gold_set(key, out, description)
+    except ConfigError as exc:
+        print(f"error: --gold-set {key}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    what = "registered gold set" if new else "gold set already registered:"
+    print(f"{what} {key} -> {out} ({registry_path()}); run it: nl2sql-eval run --gold-set {key} --model gold-echo")
     return EXIT_OK
 
 
@@ -529,6 +564,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="with --format: also register each copied database by its benchmark id in data/databases.yml "
         "(so `db list` / `db info` show it; a name already registered to another file is left as it is)",
+    )
+    imports.add_argument(
+        "--gold-set",
+        metavar="KEY",
+        help="with --format: also register OUT (which must be inside data/gold/) as gold set KEY in "
+        "data/gold/gold_sets.yml, so `run --gold-set KEY` evaluates it (importing again keeps the entry)",
     )
     imports.add_argument(
         "--policy",

@@ -23,6 +23,11 @@ ordered list applied by ``convert.convert_sql``:
 8. ``strftime_of_a_time``: ``strftime`` of a text holding only a time (``'10:30'``) reads it on 2000-01-01;
    a text that is no date gives NULL, as in SQLite.
 9. ``integer_division``: ``/`` of two integers truncates in SQLite, not in DuckDB.
+10. ``now_reads_the_clock``: ``date('now')``, ``datetime('now', '-30 days')``, ``strftime('%Y', 'now')``
+    read SQLite's clock through the string ``'now'``: they become DuckDB clock reads (``CURRENT_TIMESTAMP``
+    with the modifiers as intervals or ``date_trunc``, formatted as the text SQLite returns), which the
+    pinned clock (``sql.clock``) evaluates at the gold set's reference date. A modifier not known here
+    is left as it is (the conversion then fails, and the import says so).
 
 >>> from sqlglot import parse_one
 >>> double_quoted_strings(parse_one('SELECT a FROM t WHERE b = "x"', read="sqlite"), {"t": {"a": 0, "b": 0}}).sql("duckdb")
@@ -465,6 +470,60 @@ def integer_division(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     return tree
 
 
+_NOW = "now"
+_TEXT_FORMATS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M:%S", "time": "%H:%M:%S"}
+"""The text each SQLite time function returns, as a DuckDB ``strftime`` format."""
+_SHIFT = re.compile(r"([+-]?\d+(?:\.\d+)?)\s+(second|minute|hour|day|month|year)s?", re.IGNORECASE)
+_START_OF = re.compile(r"start\s+of\s+(day|month|year)", re.IGNORECASE)
+
+
+def _is_now(node: exp.Expr | None) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string and node.this.strip().lower() == _NOW
+
+
+def _clock_timestamp(modifiers: list[exp.Expr]) -> exp.Expr | None:
+    """SQLite's ``'now'`` with ``modifiers`` as a DuckDB TIMESTAMP expression; None for a modifier not known."""
+    stamp: exp.Expr = exp.cast(exp.CurrentTimestamp(), "TIMESTAMP")
+    for modifier in modifiers:
+        text = _string(modifier)
+        shift = _SHIFT.fullmatch(text.strip()) if text is not None else None
+        start = _START_OF.fullmatch(text.strip()) if text is not None else None
+        if shift is not None:
+            interval = exp.Interval(this=exp.Literal.string(shift.group(1)), unit=exp.var(shift.group(2).upper()))
+            stamp = exp.cast(exp.Add(this=stamp, expression=interval), "TIMESTAMP")
+        elif start is not None:
+            stamp = exp.cast(
+                exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(start.group(1)), stamp]), "TIMESTAMP"
+            )
+        else:
+            return None
+    return stamp
+
+
+def now_reads_the_clock(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
+    """``date('now', ...)`` and its kin: DuckDB clock reads giving SQLite's text (fix 10).
+
+    >>> from sqlglot import parse_one
+    >>> now_reads_the_clock(parse_one("SELECT date('now', '-30 days')", read="sqlite"), {}).sql("duckdb")
+    "SELECT STRFTIME(CAST(CAST(CURRENT_TIMESTAMP AS TIMESTAMP) + INTERVAL '-30' DAY AS TIMESTAMP), '%Y-%m-%d')"
+    """
+    for node in list(tree.find_all(exp.Date, exp.Anonymous, exp.TsOrDsToTimestamp)):
+        if isinstance(node, exp.TsOrDsToTimestamp):  # strftime(fmt, 'now'): the timestamp it formats
+            if _is_now(node.this):
+                node.replace(exp.cast(exp.CurrentTimestamp(), "TIMESTAMP"))
+            continue
+        if isinstance(node, exp.Date):
+            name, arguments = "date", [node.this, *node.expressions]
+        else:
+            name, arguments = str(node.this).lower(), list(node.expressions)
+        if name not in _TEXT_FORMATS or not arguments or not _is_now(arguments[0]):
+            continue
+        stamp = _clock_timestamp(arguments[1:])
+        if stamp is not None:
+            node.replace(exp.TimeToStr(this=stamp, format=exp.Literal.string(_TEXT_FORMATS[name])))
+    return tree
+
+
 SQLITE_FIXES: tuple[Fix, ...] = (
     double_quoted_strings,
     bare_columns_in_aggregates,
@@ -475,5 +534,6 @@ SQLITE_FIXES: tuple[Fix, ...] = (
     text_aggregated_as_numbers,
     strftime_of_a_time,
     integer_division,
+    now_reads_the_clock,
 )
 """The fixes applied to SQLite queries, in order (later fixes see the literals earlier ones made)."""

@@ -25,6 +25,7 @@ Keys are slugs (``[a-z0-9][a-z0-9._-]*``) because they become Dagster partition 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import re
 from dataclasses import dataclass, field, replace
@@ -169,6 +170,49 @@ def with_reference_date(cases: list[Case], reference: datetime.date | None) -> l
     if reference is None:
         return cases
     return [case if case.reference_date else replace(case, reference_date=reference.isoformat()) for case in cases]
+
+
+def check_new_gold_set(key: str, path: Path, data_dir: Path | None = None) -> bool:
+    """Whether ``key`` may name the gold file ``path``: False when it already does, True when it is free.
+
+    Raises ``ConfigError`` (one line: what, how to fix) when ``key`` is not a slug, names another file, or
+    ``path`` is not inside the gold folder (a registry entry's file is relative to it).
+    """
+    registry = registry_path(data_dir)
+    gold_dir = registry.parent.resolve()
+    if not SLUG_PATTERN.fullmatch(key):
+        raise ConfigError(
+            f"gold-set key {key!r} is not a slug (use lower-case letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit)"
+        )
+    if not Path(path).resolve().is_relative_to(gold_dir):
+        raise ConfigError(
+            f"{path} is not inside the gold folder {gold_dir}: a registered gold file lives there "
+            f"(write it to {gold_dir}/<name>.jsonl)"
+        )
+    sets = list_gold_sets(data_dir) if registry.is_file() else {}
+    if key in sets and sets[key].path != Path(path).resolve():
+        raise ConfigError(f"gold set {key!r} is already registered for {sets[key].path} (pick another key)")
+    return key not in sets
+
+
+def register_gold_set(key: str, path: Path, description: str = "", data_dir: Path | None = None) -> GoldSetInfo:
+    """Add ``key -> path`` to ``gold_sets.yml`` (created when absent; nothing is written when it is there).
+
+    Raises ``ConfigError`` as ``check_new_gold_set`` does.
+    """
+    registry = registry_path(data_dir)
+    if check_new_gold_set(key, path, data_dir):
+        relative = Path(path).resolve().relative_to(registry.parent.resolve()).as_posix()
+        text = registry.read_text(encoding="utf-8") if registry.is_file() else "gold_sets:\n"
+        if not text.endswith("\n"):
+            text += "\n"
+        lines = [f"  {key}:", f"    file: {json.dumps(relative)}"]
+        if description:
+            lines.append(f"    description: {json.dumps(description)}")
+        registry.parent.mkdir(parents=True, exist_ok=True)
+        registry.write_text(text + "\n".join(lines) + "\n", encoding="utf-8")
+    return gold_set_info(key, data_dir)
 
 
 def case_databases(key: str, data_dir: Path | None = None) -> CaseDatabases:

@@ -6,7 +6,8 @@
    copied by ``sqlite_to_duckdb``, DuckDB files copied as they are); cases name it by that relative path.
 2. Every gold alternative is converted to DuckDB (``dialect.convert_sql``) and checked
    (``dialect.verify_conversion``): with a SQLite source the original runs in SQLite and the
-   conversion must return the same result in the DuckDB sandbox.
+   conversion must return the same result in the DuckDB sandbox, both reading the clock at the set's
+   reference date; a different choice of rows tied at an ``ORDER BY … LIMIT`` is the same result.
 3. An alternative that does not convert, fails on either engine or returns another result is left out
    of the case; a question left with no alternative is left out of the gold file. Nothing is dropped
    silently: every query is listed in the report (``<gold stem>.import-report.json``) with its status,
@@ -221,6 +222,7 @@ def _check_alternative(
     relative: str,
     limits: SandboxLimits,
     postgres: PostgresVerifier | None = None,
+    reference: date | None = None,
 ) -> QueryReport:
     try:
         converted = convert_sql(sql, dialect, columns)
@@ -230,7 +232,7 @@ def _check_alternative(
         )
     source = postgres.runner(question.db_id) if postgres is not None and dialect == "postgres" else None
     check: ConversionCheck = verify_conversion(
-        converted, file, db.path if db.is_sqlite else None, limits, source=source
+        converted, file, db.path if db.is_sqlite else None, limits, source=source, reference=reference
     )
     return QueryReport(
         question.id,
@@ -348,6 +350,7 @@ def build_gold(
                 relative,
                 limits,
                 postgres,
+                reference,
             )
             for i, sql in enumerate(question.sql)
         ]
