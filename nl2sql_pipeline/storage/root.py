@@ -19,7 +19,7 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import StorageRootError
 
 FIX = f"point {paths.STORAGE_ENV_VAR} at a folder you can write (or make this one writable)"
-WRITTEN_FOLDERS = ("assets", "cache", "databases", "dagster_home", "prepared", "reports", "tmp")
+WRITTEN_FOLDERS = ("assets", "cache", "dagster_home", "databases", "locks", "prepared", "reports", "tmp", "variants")
 """The folders under the root a run writes into (checked when they exist; a missing one is created)."""
 
 
