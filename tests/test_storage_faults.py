@@ -143,6 +143,28 @@ def test_a_read_only_root_is_one_line_exit_3(tmp_path, monkeypatch, capsys):
             folder.chmod(0o755)
 
 
+def test_a_refused_write_in_the_root_is_one_line_exit_3_even_as_root(tmp_path, monkeypatch, capsys):
+    """What a read-only root does to a non-root user, simulated where chmod does not stop root: the write probe
+    is refused."""
+    import nl2sql_pipeline.storage.root as storage_root
+
+    root = tmp_path / "home"
+    monkeypatch.setenv("NL2SQL_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(storage_root.tempfile, "mkstemp", refused)
+    assert cli.main(["run", "--model", "gold-echo"]) == 3
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == (
+        f"error: storage root {root} is unusable: it is not writable (Permission denied); "
+        "point NL2SQL_HOME at a folder you can write (or make this one writable)"
+    )
+    assert sorted(p.name for p in root.iterdir()) == []  # nothing but the (empty) root was made
+
+
 # ------------------------------------------------------------------------------------------------ stored runs
 
 
