@@ -5,7 +5,12 @@ Each sub-command lives in its own module under ``nl2sql_cli.commands`` and expos
 
 Exit codes: 0 success; 1 a gate failed (a run scored below its threshold or regressed); 2 bad input
 (an invalid file, an unknown model or gold set, bad arguments); 3 an environment problem (a model whose
-key or server is missing, a database that is not built); 4 a run failed (an asset failed to materialize).
+key or server is missing, a database that is not built, a storage root that cannot be created or written, a
+stored file that cannot be read back); 4 a run failed (an asset failed to materialize).
+
+Before a command runs, the storage root is checked (``nl2sql_pipeline.storage.root``): it must be a folder
+(or creatable), and for the commands that write under it (``WRITING``) writable, Dagster home included;
+otherwise one line naming the root and the cause, exit 3, and nothing is done.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from collections.abc import Sequence
 
 from nl2sql_cli.commands import compare, compare_runs, db, export, gold, models, policy, report, run, sql
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
-from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.errors import Nl2SqlError, StorageError
 
 __all__ = [
     "main",
@@ -30,6 +35,21 @@ __all__ = [
 ]
 
 COMMANDS = (db, gold, sql, compare, policy, models, run, report, compare_runs, export)
+
+WRITING = {("run", None), ("db", "build"), ("gold", "import")}
+"""The commands (and actions) that write under the storage root: its writability is checked before they start."""
+
+
+def _check_storage(args: argparse.Namespace) -> None:
+    """``StorageRootError`` when the storage root is unusable for this command (see the module docstring)."""
+    from nl2sql_pipeline.storage.root import check_root, check_writable
+
+    command = args.command
+    action = getattr(args, f"{command}_command", None) if command else None
+    if (command, action) in WRITING:
+        check_writable()
+    else:
+        check_root()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
+        _check_storage(args)
         return int(handler(args))
+    except StorageError as exc:  # an unusable root or an unreadable stored file: the environment, not the input
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
     except Nl2SqlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

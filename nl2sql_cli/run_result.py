@@ -26,6 +26,8 @@ class EvaluationOutcome:
     check_messages: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> check -> description
     reaped_runs: list[str] = field(default_factory=list)  # runs of dead processes marked failed at start
     reused: dict[str, str] = field(default_factory=dict)  # model -> run id whose stored scores stand (nothing changed)
+    # model -> why its current run's stored results could not stand (a file missing or unreadable): evaluated again
+    unreadable: dict[str, str] = field(default_factory=dict)
     gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
 
 
@@ -42,16 +44,18 @@ def stored_outcome(
 
     It holds when the gold version is prepared at its current fingerprint (with its quarantine recorded, and
     nothing quarantined under strict gold) and every model's latest fully evaluated run is current
-    (``nl2sql_pipeline.runs.reuse``; the quarantine is part of the gold fingerprint). Anything unusual (an
+    (``nl2sql_pipeline.runs.reuse``; the quarantine is part of the gold fingerprint) with its stored results
+    readable (``results.read.stored_results_problem``). Anything unusual (an
     unknown name, a bad file) returns None: the full run reports it properly.
     """
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import list_gold_sets
+    from nl2sql_pipeline.results.read import stored_results_problem
     from nl2sql_pipeline.runs.identity import with_quarantine
     from nl2sql_pipeline.runs.reuse import reusable_run
     from nl2sql_pipeline.runs.versions_memo import gold_versions, model_versions
-    from nl2sql_pipeline.storage.prepared import is_prepared, prepared_triage
+    from nl2sql_pipeline.storage.prepared import gold_ready, prepared_triage
     from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 
     try:
@@ -60,7 +64,7 @@ def stored_outcome(
             return None
         specs = {slug: get_model(slug) for slug in models}
         base = gold_versions(gold_set, policy)
-        if not is_prepared(gold_set, base.gold_fingerprint):
+        if not gold_ready(gold_set, base.gold_fingerprint):  # prepared, and its stored files still readable
             return None
         quarantine = read_quarantine(gold_set, base.gold_fingerprint)
         if quarantine is None or (quarantine and (strict_gold or sets[gold_set].strict_gold)):
@@ -81,8 +85,8 @@ def stored_outcome(
                 repeat,
                 test_suite_variants=test_suite_variants,
             )
-            if stored is None:
-                return None
+            if stored is None or stored_results_problem(gold_set, slug) is not None:
+                return None  # the full run evaluates it (again, when its stored files cannot be read back)
             outcome.scores[slug] = stored
             outcome.reused[slug] = str(stored["run_id"])
         return outcome

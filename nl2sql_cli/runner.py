@@ -31,7 +31,7 @@ from nl2sql_cli.run_result import EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
-from nl2sql_pipeline.results.read import RunResultsNotFoundError, load_scores
+from nl2sql_pipeline.results.read import RunResultsNotFoundError, load_scores, stored_results_problem
 from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
@@ -112,7 +112,9 @@ def evaluate(
     ``lock_wait_s`` bounds the wait for another run of the same gold x model partition (None: no bound);
     ``on_wait(message)`` is told when a run waits. A gold version already prepared at its fingerprint is
     not prepared again; unless ``force``, a model whose latest fully evaluated run is current
-    (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``).
+    (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``), unless its stored
+    results cannot be read back (a file missing or cut short: ``EvaluationOutcome.unreadable``), when it is
+    evaluated again (the generation cache serves what was asked before).
     ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
     built once per gold version (``database_variants``) and reused by every model.
     Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
@@ -171,10 +173,14 @@ def evaluate(
         if base_versions is not None:
             versions = replace(base_versions, model_config_hash=spec.config_hash)
             stored = reusable_run(db_path, gold_set, slug, versions, repeat, test_suite_variants=test_suite_variants)
-            if stored is not None:
+            problem = stored_results_problem(gold_set, slug) if stored is not None else None
+            if stored is not None and problem is None:
                 outcome.scores[slug] = stored
                 outcome.reused[slug] = str(stored["run_id"])
                 continue
+            if problem is not None:  # its stored results cannot be read back: missing, evaluated again
+                logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
+                outcome.unreadable[slug] = problem
         readiness = model_readiness(spec)
         if not readiness.ready:
             outcome.skipped_models[slug] = readiness.reason

@@ -25,9 +25,14 @@ def data_dir() -> Path:
     return Path(os.environ.get(DATA_ENV_VAR) or PROJECT_ROOT / "data").resolve()
 
 
+def storage_root_path() -> Path:
+    """Where the storage root is (``NL2SQL_HOME``, else ``.nl2sql/`` in the checkout), without creating it."""
+    return Path(os.environ.get(STORAGE_ENV_VAR) or PROJECT_ROOT / ".nl2sql").resolve()
+
+
 def storage_root() -> Path:
     """The storage root (created on first use)."""
-    root = Path(os.environ.get(STORAGE_ENV_VAR) or PROJECT_ROOT / ".nl2sql").resolve()
+    root = storage_root_path()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.storage.root import check_dagster_home, check_root, check_writable_folder
 
 MARKER = "# Written by nl2sql-eval"
 DAGSTER_YAML = """\
@@ -45,9 +46,16 @@ concurrency:
 
 
 def ensure_instance_home() -> Path:
-    """Point DAGSTER_HOME at the storage root's instance (unless set) and write its dagster.yaml."""
-    home = Path(os.environ.get("DAGSTER_HOME") or paths.dagster_home())
-    home.mkdir(parents=True, exist_ok=True)
+    """Point DAGSTER_HOME at the storage root's instance (unless set) and write its dagster.yaml.
+
+    A home that cannot be created or written (a read-only root, a path under a file) is one
+    ``StorageRootError`` naming it, before Dagster opens its SQLite storage there."""
+    given = os.environ.get("DAGSTER_HOME")
+    if given:
+        home = check_dagster_home(Path(given))
+    else:
+        check_writable_folder(check_root())
+        home = check_dagster_home(paths.storage_root_path() / "dagster_home")
     os.environ["DAGSTER_HOME"] = str(home)
     config = home / "dagster.yaml"
     current = config.read_text(encoding="utf-8") if config.exists() else None

@@ -3,7 +3,8 @@
 Prints the correctness of both runs over the cases they share, the exact McNemar label ("not significant"
 unless the test rejects at alpha 0.05) and the per-case flips both ways with their reasons. Runs are named
 by run id (a unique prefix is enough; ``--list`` shows the recorded ones) or, with ``--model`` twice, as the
-latest runs of two models on ``--gold-set``. Exit codes: 0 compared; 2 unknown run or no stored results.
+latest runs of two models on ``--gold-set``. Exit codes: 0 compared; 2 unknown run or no stored results; 3 a
+stored file is unreadable (named with its partition).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare-runs",
         help="compare two runs case by case (flips both ways, exact McNemar significance)",
-        epilog="exit codes: 0 compared; 2 an unknown run id, a model never run on the gold set, or bad arguments",
+        epilog="exit codes: 0 compared; 2 an unknown run id, a model never run on the gold set, or bad arguments; "
+        "3 a stored file is unreadable (named with its partition; a plain `run` evaluates it again)",
     )
     parser.add_argument("runs", nargs="*", metavar="RUN_ID", help="two run ids (or unique prefixes) from --list")
     parser.add_argument(

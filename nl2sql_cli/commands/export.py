@@ -2,7 +2,8 @@
 
 Writes ``verdicts``, ``run_scores`` and ``leaderboard`` files to DIR, and/or a DuckDB file of views
 (``verdicts``, ``run_scores``, ``run_correctness``) over the stored Parquet, for ad-hoc SQL.
-Exit codes: 0 exported; 2 nothing stored yet, or bad arguments.
+Exit codes: 0 exported; 2 nothing stored yet, or bad arguments; 3 a stored file is unreadable (named with its
+partition).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "export",
         help="export every stored run's verdicts, scores and leaderboard; DuckDB views over them",
-        epilog="exit codes: 0 exported; 2 no stored run yet, or neither --out nor --duckdb",
+        epilog="exit codes: 0 exported; 2 no stored run yet, or neither --out nor --duckdb; "
+        "3 a stored file is unreadable (named with its partition; a plain `run` evaluates it again)",
     )
     parser.add_argument("--out", metavar="DIR", help="write verdicts, run_scores and leaderboard files here")
     parser.add_argument("--format", choices=FORMATS, default="parquet", help="file format of --out (default parquet)")

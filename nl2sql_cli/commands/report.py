@@ -4,7 +4,8 @@ Reads the runs' verdicts back from the storage root (nothing is re-evaluated) an
 warnings on top, headline metrics with bars and 95% intervals, breakdowns, the weakest capabilities,
 outcomes by cause, the cost split and, for several models, the exact McNemar label between them.
 ``--html FILE`` also writes the self-contained HTML page (inline SVG charts, per-case table).
-Exit codes: 0 reported; 2 unknown run, a model never run on the gold set, or bad arguments.
+Exit codes: 0 reported; 2 unknown run, a model never run on the gold set, or bad arguments; 3 a stored file
+is unreadable (cut short, not Parquet: the message names it and its partition).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
         help="report stored runs: bars, intervals, breakdowns, causes, cost split; --html for a page",
-        epilog="exit codes: 0 reported; 2 an unknown run id, a model never run on the gold set, or bad arguments",
+        epilog="exit codes: 0 reported; 2 an unknown run id, a model never run on the gold set, or bad arguments; "
+        "3 a stored file is unreadable (named with its partition; a plain `run` evaluates it again)",
     )
     parser.add_argument("run_id", nargs="?", metavar="RUN_ID", help="a run id (or unique prefix) of the baselines file")
     parser.add_argument(

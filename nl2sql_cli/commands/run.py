@@ -7,8 +7,10 @@ with a blocking finding is quarantined: left out of every model's run, listed an
 comparison and the gates. Exit codes: 0 every
 run scored and every gate passed; 1 a gate failed; 2 bad input; 3 a model was not ready (missing key or
 server) and was reported as skipped, or a run evaluated nothing / skipped more than --max-skipped-share of
-its cases (recorded as not comparable, never a baseline); 4 a materialization or the gold preflight failed
-(under --strict-gold: also when it quarantined a case).
+its cases (recorded as not comparable, never a baseline), or the storage root cannot be created or written
+(checked before any work); 4 a materialization or the gold preflight failed (under --strict-gold: also when it
+quarantined a case). Without --force, a model whose stored results are current but cannot be read back (a
+file missing or cut short) is evaluated again (``RE-EVALUATED``), the generation cache serving its answers.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="evaluate models on a gold set (materializes the Dagster graph)",
-        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases; 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
+        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
     )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
@@ -306,6 +308,8 @@ def run_evaluation(
             f"REUSED {slug}: nothing changed since run {run_id}; its stored scores stand (--force runs it again)",
             file=sys.stderr,
         )
+    for slug, problem in outcome.unreadable.items():
+        print(f"RE-EVALUATED {slug}: {problem}; its run was evaluated again", file=sys.stderr)
     for run_id in outcome.reaped_runs:
         print(
             f"NOTE: run {run_id} was left in progress by a process that no longer exists; marked failed",
@@ -345,6 +349,7 @@ def run_evaluation(
                     "asset_checks": outcome.checks,
                     "asset_check_messages": outcome.check_messages,
                     "reused": outcome.reused,
+                    "re_evaluated": outcome.unreadable,
                 },
                 default=str,
                 indent=2,

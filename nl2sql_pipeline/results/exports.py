@@ -1,5 +1,6 @@
 """Exports of every stored run's results: verdicts, scores and the leaderboard as Parquet, CSV or JSON files,
-and a DuckDB file of views over the stored Parquet (they read the current files at query time).
+and a DuckDB file of views over the stored Parquet (they read the current files at query time). A stored file that cannot be read back is a ``StoredFileError``
+naming it and its partition.
 
 Nested scores (``per_domain``, ``warnings``, ...) stay JSON text in the exports, as the Parquet stores them.
 """
@@ -17,7 +18,7 @@ from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
 from nl2sql_pipeline.storage import layout
-from nl2sql_pipeline.storage.parquet import read_parquet
+from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
 
 if TYPE_CHECKING:
     pass
@@ -82,8 +83,14 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
 
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
-    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``."""
+    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``.
+
+    Every stored file the views read must open first (``StoredFileError`` naming the one that does not):
+    DuckDB's own error would not say which partition is broken."""
     _require_runs(root)
+    for asset in (VERDICTS_ASSET, SCORES_ASSET):
+        for _, _, path in layout.model_partitions(asset, root):
+            check_readable(path)
     db_file.parent.mkdir(parents=True, exist_ok=True)
     sql = VIEWS_SQL.format(
         verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"), scores=_glob(SCORES_ASSET, root).replace("'", "''")

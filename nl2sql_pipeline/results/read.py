@@ -5,6 +5,10 @@ The files are where ``nl2sql_pipeline.storage.layout`` puts them: the latest run
 partition in its partition file (``<assets>/case_verdicts/gold=G/model=M.parquet``, ``<assets>/run_scores/...``),
 and every run's own file beside it. ``root`` is the assets root (default ``paths.assets_dir()``: a folder,
 or the fsspec URL of ``NL2SQL_ASSETS_URL``).
+
+A stored file that is there but cannot be read back is a ``StoredFileError`` naming the file and its partition
+(``storage.parquet``); ``stored_results_problem`` says, without reading the rows, whether the latest results
+of a partition can still be read, so a plain re-run evaluates an unreadable partition again.
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ import pandas as pd
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
-from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.errors import Nl2SqlError, StoredFileError
 from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame, verdicts_from_frame
 from nl2sql_pipeline.runs.store import list_runs
 from nl2sql_pipeline.scoring.run_scores import RunScores
 from nl2sql_pipeline.stages.records import Verdict
 from nl2sql_pipeline.storage import layout
-from nl2sql_pipeline.storage.parquet import read_parquet
+from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.storage.layout import AnyPath
@@ -88,6 +92,22 @@ def load_run(gold_set: str, model: str, root: AnyPath | None = None) -> StoredRu
     frame = read_parquet(verdict_file)
     identity, scores = run_scores_from_frame(read_parquet(score_file))
     return StoredRun(gold_set, model, identity.get("run_id"), identity, scores, verdicts_from_frame(frame), frame)
+
+
+def stored_results_problem(gold_set: str, model: str, root: AnyPath | None = None) -> str | None:
+    """Why the latest stored results of ``model`` on ``gold_set`` cannot be read back (its verdicts or scores
+    file missing; its verdicts, scores or candidate results file unreadable), or None when they can."""
+    for asset in (VERDICTS_ASSET, SCORES_ASSET, layout.CANDIDATE_RESULTS):
+        path = layout.partition_path(asset, gold_set, model, root)
+        if not path.exists():
+            if asset == layout.CANDIDATE_RESULTS:  # only the HTML report's samples read it, when it is there
+                continue
+            return f"its stored {asset} file {path} is missing"
+        try:
+            check_readable(path)
+        except StoredFileError as exc:
+            return f"stored file {exc.path} ({exc.partition}) is unreadable: {exc.cause}"
+    return None
 
 
 def load_run_by_id(run_id: str, db_path: Path | None = None, root: AnyPath | None = None) -> StoredRun:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
@@ -118,6 +119,52 @@ def temp_path(path: AnyPath, purpose: str = "") -> AnyPath:
     """A hidden temp file beside ``path``, private to this process, renamed into place once written."""
     tag = f".{purpose}" if purpose else ""
     return path.with_name(f".{path.name}.{os.getpid()}{tag}.tmp")
+
+
+@dataclass(frozen=True)
+class StoredPartition:
+    """Whose file a path of the layout is: the asset, its partition (gold set, model) and, for a run's own
+    file, the run."""
+
+    asset: str
+    gold: str | None = None
+    model: str | None = None
+    run_id: str | None = None
+
+    def describe(self) -> str:
+        """``case_verdicts of gold set 'g', model 'm'`` (and ``, run r`` for a run's own file)."""
+        where = [f"gold set {self.gold!r}"] if self.gold is not None else []
+        where += [f"model {self.model!r}"] if self.model is not None else []
+        where += [f"run {self.run_id}"] if self.run_id is not None else []
+        return f"{self.asset} of {', '.join(where)}" if where else self.asset
+
+    def fix(self) -> str:
+        """How to get the partition back: the plain run that evaluates (or prepares) it again."""
+        if self.model is not None and self.gold is not None:
+            return (
+                f"`nl2sql-eval run --gold-set {self.gold} --model {self.model}` evaluates it again "
+                "(the generation cache still serves its answers)"
+            )
+        if self.gold is not None:
+            return f"`nl2sql-eval run --gold-set {self.gold}` prepares the gold version again"
+        return "delete it and `nl2sql-eval run` writes it again"
+
+
+def stored_partition(path: AnyPath) -> StoredPartition:
+    """Whose file ``path`` is, read from its name alone (the inverse of :func:`partition_path` and
+    :func:`run_path`)."""
+    name, parent = path.name, path.parent
+    run_id = None
+    if parent.name.endswith(RUNS_SUFFIX) and name.endswith(SUFFIX):
+        run_id = name[: -len(SUFFIX)]
+        name, parent = parent.name[: -len(RUNS_SUFFIX)] + SUFFIX, parent.parent
+    stem = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
+    if stem.startswith("model=") and parent.name.startswith("gold="):
+        gold = parent.name.removeprefix("gold=")
+        return StoredPartition(parent.parent.name, gold, stem.removeprefix("model="), run_id)
+    if stem.startswith("gold="):
+        return StoredPartition(parent.name, stem.removeprefix("gold="), None, run_id)
+    return StoredPartition(stem, None, None, run_id)
 
 
 def model_partition_glob(asset: str, root: str | Path | UPath | None = None) -> AnyPath:

@@ -4,6 +4,10 @@ Writes are whole: a frame goes to a temp file beside its place, renamed into pla
 the partition's latest file atomically: a hard link renamed into place on a local folder (a copy where the
 file system has no hard links), a copy renamed into place on an fsspec file system (object stores have no
 hard links; each object write is whole).
+
+A file that cannot be read back (cut short, not Parquet at all) is a ``StoredFileError`` naming the file and
+its partition (``layout.stored_partition``), never the reader's traceback; a missing file stays a
+``FileNotFoundError`` (callers ask ``exists()`` first and say what is missing in their own words).
 """
 
 from __future__ import annotations
@@ -14,19 +18,66 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import pyarrow as pa
 
-from nl2sql_pipeline.storage.layout import run_path, temp_path
+from nl2sql_pipeline.errors import StoredFileError
+from nl2sql_pipeline.storage.layout import run_path, stored_partition, temp_path
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.storage.layout import AnyPath
 
 
+# What the readers raise for a file that is there but cannot be read: pyarrow's errors (ArrowInvalid is a
+# ValueError, ArrowIOError an OSError), a permission refused, a column asked for that the file lacks.
+_UNREADABLE = (pa.ArrowException, OSError, ValueError, KeyError)
+
+
+def unreadable(path: AnyPath, cause: BaseException | str) -> StoredFileError:
+    """The error saying that the stored file ``path`` cannot be read back, because of ``cause``."""
+    partition = stored_partition(path)
+    text = cause if isinstance(cause, str) else (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    return StoredFileError(path, partition.describe(), text or type(cause).__name__, partition.fix())
+
+
 def read_parquet(path: AnyPath, columns: list[str] | None = None) -> pd.DataFrame:
-    """The frame stored at ``path`` (a local path or a ``UPath``), all its columns or only ``columns``."""
-    if isinstance(path, Path):
-        return pd.read_parquet(path, columns=columns)
-    with path.open("rb") as handle:
-        return pd.read_parquet(handle, columns=columns)
+    """The frame stored at ``path`` (a local path or a ``UPath``), all its columns or only ``columns``.
+
+    Raises ``StoredFileError`` when the file is there but unreadable, ``FileNotFoundError`` when it is not."""
+    try:
+        if isinstance(path, Path):
+            return pd.read_parquet(path, columns=columns)
+        with path.open("rb") as handle:
+            return pd.read_parquet(handle, columns=columns)
+    except FileNotFoundError:
+        raise
+    except _UNREADABLE as exc:
+        raise unreadable(path, exc) from exc
+
+
+def check_readable(path: AnyPath) -> None:
+    """Raise ``StoredFileError`` unless the Parquet file at ``path`` opens (its footer and schema read back;
+    cheap: the rows are not read). A missing file is a ``FileNotFoundError``."""
+    import pyarrow.parquet as pq
+
+    try:
+        if isinstance(path, Path):
+            pq.read_metadata(path)
+            return
+        with path.open("rb") as handle:
+            pq.read_metadata(handle)
+    except FileNotFoundError:
+        raise
+    except _UNREADABLE as exc:
+        raise unreadable(path, exc) from exc
+
+
+def readable(path: AnyPath) -> bool:
+    """True when the Parquet file at ``path`` exists and opens (:func:`check_readable`)."""
+    try:
+        check_readable(path)
+    except (FileNotFoundError, StoredFileError):
+        return False
+    return True
 
 
 def write_parquet(frame: pd.DataFrame, path: AnyPath) -> None:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.errors import StoredFileError
 from nl2sql_pipeline.storage import layout
 
 PREFLIGHT_VERSION = 3
@@ -53,16 +54,24 @@ def is_prepared(gold_set: str, fingerprint: str) -> bool:
 
 def gold_ready(gold_set: str, fingerprint: str) -> bool:
     """True when this gold version was prepared at this fingerprint and its files are still there: the sample
-    database, the gold set's and the oracle results' latest partition files, its preflight's quarantine record."""
+    database, the gold set's and the oracle results' latest partition files (readable: one cut short is
+    prepared again), its preflight's quarantine record."""
     from nl2sql_pipeline.sample_db.spec import DATABASE_NAME
+    from nl2sql_pipeline.storage.parquet import readable
 
-    return (
+    if not (
         is_prepared(gold_set, fingerprint)
         and layout.quarantine_path(gold_set, fingerprint).exists()
         and paths.database_path(DATABASE_NAME).exists()
-        and layout.partition_path(layout.GOLD_SET, gold_set).exists()
-        and layout.partition_path(layout.ORACLE_RESULTS, gold_set).exists()
-    )
+    ):
+        return False
+    for asset in (layout.GOLD_SET, layout.ORACLE_RESULTS):
+        path = layout.partition_path(asset, gold_set)
+        if not readable(path):
+            if path.exists():
+                logger.info("the stored %s file %s is unreadable; preparing %s again", asset, path, gold_set)
+            return False
+    return True
 
 
 def variants_ready(gold_set: str, fingerprint: str, count: int) -> bool:
@@ -78,7 +87,7 @@ def variants_ready(gold_set: str, fingerprint: str, count: int) -> bool:
 
     try:
         frame = read_parquet(path, columns=VARIANT_COLUMNS)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, StoredFileError) as exc:
         logger.info("the database variants of %s are unreadable (%s); preparing them again", gold_set, exc)
         return False
     if not len(frame):
