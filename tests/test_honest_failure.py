@@ -19,6 +19,9 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.runs import list_runs
 
+# one xdist worker runs the module: the prepared template is built once, and cloned per test
+pytestmark = pytest.mark.xdist_group("honest_failure")
+
 GOLD = "honest-v1"
 RIGHT = "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"
 WRONG = "SELECT COUNT(*) + 1 AS n FROM anime WHERE format = 'TV'"
@@ -38,14 +41,37 @@ PROBE = {
 }
 
 
+CASES = [query_case("tv-1", RIGHT), query_case("tv-2", RIGHT), PROBE]
+
+
+@pytest.fixture(scope="module")
+def prepared_template(world_factory):
+    """A world with the gold set registered and prepared once (gold set, preflight, oracle, database variants):
+    every run of a test evaluates only its model, on its own clone."""
+    from nl2sql_cli.runner import evaluate, get_instance
+
+    with world_factory() as world:
+        register_gold_set(world.data, GOLD, CASES, description="honest")
+        with get_instance() as instance:
+            outcome = evaluate(GOLD, [], instance=instance)
+        assert not outcome.failures and "gold_and_oracle" in outcome.stage_seconds, outcome.failures
+    return world
+
+
 @pytest.fixture
-def setup(data_copy, monkeypatch):
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", "k")
-    cases = [query_case("tv-1", RIGHT), query_case("tv-2", RIGHT), PROBE]
-    register_gold_set(data_copy, GOLD, cases, description="honest")
+def server():
+    """The scripted provider, answering right until a test says otherwise."""
     server = FakeLLMServer(default=Reply.sql(RIGHT)).start()
-    yield data_copy, server
+    yield server
     server.stop()
+
+
+@pytest.fixture
+def setup(prepared_template, clone_template, server, monkeypatch):
+    """This test's own copy of the prepared world (its data dir) and the scripted provider."""
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", "k")
+    world = clone_template(prepared_template)
+    return world.data, server
 
 
 def _set_model(data: Path, server: FakeLLMServer, version: str, gates: str = "") -> None:
@@ -175,10 +201,10 @@ def test_gates_set_per_model_in_the_registry(setup, capsys):
     assert code == 0
 
 
-def test_a_bad_gate_in_the_registry_is_reported_with_its_line(setup):
+def test_a_bad_gate_in_the_registry_is_reported_with_its_line(data_copy, server):
     from nl2sql_pipeline.generation.registry import load_registry
 
-    data, server = setup
+    data = data_copy
     _set_model(data, server, "x", gates="    gates: {min_semantic_correct: 2, nope: 1}\n")
     with pytest.raises(ConfigError) as exc:
         load_registry(data / "models.yml")

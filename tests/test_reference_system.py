@@ -98,11 +98,19 @@ def test_the_reference_system_with_gold_echo_scores_100_percent(world, kind):
     assert {r.cost_source for r in records} == {"reported"}
 
 
+@pytest.fixture(scope="module")
+def bare_sql_mutant(world):
+    """The bare sql-mutant model's verdicts and scores on the built-in gold set: evaluated once, the same
+    reference for every kind of system (the offline model answers the same every time)."""
+    _, verdicts, scores = evaluate(world, load_registry()["sql-mutant"])
+    return verdicts, scores
+
+
 @pytest.mark.e2e  # the whole built-in gold set through the system (and the bare model)
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_reference_system_with_sql_mutant_gets_the_bare_models_verdicts(world, kind):
+def test_the_reference_system_with_sql_mutant_gets_the_bare_models_verdicts(world, bare_sql_mutant, kind):
     _, system_verdicts, system_scores = evaluate(world, reference_spec(world, kind, "sql-mutant"))
-    _, model_verdicts, model_scores = evaluate(world, load_registry()["sql-mutant"])
+    model_verdicts, model_scores = bare_sql_mutant
     assert [(v.case_id, v.outcome, v.generated_sql) for v in system_verdicts] == [
         (v.case_id, v.outcome, v.generated_sql) for v in model_verdicts
     ]
