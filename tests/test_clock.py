@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from sqlglot import exp, parse_one
+from verdict_factory import make_candidate
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.cases import DEFAULT_REFERENCE_DATE, Case, case_from_dict, gold_fingerprint
@@ -246,25 +247,7 @@ CLOCK_CASES = [
 
 def _candidates(cases: list[Case], sqls: list[str]) -> list[CandidateRecord]:
     return [
-        CandidateRecord(
-            case_id=case.id,
-            case_fingerprint=case.fingerprint,
-            sample_index=0,
-            candidate_index=0,
-            generated_sql=sql,
-            raw_reply=sql,
-            error_class=None,
-            error_message=None,
-            latency_ms=1.0,
-            input_tokens=1,
-            output_tokens=1,
-            token_source="measured",
-            cost_usd=0.0,
-            cached=False,
-            mutation=None,
-            model_config_hash="replay",
-            prompt_hash=None,
-        )
+        make_candidate(case.id, sql, case_fingerprint=case.fingerprint, model_config_hash="replay")
         for case, sql in zip(cases, sqls)
     ]
 

@@ -11,6 +11,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 
 import pytest
+from verdict_factory import make_candidate
 
 import nl2sql_pipeline.compare.comparator as compare_package
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results
@@ -199,7 +200,6 @@ def test_random_results_get_the_same_verdict_both_ways(monkeypatch):
 
 def _offline_candidates(cases, model: str):
     """The candidates the offline model answers every query case with (its answer function, no prompt)."""
-    from nl2sql_pipeline.generation import CandidateRecord
     from nl2sql_pipeline.generation.offline_provider import OfflineRequest, answer
 
     records = []
@@ -208,24 +208,13 @@ def _offline_candidates(cases, model: str):
             continue
         sql, mutation = answer(model, OfflineRequest(case.id, case.canonical_sql, 0, 0), {})
         records.append(
-            CandidateRecord(
-                case_id=case.id,
+            make_candidate(
+                case.id,
+                sql,
                 case_fingerprint=case.fingerprint,
-                sample_index=0,
-                candidate_index=0,
-                generated_sql=sql,
-                raw_reply=sql,
-                error_class=None,
-                error_message=None,
-                latency_ms=1.0,
-                input_tokens=1,
-                output_tokens=1,
                 token_source="estimated",
-                cost_usd=0.0,
-                cached=False,
                 mutation=mutation,
                 model_config_hash=model,
-                prompt_hash=None,
             )
         )
     return records

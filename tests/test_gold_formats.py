@@ -11,9 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 from eval_support import SpiderDatabase, build_spider_folder, write_sqlite
+from verdict_factory import make_candidate
 
 from nl2sql_pipeline.execution import run_query
-from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.gold.formats import expand_alternatives, import_benchmark, report_path_for
 from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
@@ -130,26 +130,7 @@ def _gold_echo(cases, gold_dir: Path, sql_of=lambda case: case.canonical_sql):
     """Run the core stages with the expected SQL as every candidate; return verdicts and scores."""
     resolve = lambda database: gold_dir / database  # noqa: E731  (a case's database is relative to the gold file)
     candidates = [
-        CandidateRecord(
-            case_id=c.id,
-            case_fingerprint=c.fingerprint,
-            sample_index=0,
-            candidate_index=0,
-            generated_sql=sql_of(c),
-            raw_reply=sql_of(c),
-            error_class=None,
-            error_message=None,
-            latency_ms=1.0,
-            input_tokens=1,
-            output_tokens=1,
-            token_source="measured",
-            cost_usd=0.0,
-            cached=False,
-            mutation=None,
-            model_config_hash="gold-echo",
-            prompt_hash=None,
-        )
-        for c in cases
+        make_candidate(c.id, sql_of(c), case_fingerprint=c.fingerprint, model_config_hash="gold-echo") for c in cases
     ]
     oracle = run_oracle(cases, resolve)
     attempts = execute_attempts(cases, attempts_from_candidates(candidates), PolicyGate(resolve))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from verdict_factory import make_candidate
 
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import QueryResult
-from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.stages import outcome_rules as r
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import SOURCE_PROBE, Attempt
@@ -18,25 +18,7 @@ CONFIG = CompareConfig()
 
 
 def _attempt(sql: str | None = "SELECT 3", error_class: str | None = None, **fields) -> Attempt:
-    generation = CandidateRecord(
-        case_id="c",
-        case_fingerprint="fp",
-        sample_index=0,
-        candidate_index=0,
-        generated_sql=sql,
-        raw_reply=sql,
-        error_class=error_class,
-        error_message=None,
-        latency_ms=1.0,
-        input_tokens=1,
-        output_tokens=1,
-        token_source="measured",
-        cost_usd=0.0,
-        cached=False,
-        mutation=None,
-        model_config_hash="h",
-        prompt_hash=None,
-    )
+    generation = make_candidate("c", sql, case_fingerprint="fp", error_class=error_class)
     return replace(Attempt.from_candidate(generation), **fields)
 
 

@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import duckdb
 import pytest
+from verdict_factory import make_candidate
 
 from nl2sql_pipeline.cases import case_from_dict
 from nl2sql_pipeline.execution import SandboxLimits
-from nl2sql_pipeline.generation import CandidateRecord
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.results import frames as codec
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
@@ -48,24 +48,8 @@ def _case(case_id: str, sql, **extra):
 
 def _candidates(rows):
     return [
-        CandidateRecord(
-            case_id=c,
-            case_fingerprint=f"fp-{c}",
-            sample_index=s,
-            candidate_index=i,
-            generated_sql=sql,
-            raw_reply=sql,
-            error_class=err,
-            error_message=None,
-            latency_ms=5.0,
-            input_tokens=10,
-            output_tokens=5,
-            token_source="measured",
-            cost_usd=0.0,
-            cached=False,
-            mutation=None,
-            model_config_hash="h",
-            prompt_hash=None,
+        make_candidate(
+            c, sql, sample_index=s, candidate_index=i, error_class=err, latency_ms=5.0, input_tokens=10, output_tokens=5
         )
         for c, s, i, sql, err in rows
     ]

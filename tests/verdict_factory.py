@@ -1,14 +1,43 @@
-"""Verdict records for tests of scoring, reports and statistics (a plain module, no fixtures).
+"""Stage records for tests of the stages, scoring, reports and statistics (a plain module, no fixtures).
 
-``make_verdict(**overrides)`` is one query verdict with every field set (a generation error by default);
+``make_candidate(case_id, sql, **overrides)`` is one candidate record with every field set (a cheap, measured,
+uncached reply whose raw text is its SQL); ``make_verdict(**overrides)`` is one query verdict with every field
+set (a generation error by default);
 ``fixture_verdicts()`` is a small run of nine verdicts (eight queries, one probe) whose tables the run
 report tests check against hand-computed numbers.
 """
 
 from __future__ import annotations
 
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import Verdict
+
+
+def make_candidate(case_id: str, sql: str | None, **overrides: object) -> CandidateRecord:
+    """One candidate of ``case_id`` answering ``sql`` (first sample, first candidate, no error) unless
+    ``overrides`` say otherwise; ``case_fingerprint`` defaults to ``fp-<case_id>``."""
+    values: dict[str, object] = dict(
+        case_id=case_id,
+        case_fingerprint=f"fp-{case_id}",
+        sample_index=0,
+        candidate_index=0,
+        generated_sql=sql,
+        raw_reply=sql,
+        error_class=None,
+        error_message=None,
+        latency_ms=1.0,
+        input_tokens=1,
+        output_tokens=1,
+        token_source="measured",
+        cost_usd=0.0,
+        cached=False,
+        mutation=None,
+        model_config_hash="h",
+        prompt_hash=None,
+    )
+    values.update(overrides)
+    return CandidateRecord(**values)  # type: ignore[arg-type]  # the overrides are the record's own fields
 
 
 def make_verdict(**overrides: object) -> Verdict:
