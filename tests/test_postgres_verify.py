@@ -16,8 +16,9 @@ import pytest
 
 from nl2sql_cli.main import main
 from nl2sql_pipeline.dialect import convert_sql
+from nl2sql_pipeline.dialect.column_info import catalog_columns
 from nl2sql_pipeline.dialect.postgres_server import PostgresServer, PostgresUnavailable, find_bin_dir
-from nl2sql_pipeline.dialect.postgres_verify import DuckColumn, describe_url, postgres_column_type
+from nl2sql_pipeline.dialect.postgres_verify import describe_url, postgres_column_type
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.gold.formats import import_benchmark, report_path_for
 from nl2sql_pipeline.gold.quality.validation import load_cases
@@ -52,12 +53,6 @@ POSTGRES_ROWS = {
 }
 
 
-def _columns(path: Path) -> dict[str, dict[str, DuckColumn]]:
-    from nl2sql_pipeline.dialect.postgres_verify import duckdb_columns
-
-    return duckdb_columns(path)
-
-
 def _defog_folder(root: Path) -> Path:
     """A defog-style CSV over one DuckDB database ``flights``."""
     root.mkdir(parents=True)
@@ -85,7 +80,7 @@ def _defog_folder(root: Path) -> Path:
 
 def test_postgres_integer_division_becomes_duckdbs_integer_division(tmp_path):
     source = _defog_folder(tmp_path / "defog")
-    columns = _columns(source.parent / "flights.duckdb")
+    columns = catalog_columns(source.parent / "flights.duckdb")
     converted = convert_sql(INTEGER_DIVISION, "postgres", columns)
     assert "// 60" in converted.sql and converted.fixes == ("integer_division",)
     result = run_query(source.parent / "flights.duckdb", converted.sql)

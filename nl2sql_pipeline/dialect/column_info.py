@@ -13,6 +13,7 @@ catalog: text columns have TEXT affinity, integers INTEGER, other numbers REAL.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -28,7 +29,21 @@ class ColumnInfoError(Nl2SqlError):
     """The column types of a database cannot be read (unreadable side file or database)."""
 
 
-def _from_catalog(database: Path) -> dict[str, dict[str, SourceColumn]]:
+@dataclass(frozen=True)
+class CatalogColumn:
+    """A column as DuckDB's catalog has it: its name, its own type (``INTEGER`` stays ``INTEGER``), NOT NULL."""
+
+    name: str
+    duckdb_type: str
+    not_null: bool
+
+
+def catalog_columns(database: Path) -> dict[str, dict[str, CatalogColumn]]:
+    """Lower-case table -> lower-case column -> ``CatalogColumn``, for the tables of ``main`` in ``database``.
+
+    The one reader of a database's catalog for the dialect fixes: the SQLite fixes fold these types to
+    SQLite's classes (``read_column_info``); the Postgres integer-division fix needs them as they are.
+    """
     try:
         con = duckdb.connect(str(database), read_only=True)
     except duckdb.Error as exc:
@@ -36,23 +51,37 @@ def _from_catalog(database: Path) -> dict[str, dict[str, SourceColumn]]:
     try:
         rows = con.execute(
             "SELECT table_name, column_name, data_type, NOT is_nullable FROM duckdb_columns() "
-            "WHERE NOT internal ORDER BY table_name, column_index"
+            "WHERE schema_name = 'main' AND NOT internal ORDER BY table_name, column_index"
         ).fetchall()
     finally:
         con.close()
-    out: dict[str, dict[str, SourceColumn]] = {}
+    out: dict[str, dict[str, CatalogColumn]] = {}
     for table, name, data_type, not_null in rows:
-        upper = str(data_type).upper()
-        if upper in _INTEGER_TYPES:
-            affinity, target = "INTEGER", "BIGINT"
-        elif upper in _REAL_TYPES or upper.startswith("DECIMAL"):
-            affinity, target = "REAL", "DOUBLE"
-        elif upper == "VARCHAR":
-            affinity, target = "TEXT", "VARCHAR"
-        else:
-            affinity, target = "NUMERIC", upper
-        out.setdefault(table.lower(), {})[name.lower()] = SourceColumn(name, upper, affinity, target, bool(not_null))
+        out.setdefault(str(table).lower(), {})[str(name).lower()] = CatalogColumn(
+            str(name), str(data_type).upper(), bool(not_null)
+        )
     return out
+
+
+def _sqlite_view(column: CatalogColumn) -> SourceColumn:
+    """``column`` as the SQLite fixes see it: integers one BIGINT class, other numbers DOUBLE, text VARCHAR."""
+    upper = column.duckdb_type
+    if upper in _INTEGER_TYPES:
+        affinity, target = "INTEGER", "BIGINT"
+    elif upper in _REAL_TYPES or upper.startswith("DECIMAL"):
+        affinity, target = "REAL", "DOUBLE"
+    elif upper == "VARCHAR":
+        affinity, target = "TEXT", "VARCHAR"
+    else:
+        affinity, target = "NUMERIC", upper
+    return SourceColumn(column.name, upper, affinity, target, column.not_null)
+
+
+def _from_catalog(database: Path) -> dict[str, dict[str, SourceColumn]]:
+    return {
+        table: {key: _sqlite_view(column) for key, column in columns.items()}
+        for table, columns in catalog_columns(database).items()
+    }
 
 
 def read_column_info(database: Path) -> dict[str, dict[str, SourceColumn]]:

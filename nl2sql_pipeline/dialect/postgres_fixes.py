@@ -31,7 +31,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.tokens import TokenType
 
 from nl2sql_pipeline.dialect.postgres_division import integer_division
-from nl2sql_pipeline.dialect.sqlite_fixes import ColumnInfo, Fix, _aliases, _bare_columns, _grouped
+from nl2sql_pipeline.dialect.sqlite_fixes import ColumnInfo, Fix, ungrouped_columns
 
 _RAW_FUNCTIONS = ("TO_CHAR", "TO_DATE")
 _RAW_PREFIX = "NL2SQL_RAW_"
@@ -196,16 +196,9 @@ def functionally_dependent_columns(tree: exp.Expr, columns: ColumnInfo) -> exp.E
             or any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets"))
         ):
             continue
-        grouped_sql, grouped_names = _grouped(select)
-        aliases = _aliases(select)
-        parts = [p.this if isinstance(p, exp.Alias) else p for p in select.expressions]
-        for extra in ("having", "order"):
-            if select.args.get(extra) is not None:
-                parts.append(select.args[extra])
         added: dict[str, exp.Column] = {}
-        for part in parts:
-            for column in _bare_columns(part, grouped_sql, grouped_names, aliases):
-                added.setdefault(column.sql().lower(), column)
+        for column in ungrouped_columns(select):
+            added.setdefault(column.sql().lower(), column)
         for column in added.values():
             group.append("expressions", column.copy())
     return tree

@@ -78,30 +78,6 @@ class PostgresVerifyError(Nl2SqlError):
     """The PostgreSQL server cannot be reached, or a database cannot be loaded into it (one line, with the fix)."""
 
 
-@dataclass(frozen=True)
-class DuckColumn:
-    """A column of a DuckDB table: its name and type (what the Postgres dialect fixes type with)."""
-
-    name: str
-    duckdb_type: str
-
-
-def duckdb_columns(path: Path) -> dict[str, dict[str, DuckColumn]]:
-    """Lower-case table -> lower-case column -> ``DuckColumn``, for the tables of ``main`` in ``path``."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-            "WHERE schema_name = 'main' AND NOT internal ORDER BY table_name, column_index"
-        ).fetchall()
-    finally:
-        con.close()
-    found: dict[str, dict[str, DuckColumn]] = {}
-    for table, column, data_type in rows:
-        found.setdefault(str(table).lower(), {})[str(column).lower()] = DuckColumn(str(column), str(data_type))
-    return found
-
-
 def postgres_column_type(duckdb_type: str) -> str | None:
     """The Postgres type a DuckDB column is created with (None: no counterpart, loaded as ``text``).
 

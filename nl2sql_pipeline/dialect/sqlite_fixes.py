@@ -150,19 +150,25 @@ def _ancestors(node: exp.Expr, stop: exp.Expr) -> Iterator[exp.Expr]:
         yield stop
 
 
+def ungrouped_columns(select: exp.Select) -> list[exp.Column]:
+    """The columns ``select`` uses outside any aggregate in its projection, HAVING and ORDER BY that its
+    GROUP BY does not hold (positions, projection aliases and grouped expressions resolved), in order."""
+    grouped_sql, grouped_names = _grouped(select)
+    aliases = _aliases(select)
+    parts = [p.this if isinstance(p, exp.Alias) else p for p in select.expressions]
+    for extra in ("having", "order"):
+        if select.args.get(extra) is not None:
+            parts.append(select.args[extra])
+    return [c for part in parts for c in _bare_columns(part, grouped_sql, grouped_names, aliases)]
+
+
 def bare_columns_in_aggregates(tree: exp.Expr, columns: ColumnInfo) -> exp.Expr:
     """Wrap columns an aggregated SELECT neither groups nor aggregates, as SQLite evaluates them."""
     for select in list(tree.find_all(exp.Select)):
         aggregates = _aggregates(select)
         if not aggregates and not select.args.get("group"):
             continue
-        grouped_sql, grouped_names = _grouped(select)
-        aliases = _aliases(select)
-        parts = [p.this if isinstance(p, exp.Alias) else p for p in select.expressions]
-        for extra in ("having", "order"):
-            if select.args.get(extra) is not None:
-                parts.append(select.args[extra])
-        bare = [c for part in parts for c in _bare_columns(part, grouped_sql, grouped_names, aliases)]
+        bare = ungrouped_columns(select)
         if not bare:
             continue
         extreme = aggregates[0] if len(aggregates) == 1 and isinstance(aggregates[0], (exp.Max, exp.Min)) else None

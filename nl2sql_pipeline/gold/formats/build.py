@@ -49,7 +49,8 @@ import duckdb
 from nl2sql_pipeline.cases import DIFFICULTIES, Case
 from nl2sql_pipeline.databases.registry import REGISTERED_POLICY
 from nl2sql_pipeline.dialect import ConversionCheck, ConversionError, convert_sql, verify_conversion
-from nl2sql_pipeline.dialect.postgres_verify import PostgresVerifier, duckdb_columns
+from nl2sql_pipeline.dialect.column_info import catalog_columns
+from nl2sql_pipeline.dialect.postgres_verify import PostgresVerifier
 from nl2sql_pipeline.dialect.sqlite_copy import copy_sqlite_to_duckdb, database_file_name
 from nl2sql_pipeline.dialect.verify import CONVERSION_FAILED
 from nl2sql_pipeline.errors import CaseValidationError
@@ -326,7 +327,7 @@ def build_gold(
         report, columns[db_id] = _copy_database(db, files[db_id])
         report.file = f"{DATABASES_FOLDER}/{files[db_id].name}"
         if dialect == "postgres" and not columns[db_id]:
-            columns[db_id] = duckdb_columns(files[db_id])  # the integer-division fix types by them
+            columns[db_id] = catalog_columns(files[db_id])  # the integer-division fix types by them
         if postgres is not None:
             report.notes += postgres.load(db_id, files[db_id])
         report.policy = policy_for(db_id, files[db_id]) if policy_for is not None else REGISTERED_POLICY
