@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import dagster as dg
@@ -61,20 +63,48 @@ def _console_loggers() -> dict:
     return {"loggers": {"console": {"config": {"log_level": "ERROR" if verbose else "CRITICAL"}}}}
 
 
+@contextmanager
+def _partitions_remembered(instance: dg.DagsterInstance) -> Iterator[None]:
+    """Inside the block, a dynamic partition ``instance`` once said exists is known to exist.
+
+    Dagster asks the event log whether each partition key exists at every step, for every input and output
+    (two SQL queries each: 150 for one model's run, an eighth of its CPU). The runner registers a run's
+    partitions before it starts and nothing removes them while it runs, so a key found once is remembered
+    for the run; a key not found is asked again.
+    """
+    ask = instance.has_dynamic_partition
+    known: set[tuple[str, str]] = set()
+
+    def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
+        if (partitions_def_name, partition_key) in known:
+            return True
+        found = ask(partitions_def_name, partition_key)
+        if found:
+            known.add((partitions_def_name, partition_key))
+        return found
+
+    setattr(instance, "has_dynamic_partition", has_dynamic_partition)  # noqa: B010 (shadow the method on this object only)
+    try:
+        yield
+    finally:
+        delattr(instance, "has_dynamic_partition")
+
+
 def _materialize(
     assets, instance, partition_key=None, run_config=None, settings=None, tags=None
 ) -> dg.ExecuteInProcessResult:
     run_config = {**_console_loggers(), **(run_config or {})}
-    return dg.materialize(
-        [*ALL_ASSETS, *ASSET_CHECKS],
-        selection=assets,
-        instance=instance,
-        resources=build_resources(**(settings or {})),
-        partition_key=partition_key,
-        run_config=run_config,
-        raise_on_error=False,
-        tags={"nl2sql/source": "cli", **process_tags(), **(tags or {})},
-    )
+    with _partitions_remembered(instance):
+        return dg.materialize(
+            [*ALL_ASSETS, *ASSET_CHECKS],
+            selection=assets,
+            instance=instance,
+            resources=build_resources(**(settings or {})),
+            partition_key=partition_key,
+            run_config=run_config,
+            raise_on_error=False,
+            tags={"nl2sql/source": "cli", **process_tags(), **(tags or {})},
+        )
 
 
 def _failure_text(result: dg.ExecuteInProcessResult) -> str:

@@ -1,5 +1,6 @@
-"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off, the run queue's
-limits and the default pool limit.
+"""The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off, the event log
+(``resources.event_log``: Dagster's SQLite files, one engine per file), the run queue's limits and the
+default pool limit.
 
 Dagster's ``dagster.yaml`` takes one limit for every pool (``concurrency: pools: default_limit``); the
 per-provider pool limits derived from ``data/models.yml`` are written into the instance's storage by
@@ -21,6 +22,13 @@ DAGSTER_YAML = """\
 # Written by nl2sql-eval (resources/instance.py). Local instance under the storage root.
 telemetry:
   enabled: false
+event_log_storage:
+  # Dagster's SQLite event log in its usual files, keeping one engine per file (resources/event_log.py)
+  module: resources.event_log
+  class: ReusedEngineSqliteEventLogStorage
+  config:
+    dagster_home:
+      env: DAGSTER_HOME
 run_monitoring:
   # a run whose process died is marked failed, and the pool slots of finished runs are given back
   enabled: true

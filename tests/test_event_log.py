@@ -1,0 +1,52 @@
+"""The instance's event log (``resources/event_log.py``): Dagster's SQLite files, one engine per file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from resources import event_log
+from resources.instance import ensure_instance_home
+
+
+@dg.asset
+def tiny() -> int:
+    return 1
+
+
+def _materialize(instance: dg.DagsterInstance) -> str:
+    result = dg.materialize([tiny], instance=instance)
+    assert result.success
+    return result.run_id
+
+
+def test_the_instance_keeps_the_history_a_default_instance_wrote_and_reuses_its_engines(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dagster_home = isolated_home / "dagster_home"
+    (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    with dg.DagsterInstance.from_config(str(dagster_home)) as default:
+        assert type(default.event_log_storage).__name__ == "SqliteEventLogStorage"
+        before = _materialize(default)
+
+    (dagster_home / "dagster.yaml").unlink()  # the file ensure_instance_home writes
+    ensure_instance_home()
+    monkeypatch.setattr(event_log, "MAX_ENGINES", 2)
+    with dg.DagsterInstance.get() as instance:
+        storage = instance.event_log_storage
+        assert isinstance(storage, event_log.ReusedEngineSqliteEventLogStorage)
+        assert Path(storage._base_dir) == dagster_home / "history" / "runs"
+        # the run the default instance stored is read back, events and materialization
+        assert any(e.dagster_event is not None and e.dagster_event.is_step_success for e in instance.all_logs(before))
+        latest = instance.get_latest_materialization_event(dg.AssetKey("tiny"))
+        assert latest is not None and latest.run_id == before
+
+        runs = [_materialize(instance) for _ in range(3)]
+        latest = instance.get_latest_materialization_event(dg.AssetKey("tiny"))
+        assert latest is not None and latest.run_id == runs[-1]
+        assert all(getattr(instance.get_run_by_id(r), "is_success", False) for r in runs)
+        assert len(storage._engines) <= 2, "engines beyond MAX_ENGINES are disposed of"
+        assert len(instance.all_logs(runs[0])) == len(instance.all_logs(runs[-1])) > 0  # an evicted file reopens
+    assert not storage._engines, "disposing of the instance disposes of its engines"
