@@ -14,11 +14,15 @@
 * Evaluation worlds (``tests/eval_support.py``): ``data_copy``/``eval_world`` (a private ``data/`` and root for one
   test), ``world_factory`` (the same for a module-scoped fixture, e.g. one evaluation its tests only read)
   and ``clone_template`` (a test's own copy of such an evaluated world, for tests that change it).
+* The main job itself (``nl2sql-eval run`` of gold-echo and sql-mutant on multidomain-v1, as ``make run``) is
+  evaluated once per session (``multidomain_run``) for the modules of xdist group ``multidomain``: they read it
+  (``in_multidomain_run``) or change a copy of it (``clone_world``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import tempfile
@@ -26,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from eval_support import World, clone_world, copy_data, seed_sample_database
+from eval_support import BuiltInRun, World, clone_world, copy_data, seed_sample_database
 from storage_guard import Snapshot, changes, guarded_roots, snapshot
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
@@ -218,3 +222,36 @@ def clone_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[
         return world
 
     return clone
+
+
+MULTIDOMAIN_MODELS = ("gold-echo", "sql-mutant")
+
+
+@pytest.fixture(scope="session")
+def multidomain_run(tmp_path_factory: pytest.TempPathFactory, sample_database: Path) -> BuiltInRun:
+    """``nl2sql-eval run --gold-set multidomain-v1`` on the offline models (the main job, as ``make run`` runs
+    it) once per session, in a private world; what it printed is kept. Its modules are in xdist group
+    ``multidomain`` (one worker evaluates it); they read it through ``in_multidomain_run`` and change only a
+    copy (``clone_world``), or what they add and take away again."""
+    from nl2sql_cli import main as cli
+
+    root = tmp_path_factory.mktemp("multidomain")
+    world = World(copy_data(root / "data"), root / "home")
+    world.dagster_home.mkdir(parents=True)
+    seed_sample_database(world.home, sample_database)
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        for name, value in world.env().items():
+            patch.setenv(name, value)
+        models = [arg for slug in MULTIDOMAIN_MODELS for arg in ("--model", slug)]
+        code = cli.main(["run", "--gold-set", "multidomain-v1", *models])
+    assert code == 0, printed.getvalue()[-3000:]
+    return BuiltInRun(world, printed.getvalue())
+
+
+@pytest.fixture
+def in_multidomain_run(multidomain_run: BuiltInRun, monkeypatch: pytest.MonkeyPatch) -> BuiltInRun:
+    """``multidomain_run`` with the environment pointing at its world for this test."""
+    for name, value in multidomain_run.world.env().items():
+        monkeypatch.setenv(name, value)
+    return multidomain_run

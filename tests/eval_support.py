@@ -40,6 +40,14 @@ class World:
         return {"NL2SQL_DATA": str(self.data), "NL2SQL_HOME": str(self.home), "DAGSTER_HOME": str(self.dagster_home)}
 
 
+@dataclass(frozen=True)
+class BuiltInRun:
+    """``nl2sql-eval run`` of the offline models on the built-in gold set in ``world``, and what it printed."""
+
+    world: World
+    output: str
+
+
 def query_case(case_id: str, sql: str, **overrides: Any) -> dict[str, Any]:
     """A gold case on the sample database: one single-table query ``sql`` asked as ``q <case_id>``."""
     return {

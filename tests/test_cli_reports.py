@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from eval_support import seed_sample_database
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.results.read import recorded_runs
@@ -14,26 +13,14 @@ from nl2sql_pipeline.results.read import recorded_runs
 MODELS = ["--model", "gold-echo", "--model", "sql-mutant"]
 
 
-pytestmark = pytest.mark.xdist_group("cli_reports")  # one worker runs the module's evaluation
+pytestmark = pytest.mark.xdist_group("multidomain")  # the worker that evaluates the session's main job
 
 
-@pytest.fixture(scope="module")
-def evaluated(tmp_path_factory, sample_database):
-    """One run of gold-echo and sql-mutant on the built-in gold set, in a private storage root."""
-    home = tmp_path_factory.mktemp("reports-home")
-    seed_sample_database(home, sample_database)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("NL2SQL_HOME", str(home))
-        patch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
-        (home / "dagster_home").mkdir()
-        import io
-        from contextlib import redirect_stdout
-
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = cli.main(["run", "--gold-set", "multidomain-v1", *MODELS])
-        assert code == 0
-        yield out.getvalue()
+@pytest.fixture
+def evaluated(in_multidomain_run):
+    """What ``nl2sql-eval run`` of gold-echo and sql-mutant on the built-in gold set printed; the environment
+    points at its storage root (shared: a test takes away what it adds)."""
+    return in_multidomain_run.output
 
 
 @pytest.mark.e2e
