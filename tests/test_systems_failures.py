@@ -17,9 +17,10 @@ from nl2sql_pipeline.generation.limiter import SharedRateLimiter
 from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.generation.system_spec import SystemConfig
 from nl2sql_pipeline.gold.registry import load_gold_set
+from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.scoring.run_scores import score_run
-from nl2sql_pipeline.stages import judge, outcomes
-from nl2sql_pipeline.stages.records import Attempt
+from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
+from nl2sql_pipeline.stages.records import Attempt, attempts_from_candidates
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -82,6 +83,13 @@ def verdicts_of(cases, records):
     return judge(cases, [], [Attempt.from_candidate(r) for r in records])
 
 
+def executed_verdicts(cases, records, database):
+    """Verdicts with the candidates executed on ``database`` and compared with the oracle's rows."""
+    resolve = lambda _name: database  # noqa: E731 - every case of the slice is on the sample database
+    attempts = execute_attempts(cases, attempts_from_candidates(records), PolicyGate(resolve))
+    return judge(cases, run_oracle(cases, resolve), attempts, resolve_database=resolve)
+
+
 @pytest.mark.parametrize(
     ("system_reply", "model_reply", "error_class", "hits"),
     [
@@ -134,6 +142,22 @@ def test_500_once_is_retried_and_a_lasting_500_is_a_provider_error(cases):
     assert (records[0].error_class, hits) == (f.PROVIDER_ERROR, 3)  # 1 + max_retries
     assert "HTTP 503: down for maintenance" in records[0].error_message
     assert verdicts_of(cases[:1], records)[0].outcome == outcomes.GENERATION_ERROR
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_body_cut_once_is_a_dropped_connection_retried_and_correct(cases, chunked, sample_database):
+    case = cases[0]
+    cut = dataclasses.replace(SystemReply.sql(case.canonical_sql), cut_at=12, chunked=chunked)
+    records, hits = run_system(cases[:1], cut, default=dataclasses.replace(cut, cut_at=None))
+    assert (records[0].error_class, records[0].attempts, records[0].calls, hits) == (None, 2, 1, 2)
+    assert records[0].generated_sql == case.canonical_sql
+    assert executed_verdicts(cases[:1], records, sample_database)[0].outcome == outcomes.CORRECT
+
+
+def test_a_body_cut_every_time_is_a_provider_error_naming_the_drop(cases):
+    records, hits = run_system(cases[:1], default=dataclasses.replace(SystemReply.sql("SELECT 1"), cut_at=5))
+    assert (records[0].error_class, hits) == (f.PROVIDER_ERROR, 3)  # 1 + max_retries, as a dropped connection
+    assert "TruncatedReplyError" in records[0].error_message and "ended after 5 of" in records[0].error_message
 
 
 def test_a_reply_slower_than_the_timeout_is_a_timeout(cases):
