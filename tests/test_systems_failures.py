@@ -160,6 +160,19 @@ def test_a_body_cut_every_time_is_a_provider_error_naming_the_drop(cases):
     assert "TruncatedReplyError" in records[0].error_message and "ended after 5 of" in records[0].error_message
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_reply_over_the_cap_is_a_provider_error_with_the_reason_never_cut(cases, chunked, monkeypatch):
+    from nl2sql_pipeline.generation.systems import http
+
+    monkeypatch.setattr(http, "MAX_RESPONSE_BYTES", 1024 * 1024)
+    big = dataclasses.replace(SystemReply.sql("SELECT 1", answer="x" * (1024 * 1024 + 10)), chunked=chunked)
+    records, hits = run_system(cases[:1], default=big)
+    assert (records[0].error_class, hits) == (f.PROVIDER_ERROR, 1)  # not retried: it would be as large again
+    assert "reply over 1 MiB" in records[0].error_message and records[0].generated_sql is None
+    verdict = verdicts_of(cases[:1], records)[0]
+    assert (verdict.outcome, verdict.reason) == (outcomes.GENERATION_ERROR, f.PROVIDER_ERROR)
+
+
 def test_a_reply_slower_than_the_timeout_is_a_timeout(cases):
     records, hits = run_system(cases[:1], default=SystemReply(body={"sql": "SELECT 1"}, delay_s=1.5), timeout_s=0.3)
     assert (records[0].error_class, hits) == (f.TIMEOUT, 1)  # timeouts are not retried, as for models
