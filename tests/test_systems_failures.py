@@ -5,8 +5,10 @@ JSON, no SQL), and the accounting (latency, tokens, cost, cache, limiter) is a m
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
+import pandas as pd
 import pytest
 from fake_llm_server import FakeLLMServer, Reply
 from fake_system_server import FakeSystem, SystemReply
@@ -18,9 +20,16 @@ from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, Ret
 from nl2sql_pipeline.generation.system_spec import SystemConfig
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.report.console import console_run_report
+from nl2sql_pipeline.report.html import run_html
+from nl2sql_pipeline.report.markdown import markdown_summary
+from nl2sql_pipeline.report.tables import build_run_report
+from nl2sql_pipeline.results import frames
+from nl2sql_pipeline.results.exports import export_results
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
 from nl2sql_pipeline.stages.records import Attempt, attempts_from_candidates
+from nl2sql_pipeline.storage import layout
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -215,6 +224,43 @@ def test_a_malformed_response_is_an_outcome_with_its_reason_never_a_crash(cases,
     assert reason in records[0].error_message
     verdict = verdicts_of(cases[:1], records)[0]
     assert (verdict.outcome, verdict.reason) == (outcomes.GENERATION_ERROR, f.PROVIDER_ERROR)
+
+
+def store_run(root, verdicts, gold="g", model="m"):
+    """``verdicts`` and their scores stored as the latest run of ``model`` on ``gold`` under ``root``."""
+    for asset, frame in (
+        (layout.CASE_VERDICTS, frames.verdicts_to_frame(verdicts, gold_set=gold, model=model)),
+        (layout.RUN_SCORES, frames.run_scores_to_frame(score_run(verdicts), gold_set=gold, model=model, run_id="r1")),
+    ):
+        path = layout.partition_path(asset, gold, model, root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(path, index=False)
+
+
+def test_the_error_detail_reaches_case_verdicts_exports_and_reports(cases, tmp_path):
+    records, _ = run_system(
+        cases[:2],
+        SystemReply.sql("SELECT 1", rows=[[1], [2, 3]]),
+        default=SystemReply.error(503, "down for maintenance"),
+    )
+    verdicts = verdicts_of(cases[:2], records)
+    assert [(v.outcome, v.reason) for v in verdicts] == [(outcomes.GENERATION_ERROR, f.PROVIDER_ERROR)] * 2
+    assert '"rows" are ragged' in verdicts[0].error_message
+    assert verdicts[1].error_message == "HTTP 503: down for maintenance"
+    store_run(tmp_path / "assets", verdicts)
+    read_back = frames.verdicts_from_frame(
+        pd.read_parquet(layout.partition_path(layout.CASE_VERDICTS, "g", "m", tmp_path / "assets"))
+    )
+    assert [v.error_message for v in read_back] == [v.error_message for v in verdicts]
+    export_results(tmp_path / "out", "json", tmp_path / "assets")
+    exported = json.loads((tmp_path / "out" / "verdicts.json").read_text())
+    assert [row["error_message"] for row in exported] == [v.error_message for v in verdicts]
+    report = build_run_report(read_back, model="m", gold_set="g")
+    console = console_run_report(report)
+    assert "failed calls            2 cases" in console and '"rows" are ragged' in console
+    assert "provider_error: HTTP 503: down for maintenance" in console
+    assert "HTTP 503: down for maintenance" in markdown_summary(report)
+    assert "provider_error: HTTP 503: down for maintenance" in run_html([report])
 
 
 def test_no_sql_is_a_no_sql_generation_error_and_keeps_the_answer(cases):

@@ -116,6 +116,24 @@ def _answers(report: RunReport, shown: int = 3) -> list[str]:
     return lines
 
 
+def _call_failures(report: RunReport, shown: int = 3) -> list[str]:
+    """The cases whose call failed (generation errors and skips), a few with the failure's own words."""
+    failed = [v for v in report.verdicts if not v.is_probe and v.error_message]
+    if not failed:
+        return []
+    lines = [f"{'failed calls'.ljust(22)}  {len(failed)} cases (error_message in case_verdicts):"]
+    for v in failed[:shown]:
+        label = f"{v.case_id}#{v.sample_index}" if v.sample_index else v.case_id
+        lines.append(f"{''.ljust(22)}  ! {label}: {v.reason or v.skip_reason}: {_clip(v.error_message or '')}")
+    if len(failed) > shown:
+        lines.append(f"{''.ljust(22)}  ... and {len(failed) - shown} more")
+    return lines
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _quarantine(report: RunReport) -> list[str]:
     """The cases the gold preflight quarantined, with kind and reason (left out of every rate)."""
     lines = report.quarantine_lines()
@@ -142,6 +160,7 @@ def console_run_report(report: RunReport) -> str:
     lines = [f"== {report.model} on {report.gold_set} =="]
     lines += [f"WARNING: {w}" for w in report.warnings]
     lines += _headline(report)
+    lines += _call_failures(report)
     lines += _quarantine(report)
     lines += _breakdowns(report)
     if report.weakest:

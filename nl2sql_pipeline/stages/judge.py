@@ -185,6 +185,7 @@ def judge_sample(
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
         source_sql=generation.source_sql if generation else None,
+        error_message=generation.error_message if generation and generation.error_class else None,
         **system_answer_fields(selected, oracle_results, config),
         **explain(case, selected.sql, comparison, decision.outcome, config, expected_items),
     )
