@@ -20,6 +20,7 @@ from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, Ret
 from nl2sql_pipeline.generation.system_spec import SystemConfig
 from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.report import console_report
 from nl2sql_pipeline.report.console import console_run_report
 from nl2sql_pipeline.report.html import run_html
 from nl2sql_pipeline.report.markdown import markdown_summary
@@ -292,6 +293,33 @@ def test_latency_tokens_and_cost_with_their_sources(cases):
     records, _ = run_system(cases[:1], default=SystemReply.sql("SELECT 1", cost_usd=0.25))
     assert (records[0].cost_usd, records[0].cost_source, records[0].token_source) == (0.25, "reported", None)
     assert records[0].input_tokens is None  # not reported: unknown, never a silent zero
+
+
+def test_a_partly_unknown_cost_is_summed_and_counted_in_scores_exports_and_baselines(cases, tmp_path):
+    from nl2sql_pipeline.runs import RunVersions, list_runs, record_run
+
+    records, _ = run_system(
+        cases,
+        SystemReply.sql("SELECT 1", cost_usd=0.25),
+        SystemReply.sql("SELECT 1"),  # no cost reported, no prices: unknown
+        SystemReply.sql("SELECT 1", cost_usd=0.5),
+    )
+    assert [r.cost_usd for r in records] == [0.25, None, 0.5]
+    verdicts = [dataclasses.replace(v, outcome=outcomes.WRONG_RESULT) for v in verdicts_of(cases, records)]
+    scores = score_run(verdicts)
+    assert (scores["total_cost_usd"], scores["unknown_cost_count"]) == (0.75, 1)
+    store_run(tmp_path / "assets", verdicts)
+    export_results(tmp_path / "out", "json", tmp_path / "assets")
+    for name in ("run_scores", "leaderboard"):
+        row = json.loads((tmp_path / "out" / f"{name}.json").read_text())[0]
+        assert (row["total_cost_usd"], row["unknown_cost_count"]) == (0.75, 1), name
+    db = tmp_path / "baselines.duckdb"
+    versions = RunVersions("m1", "g1", "s1", "p1", "c1", "h1")
+    record_run(db, run_id="r1", gold_set="g", model="m", versions=versions, scores=scores.as_dict())
+    (row,) = list_runs(db, "g", "m")
+    assert (row["total_cost_usd"], row["unknown_cost_count"]) == (0.75, 1)
+    side_by_side = console_report([{"model": "m", "gold_set": "g", "scores": scores.as_dict()}])
+    assert any(line.split() == ["unknown_cost_count", "1"] for line in side_by_side.splitlines())
 
 
 def test_cache_is_keyed_by_version_and_cache_false_always_calls(cases, tmp_path):
