@@ -322,6 +322,45 @@ def test_a_partly_unknown_cost_is_summed_and_counted_in_scores_exports_and_basel
     assert any(line.split() == ["unknown_cost_count", "1"] for line in side_by_side.splitlines())
 
 
+def test_candidates_that_partly_failed_are_judged_on_the_one_that_ran_and_keep_every_calls_cost(cases, sample_database):
+    case = cases[0]
+
+    def by_candidate(_index, body):
+        if body["candidate_index"] < 2:  # candidates 0 and 1: the call is lost (a lasting 500)
+            return SystemReply.error(500, "lost")
+        return SystemReply.sql(case.canonical_sql, usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=0.25)
+
+    with FakeSystem(responder=by_candidate) as system:
+        spec = system_spec(system.url, candidates=3)
+        records = generate_candidates(cases[:1], spec, cache=None, context=None)
+        assert system.hits == 3 + 3 + 1  # two calls retried to the end, one answered
+    assert [r.error_class for r in sorted(records, key=lambda r: r.candidate_index)] == [
+        f.PROVIDER_ERROR,
+        f.PROVIDER_ERROR,
+        None,
+    ]
+    (verdict,) = executed_verdicts(cases[:1], records, sample_database)
+    assert (verdict.outcome, verdict.candidate_count, verdict.selected_candidate_index) == (outcomes.CORRECT, 3, 2)
+    assert verdict.first_candidate_correct is False  # counted by candidate_selection_uplift
+    assert (verdict.input_tokens, verdict.output_tokens, verdict.cost_usd) == (10, 2, 0.25)  # not dropped
+    scores = score_run([verdict])
+    assert (scores["total_cost_usd"], scores["unknown_cost_count"]) == (0.25, 0)
+
+
+def test_a_conversation_that_fails_on_a_later_turn_keeps_the_earlier_turns_cost():
+    follow_up = next(c for c in load_gold_set("multidomain-v1") if c.follow_up_context)
+
+    def by_turn(_index, body):
+        if body["history"]:
+            return SystemReply.error(500, "lost")
+        return SystemReply.sql("SELECT 1", usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=0.25)
+
+    with FakeSystem(responder=by_turn) as system:
+        (record,) = generate_candidates([follow_up], system_spec(system.url), cache=None, context=None)
+    assert record.error_class == f.PROVIDER_ERROR and record.turns == len(follow_up.follow_up_context) + 1
+    assert (record.input_tokens, record.output_tokens, record.cost_usd) == (10, 2, 0.25)
+
+
 def test_cache_is_keyed_by_version_and_cache_false_always_calls(cases, tmp_path):
     cache = GenerationCache(tmp_path / "cache")
     with FakeSystem(default=SystemReply.sql("SELECT 1")) as system:
