@@ -264,6 +264,18 @@ def test_the_error_detail_reaches_case_verdicts_exports_and_reports(cases, tmp_p
     assert "provider_error: HTTP 503: down for maintenance" in run_html([report])
 
 
+def test_the_answer_count_leaves_out_probes_never_asked():
+    from verdict_factory import make_verdict
+
+    verdicts = [
+        make_verdict(case_id="q1", outcome=outcomes.CORRECT, correct=True, answer="There are 42."),
+        make_verdict(case_id="q2", outcome=outcomes.CORRECT, correct=True),
+        make_verdict(case_id="p1", is_probe=True, outcome=outcomes.PROBE_REJECTED, correct=True, reason=None),
+    ]
+    console = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
+    assert "1 of 2 cases answered in prose" in console
+
+
 def test_no_sql_is_a_no_sql_generation_error_and_keeps_the_answer(cases):
     records, _ = run_system(cases[:1], default=SystemReply.sql(None, answer="I cannot answer that."))
     assert records[0].error_class == f.NO_SQL and "I cannot answer that." in records[0].error_message

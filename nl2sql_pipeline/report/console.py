@@ -99,13 +99,15 @@ def _test_suite_lines(report: RunReport, shown: int = 5) -> list[str]:
 
 
 def _answers(report: RunReport, shown: int = 3) -> list[str]:
-    """A system's own answers: how many cases had one, a few of them, and where its rows disagree with its SQL."""
-    answered = [(v.case_id, v.answer) for v in report.verdicts if v.answer]
-    disagree = [v for v in report.verdicts if v.system_rows_disagree]
+    """A system's own answers: how many query cases had one (probes are never asked), a few of them, and where
+    its rows disagree with its SQL."""
+    queries = [v for v in report.verdicts if not v.is_probe]
+    answered = [(v.case_id, v.answer) for v in queries if v.answer]
+    disagree = [v for v in queries if v.system_rows_disagree]
     if not answered and not disagree:
         return []
     lines = [
-        f"{'answers'.ljust(22)}  {len(answered)} of {len(report.verdicts)} cases answered in prose; "
+        f"{'answers'.ljust(22)}  {len(answered)} of {len(queries)} cases answered in prose; "
         f"rows shown differ from the system's own SQL in {len(disagree)}"
     ]
     for v in disagree[:shown]:
