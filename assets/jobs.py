@@ -5,10 +5,15 @@ Every ``evaluate_model`` run is tagged ``nl2sql/provider=<provider>``; the local
 sensor-, schedule- and UI-launched runs of models behind one provider queue instead of competing.
 """
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
 
 from assets.gold import database_variants, gold_set, oracle_results
 from assets.partitions import gold_model_partitions, gold_sets_partitions
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.generation.model_spec import ModelSpec
 
 prepare_gold_set_job = dg.define_asset_job(
     "prepare_gold_set",
@@ -21,10 +26,17 @@ PROVIDER_TAG = "nl2sql/provider"
 
 
 def provider_of(model_slug: str) -> str:
-    """The provider a model's calls go to (the litellm provider prefix; ``predictions`` for a replay)."""
+    """The provider a model's calls go to (see ``provider_of_spec``)."""
     from nl2sql_pipeline.generation.registry import get_model
 
-    spec = get_model(model_slug)
+    return provider_of_spec(get_model(model_slug))
+
+
+def provider_of_spec(spec: "ModelSpec") -> str:
+    """The litellm provider prefix; ``predictions`` for a replay; ``system@scheme://host:port`` for an HTTP
+    system (every system behind one server shares it); ``system:<slug>`` for an in-process system."""
+    if spec.system is not None and spec.system.server is not None:
+        return f"system@{spec.system.server}"
     if spec.is_replay:
         return "predictions"
     return spec.model.split("/", 1)[0] if spec.model and "/" in spec.model else (spec.model or spec.kind)

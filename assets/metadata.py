@@ -22,6 +22,7 @@ VERDICT_TABLE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("correct", "bool", "Semantically correct"),
     ("comparison_rule", "string", "The comparison rule that decided it"),
     ("reason", "string", "Why (the rule's or the failure's words)"),
+    ("error_message", "string", "The failed call in the failure's own words (e.g. HTTP 503: down)"),
     ("category", "string", "Case category"),
     ("difficulty", "string", "Case difficulty"),
     ("latency_ms", "float", "Generation latency (ms)"),

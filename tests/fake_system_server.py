@@ -4,7 +4,9 @@
         system.enqueue(SystemReply.status(500), SystemReply.sql("SELECT 2"))   # in order, then the default
 
 Each reply is a status, a body (a contract response, an error object, or raw bytes such as malformed
-JSON), headers (``Retry-After``) and an optional delay. ``responder(index, request)`` may decide
+JSON), headers (``Retry-After``) and an optional delay; ``cut_at`` sends only that many bytes of the body
+and closes the connection (``Content-Length`` still announces the whole), ``chunked`` sends the body
+chunked (cut: without its last chunk). ``responder(index, request)`` may decide
 instead (e.g. answer each question with its gold SQL). ``stop()`` closes the socket (connection refused).
 """
 
@@ -28,6 +30,8 @@ class SystemReply:
     body: Any = None  # a JSON-able object, or bytes sent as they are
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    cut_at: int | None = None  # send only this many bytes of the body, then close
+    chunked: bool = False  # Transfer-Encoding: chunked instead of Content-Length
 
     @classmethod
     def sql(cls, sql: str | None, **fields: Any) -> SystemReply:
@@ -121,10 +125,20 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            if reply.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(data)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            sent = data if reply.cut_at is None else data[: reply.cut_at]
+            if reply.chunked:
+                if sent:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(sent), sent))
+                if reply.cut_at is None:
+                    self.wfile.write(b"0\r\n\r\n")
+            else:
+                self.wfile.write(sent)
         except OSError:  # the client gave up (timeout)
             pass

@@ -19,6 +19,7 @@ def _frame(n: int) -> pd.DataFrame:
             "correct": [bool(i % 3) for i in range(n)],
             "comparison_rule": ["exact"] * n,
             "reason": [None] * n,
+            "error_message": ["HTTP 503: down" if i == 0 else None for i in range(n)],
             "latency_ms": [float(i) for i in range(n)],
             "cost_usd": [None] * n,
             "generated_sql": ["SELECT " + "x, " * 300 + "1"] * n,
@@ -40,7 +41,9 @@ def test_the_table_has_a_schema_and_shows_the_not_correct_cases_first():
     schema = metadata["dagster/column_schema"]
     types = {c.name: c.type for c in schema.columns}
     assert types["correct"] == "bool" and types["latency_ms"] == "float" and types["case_id"] == "string"
-    assert len(schema.columns) == 11
+    assert len(schema.columns) == 12
+    by_case = {r.data["case_id"]: r.data for r in table.records}
+    assert by_case["c-00"]["error_message"] == "HTTP 503: down"  # the failure's words reach the UI table
 
 
 def test_a_large_run_shows_a_bounded_table_and_says_so():

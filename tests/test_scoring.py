@@ -132,12 +132,17 @@ def test_breakdowns_and_candidate_selection_uplift():
     assert scores["candidate_selection_uplift"] == pytest.approx(0.5)
 
 
-def test_unknown_cost_is_never_a_silent_zero():
+def test_unknown_cost_is_counted_beside_the_sum_of_the_known():
     frame = [_verdict("a", outcomes.CORRECT, cost=None), _verdict("b", outcomes.CORRECT, source="estimated")]
     scores = score_run(frame)
-    assert scores["total_cost_usd"] is None
+    assert (scores["total_cost_usd"], scores["unknown_cost_count"]) == (pytest.approx(0.001), 1)
+    assert scores["average_estimated_cost_usd"] == pytest.approx(0.001)  # over the known costs
     assert scores["token_source"] == "estimated"
-    assert any("cost unknown" in w for w in scores["warnings"])
+    assert any("cost unknown for 1 of 2 cases" in w for w in scores["warnings"])
+    nothing_known = score_run([_verdict("a", outcomes.CORRECT, cost=None)])
+    assert (nothing_known["total_cost_usd"], nothing_known["unknown_cost_count"]) == (None, 1)  # never a silent zero
+    all_known = score_run([_verdict("b", outcomes.CORRECT)])
+    assert (all_known["total_cost_usd"], all_known["unknown_cost_count"]) == (pytest.approx(0.001), 0)
 
 
 def test_empty_verdicts_is_an_error():

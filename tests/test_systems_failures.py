@@ -5,8 +5,10 @@ JSON, no SQL), and the accounting (latency, tokens, cost, cache, limiter) is a m
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
+import pandas as pd
 import pytest
 from fake_llm_server import FakeLLMServer, Reply
 from fake_system_server import FakeSystem, SystemReply
@@ -17,9 +19,18 @@ from nl2sql_pipeline.generation.limiter import SharedRateLimiter
 from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
 from nl2sql_pipeline.generation.system_spec import SystemConfig
 from nl2sql_pipeline.gold.registry import load_gold_set
+from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.report import console_report
+from nl2sql_pipeline.report.console import console_run_report
+from nl2sql_pipeline.report.html import run_html
+from nl2sql_pipeline.report.markdown import markdown_summary
+from nl2sql_pipeline.report.tables import build_run_report
+from nl2sql_pipeline.results import frames
+from nl2sql_pipeline.results.exports import export_results
 from nl2sql_pipeline.scoring.run_scores import score_run
-from nl2sql_pipeline.stages import judge, outcomes
-from nl2sql_pipeline.stages.records import Attempt
+from nl2sql_pipeline.stages import execute_attempts, judge, outcomes, run_oracle
+from nl2sql_pipeline.stages.records import Attempt, attempts_from_candidates
+from nl2sql_pipeline.storage import layout
 
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
@@ -82,6 +93,13 @@ def verdicts_of(cases, records):
     return judge(cases, [], [Attempt.from_candidate(r) for r in records])
 
 
+def executed_verdicts(cases, records, database):
+    """Verdicts with the candidates executed on ``database`` and compared with the oracle's rows."""
+    resolve = lambda _name: database  # noqa: E731 - every case of the slice is on the sample database
+    attempts = execute_attempts(cases, attempts_from_candidates(records), PolicyGate(resolve))
+    return judge(cases, run_oracle(cases, resolve), attempts, resolve_database=resolve)
+
+
 @pytest.mark.parametrize(
     ("system_reply", "model_reply", "error_class", "hits"),
     [
@@ -136,6 +154,35 @@ def test_500_once_is_retried_and_a_lasting_500_is_a_provider_error(cases):
     assert verdicts_of(cases[:1], records)[0].outcome == outcomes.GENERATION_ERROR
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_body_cut_once_is_a_dropped_connection_retried_and_correct(cases, chunked, sample_database):
+    case = cases[0]
+    cut = dataclasses.replace(SystemReply.sql(case.canonical_sql), cut_at=12, chunked=chunked)
+    records, hits = run_system(cases[:1], cut, default=dataclasses.replace(cut, cut_at=None))
+    assert (records[0].error_class, records[0].attempts, records[0].calls, hits) == (None, 2, 1, 2)
+    assert records[0].generated_sql == case.canonical_sql
+    assert executed_verdicts(cases[:1], records, sample_database)[0].outcome == outcomes.CORRECT
+
+
+def test_a_body_cut_every_time_is_a_provider_error_naming_the_drop(cases):
+    records, hits = run_system(cases[:1], default=dataclasses.replace(SystemReply.sql("SELECT 1"), cut_at=5))
+    assert (records[0].error_class, hits) == (f.PROVIDER_ERROR, 3)  # 1 + max_retries, as a dropped connection
+    assert "TruncatedReplyError" in records[0].error_message and "ended after 5 of" in records[0].error_message
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_reply_over_the_cap_is_a_provider_error_with_the_reason_never_cut(cases, chunked, monkeypatch):
+    from nl2sql_pipeline.generation.systems import http
+
+    monkeypatch.setattr(http, "MAX_RESPONSE_BYTES", 1024 * 1024)
+    big = dataclasses.replace(SystemReply.sql("SELECT 1", answer="x" * (1024 * 1024 + 10)), chunked=chunked)
+    records, hits = run_system(cases[:1], default=big)
+    assert (records[0].error_class, hits) == (f.PROVIDER_ERROR, 1)  # not retried: it would be as large again
+    assert "reply over 1 MiB" in records[0].error_message and records[0].generated_sql is None
+    verdict = verdicts_of(cases[:1], records)[0]
+    assert (verdict.outcome, verdict.reason) == (outcomes.GENERATION_ERROR, f.PROVIDER_ERROR)
+
+
 def test_a_reply_slower_than_the_timeout_is_a_timeout(cases):
     records, hits = run_system(cases[:1], default=SystemReply(body={"sql": "SELECT 1"}, delay_s=1.5), timeout_s=0.3)
     assert (records[0].error_class, hits) == (f.TIMEOUT, 1)  # timeouts are not retried, as for models
@@ -180,6 +227,55 @@ def test_a_malformed_response_is_an_outcome_with_its_reason_never_a_crash(cases,
     assert (verdict.outcome, verdict.reason) == (outcomes.GENERATION_ERROR, f.PROVIDER_ERROR)
 
 
+def store_run(root, verdicts, gold="g", model="m"):
+    """``verdicts`` and their scores stored as the latest run of ``model`` on ``gold`` under ``root``."""
+    for asset, frame in (
+        (layout.CASE_VERDICTS, frames.verdicts_to_frame(verdicts, gold_set=gold, model=model)),
+        (layout.RUN_SCORES, frames.run_scores_to_frame(score_run(verdicts), gold_set=gold, model=model, run_id="r1")),
+    ):
+        path = layout.partition_path(asset, gold, model, root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(path, index=False)
+
+
+def test_the_error_detail_reaches_case_verdicts_exports_and_reports(cases, tmp_path):
+    records, _ = run_system(
+        cases[:2],
+        SystemReply.sql("SELECT 1", rows=[[1], [2, 3]]),
+        default=SystemReply.error(503, "down for maintenance"),
+    )
+    verdicts = verdicts_of(cases[:2], records)
+    assert [(v.outcome, v.reason) for v in verdicts] == [(outcomes.GENERATION_ERROR, f.PROVIDER_ERROR)] * 2
+    assert '"rows" are ragged' in verdicts[0].error_message
+    assert verdicts[1].error_message == "HTTP 503: down for maintenance"
+    store_run(tmp_path / "assets", verdicts)
+    read_back = frames.verdicts_from_frame(
+        pd.read_parquet(layout.partition_path(layout.CASE_VERDICTS, "g", "m", tmp_path / "assets"))
+    )
+    assert [v.error_message for v in read_back] == [v.error_message for v in verdicts]
+    export_results(tmp_path / "out", "json", tmp_path / "assets")
+    exported = json.loads((tmp_path / "out" / "verdicts.json").read_text())
+    assert [row["error_message"] for row in exported] == [v.error_message for v in verdicts]
+    report = build_run_report(read_back, model="m", gold_set="g")
+    console = console_run_report(report)
+    assert "failed calls            2 cases" in console and '"rows" are ragged' in console
+    assert "provider_error: HTTP 503: down for maintenance" in console
+    assert "HTTP 503: down for maintenance" in markdown_summary(report)
+    assert "provider_error: HTTP 503: down for maintenance" in run_html([report])
+
+
+def test_the_answer_count_leaves_out_probes_never_asked():
+    from verdict_factory import make_verdict
+
+    verdicts = [
+        make_verdict(case_id="q1", outcome=outcomes.CORRECT, correct=True, answer="There are 42."),
+        make_verdict(case_id="q2", outcome=outcomes.CORRECT, correct=True),
+        make_verdict(case_id="p1", is_probe=True, outcome=outcomes.PROBE_REJECTED, correct=True, reason=None),
+    ]
+    console = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
+    assert "1 of 2 cases answered in prose" in console
+
+
 def test_no_sql_is_a_no_sql_generation_error_and_keeps_the_answer(cases):
     records, _ = run_system(cases[:1], default=SystemReply.sql(None, answer="I cannot answer that."))
     assert records[0].error_class == f.NO_SQL and "I cannot answer that." in records[0].error_message
@@ -209,6 +305,72 @@ def test_latency_tokens_and_cost_with_their_sources(cases):
     records, _ = run_system(cases[:1], default=SystemReply.sql("SELECT 1", cost_usd=0.25))
     assert (records[0].cost_usd, records[0].cost_source, records[0].token_source) == (0.25, "reported", None)
     assert records[0].input_tokens is None  # not reported: unknown, never a silent zero
+
+
+def test_a_partly_unknown_cost_is_summed_and_counted_in_scores_exports_and_baselines(cases, tmp_path):
+    from nl2sql_pipeline.runs import RunVersions, list_runs, record_run
+
+    records, _ = run_system(
+        cases,
+        SystemReply.sql("SELECT 1", cost_usd=0.25),
+        SystemReply.sql("SELECT 1"),  # no cost reported, no prices: unknown
+        SystemReply.sql("SELECT 1", cost_usd=0.5),
+    )
+    assert [r.cost_usd for r in records] == [0.25, None, 0.5]
+    verdicts = [dataclasses.replace(v, outcome=outcomes.WRONG_RESULT) for v in verdicts_of(cases, records)]
+    scores = score_run(verdicts)
+    assert (scores["total_cost_usd"], scores["unknown_cost_count"]) == (0.75, 1)
+    store_run(tmp_path / "assets", verdicts)
+    export_results(tmp_path / "out", "json", tmp_path / "assets")
+    for name in ("run_scores", "leaderboard"):
+        row = json.loads((tmp_path / "out" / f"{name}.json").read_text())[0]
+        assert (row["total_cost_usd"], row["unknown_cost_count"]) == (0.75, 1), name
+    db = tmp_path / "baselines.duckdb"
+    versions = RunVersions("m1", "g1", "s1", "p1", "c1", "h1")
+    record_run(db, run_id="r1", gold_set="g", model="m", versions=versions, scores=scores.as_dict())
+    (row,) = list_runs(db, "g", "m")
+    assert (row["total_cost_usd"], row["unknown_cost_count"]) == (0.75, 1)
+    side_by_side = console_report([{"model": "m", "gold_set": "g", "scores": scores.as_dict()}])
+    assert any(line.split() == ["unknown_cost_count", "1"] for line in side_by_side.splitlines())
+
+
+def test_candidates_that_partly_failed_are_judged_on_the_one_that_ran_and_keep_every_calls_cost(cases, sample_database):
+    case = cases[0]
+
+    def by_candidate(_index, body):
+        if body["candidate_index"] < 2:  # candidates 0 and 1: the call is lost (a lasting 500)
+            return SystemReply.error(500, "lost")
+        return SystemReply.sql(case.canonical_sql, usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=0.25)
+
+    with FakeSystem(responder=by_candidate) as system:
+        spec = system_spec(system.url, candidates=3)
+        records = generate_candidates(cases[:1], spec, cache=None, context=None)
+        assert system.hits == 3 + 3 + 1  # two calls retried to the end, one answered
+    assert [r.error_class for r in sorted(records, key=lambda r: r.candidate_index)] == [
+        f.PROVIDER_ERROR,
+        f.PROVIDER_ERROR,
+        None,
+    ]
+    (verdict,) = executed_verdicts(cases[:1], records, sample_database)
+    assert (verdict.outcome, verdict.candidate_count, verdict.selected_candidate_index) == (outcomes.CORRECT, 3, 2)
+    assert verdict.first_candidate_correct is False  # counted by candidate_selection_uplift
+    assert (verdict.input_tokens, verdict.output_tokens, verdict.cost_usd) == (10, 2, 0.25)  # not dropped
+    scores = score_run([verdict])
+    assert (scores["total_cost_usd"], scores["unknown_cost_count"]) == (0.25, 0)
+
+
+def test_a_conversation_that_fails_on_a_later_turn_keeps_the_earlier_turns_cost():
+    follow_up = next(c for c in load_gold_set("multidomain-v1") if c.follow_up_context)
+
+    def by_turn(_index, body):
+        if body["history"]:
+            return SystemReply.error(500, "lost")
+        return SystemReply.sql("SELECT 1", usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=0.25)
+
+    with FakeSystem(responder=by_turn) as system:
+        (record,) = generate_candidates([follow_up], system_spec(system.url), cache=None, context=None)
+    assert record.error_class == f.PROVIDER_ERROR and record.turns == len(follow_up.follow_up_context) + 1
+    assert (record.input_tokens, record.output_tokens, record.cost_usd) == (10, 2, 0.25)
 
 
 def test_cache_is_keyed_by_version_and_cache_false_always_calls(cases, tmp_path):

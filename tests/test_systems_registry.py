@@ -213,3 +213,31 @@ def test_systems_are_model_partitions_like_models():
     assert {"reference-python", "reference-command", "reference-http", "gold-echo"} <= set(slugs)
     tags = run_tags_for_partition("multidomain-v1|reference-python")
     assert tags["nl2sql/model"] == "reference-python" and tags["nl2sql/provider"] == "system:reference-python"
+
+
+def test_the_provider_tag_of_an_http_system_is_its_server(tmp_path):
+    from assets.jobs import provider_of_spec
+
+    specs = load_registry(
+        write(
+            tmp_path,
+            GOOD
+            + """\
+  my-http-v2:
+    kind: http
+    url: HTTP://127.0.0.1:9/v2/nl2sql
+    options: {variant: b}
+  other-port:
+    kind: http
+    url: http://127.0.0.1:10/nl2sql
+  tls:
+    kind: http
+    url: https://nl2sql.example.com/ask
+""",
+        )
+    )
+    tags = {slug: provider_of_spec(spec) for slug, spec in specs.items()}
+    assert tags["my-http"] == tags["my-http-v2"] == "system@http://127.0.0.1:9"  # one server: one run queue
+    assert tags["other-port"] == "system@http://127.0.0.1:10"
+    assert tags["tls"] == "system@https://nl2sql.example.com:443"
+    assert tags["my-python"] == "system:my-python"  # in-process: its own

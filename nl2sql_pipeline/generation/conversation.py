@@ -125,8 +125,12 @@ class _Tally:
     cost_usd: float | None = 0.0
     calls: int = 0
     attempts: int = 0
+    replies: int = 0  # turns answered so far
+    source: str | None = None  # the last answered turn's token source
 
     def add(self, call: ModelCall) -> None:
+        self.replies += 1
+        self.source = call.token_source
         self.input_tokens += call.input_tokens
         self.output_tokens += call.output_tokens
         self.estimated = self.estimated or call.token_source == TOKEN_SOURCE_ESTIMATED
@@ -154,10 +158,11 @@ def _failed(
         error_class=failure.error_class,
         error_message=(where + failure.message)[:2000],
         latency_ms=latency_ms,
-        input_tokens=None,
-        output_tokens=None,
-        token_source=None,
-        cost_usd=None,
+        # the earlier turns' tokens and cost are kept (they were paid); the failed call reported none
+        input_tokens=tally.input_tokens if tally.replies else None,
+        output_tokens=tally.output_tokens if tally.replies else None,
+        token_source=(TOKEN_SOURCE_ESTIMATED if tally.estimated else tally.source) if tally.replies else None,
+        cost_usd=tally.cost_usd if tally.replies else None,
         cached=False,
         mutation=None,
         model_config_hash=spec.config_hash,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 KIND_HTTP = "http"
 KIND_PYTHON = "python"
@@ -44,6 +45,17 @@ class SystemConfig:
         if self.kind == KIND_PYTHON:
             return str(self.target)
         return " ".join(self.command)
+
+    @property
+    def server(self) -> str | None:
+        """``scheme://host:port`` of an HTTP system (the default port filled in), else None: the systems
+        behind one server share it (the ``nl2sql/provider`` run tag, so the run queue groups them)."""
+        if self.kind != KIND_HTTP or not self.url:
+            return None
+        parts = urlsplit(str(self.url))
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}:{port}"
 
     def canonical(self) -> dict[str, Any]:
         """The config-hash part: everything that can change what the system answers."""

@@ -99,13 +99,15 @@ def _test_suite_lines(report: RunReport, shown: int = 5) -> list[str]:
 
 
 def _answers(report: RunReport, shown: int = 3) -> list[str]:
-    """A system's own answers: how many cases had one, a few of them, and where its rows disagree with its SQL."""
-    answered = [(v.case_id, v.answer) for v in report.verdicts if v.answer]
-    disagree = [v for v in report.verdicts if v.system_rows_disagree]
+    """A system's own answers: how many query cases had one (probes are never asked), a few of them, and where
+    its rows disagree with its SQL."""
+    queries = [v for v in report.verdicts if not v.is_probe]
+    answered = [(v.case_id, v.answer) for v in queries if v.answer]
+    disagree = [v for v in queries if v.system_rows_disagree]
     if not answered and not disagree:
         return []
     lines = [
-        f"{'answers'.ljust(22)}  {len(answered)} of {len(report.verdicts)} cases answered in prose; "
+        f"{'answers'.ljust(22)}  {len(answered)} of {len(queries)} cases answered in prose; "
         f"rows shown differ from the system's own SQL in {len(disagree)}"
     ]
     for v in disagree[:shown]:
@@ -114,6 +116,24 @@ def _answers(report: RunReport, shown: int = 3) -> list[str]:
         text = answer if len(answer) <= 100 else answer[:97] + "..."
         lines.append(f"{''.ljust(22)}  {case_id}: {text}")
     return lines
+
+
+def _call_failures(report: RunReport, shown: int = 3) -> list[str]:
+    """The cases whose call failed (generation errors and skips), a few with the failure's own words."""
+    failed = [v for v in report.verdicts if not v.is_probe and v.error_message]
+    if not failed:
+        return []
+    lines = [f"{'failed calls'.ljust(22)}  {len(failed)} cases (error_message in case_verdicts):"]
+    for v in failed[:shown]:
+        label = f"{v.case_id}#{v.sample_index}" if v.sample_index else v.case_id
+        lines.append(f"{''.ljust(22)}  ! {label}: {v.reason or v.skip_reason}: {_clip(v.error_message or '')}")
+    if len(failed) > shown:
+        lines.append(f"{''.ljust(22)}  ... and {len(failed) - shown} more")
+    return lines
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _quarantine(report: RunReport) -> list[str]:
@@ -142,6 +162,7 @@ def console_run_report(report: RunReport) -> str:
     lines = [f"== {report.model} on {report.gold_set} =="]
     lines += [f"WARNING: {w}" for w in report.warnings]
     lines += _headline(report)
+    lines += _call_failures(report)
     lines += _quarantine(report)
     lines += _breakdowns(report)
     if report.weakest:

@@ -243,6 +243,8 @@ def _cases_table(report: RunReport, cases: Mapping[str, Case]) -> str:
         )
         css = "ok" if v.correct else "bad"
         why = v.reason or v.skip_reason or ""
+        if v.error_message:
+            why = f"{why}: {v.error_message}" if why else v.error_message
         if v.diagnosis:
             why = f"{why} [{v.diagnosis}]" if why else v.diagnosis
         if v.correct and v.test_suite_correct is False:

@@ -49,6 +49,10 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
         lines += ["", "**weakest:** " + ", ".join(f"{row.key} {row.fraction}" for _, row in report.weakest)]
     if report.causes:
         lines += ["", "**not correct, by cause:** " + ", ".join(f"{cause} {count}" for cause, count in report.causes)]
+    failed = [v for v in report.verdicts if not v.is_probe and v.error_message]
+    if failed:
+        lines += ["", f"**failed calls:** {len(failed)} cases", ""]
+        lines += [f"- `{v.case_id}` {v.reason or v.skip_reason}: {v.error_message}" for v in failed[:3]]
     if html_path is not None:
         lines += ["", f"HTML report (charts, per-case table with result samples and diffs): `{html_path}`"]
     return "\n".join(lines)

@@ -37,6 +37,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "sql_execution_success_rate",
     "p50_latency_ms",
     "total_cost_usd",
+    "unknown_cost_count",
     "token_source",
     "vs_best",
     "p_value_vs_best",
@@ -70,6 +71,7 @@ def _row(run: StoredRun) -> dict:
         "sql_execution_success_rate": run.scores["sql_execution_success_rate"],
         "p50_latency_ms": run.scores["p50_latency_ms"],
         "total_cost_usd": run.scores["total_cost_usd"],
+        "unknown_cost_count": run.scores["unknown_cost_count"],
         "token_source": run.scores["token_source"],
     }
 

@@ -150,7 +150,10 @@ def _warnings(
     if scored and estimated:
         warnings.append(f"token counts of {estimated} cases are estimated (characters/4), not measured by the provider")
     if scored and unknown_cost:
-        warnings.append(f"cost unknown for {unknown_cost} cases (no price configured or mapped)")
+        warnings.append(
+            f"cost unknown for {unknown_cost} of {len(scored)} cases (no price configured or mapped, none reported); "
+            "total_cost_usd sums the others"
+        )
     return warnings
 
 
@@ -288,8 +291,10 @@ def score_run(verdicts: Sequence[Verdict], quarantine: Sequence[Mapping[str, Any
         ),
         "average_estimated_input_tokens": _mean(v.input_tokens for v in scored),
         "average_estimated_output_tokens": _mean(v.output_tokens for v in scored),
-        "average_estimated_cost_usd": None if unknown_cost else _mean(costs),
-        "total_cost_usd": None if unknown_cost else float(_known(costs).sum()),
+        # what is known is summed, the unknown counted beside it (None only when no cost at all is known)
+        "average_estimated_cost_usd": _mean(costs),
+        "total_cost_usd": None if costs and unknown_cost == len(costs) else float(_known(costs).sum()),
+        "unknown_cost_count": unknown_cost,
         "token_source": "estimated" if estimated else ("measured" if scored else None),
         "outcome_counts": dict(sorted(Counter(v.outcome for v in queries).items())),
         "warnings": _warnings(queries, scored, skipped, env_errors, estimated, unknown_cost) + _system_warnings(scored),

@@ -185,6 +185,7 @@ def judge_sample(
         mutation=generation.mutation if generation else None,
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
         source_sql=generation.source_sql if generation else None,
+        error_message=generation.error_message if generation and generation.error_class else None,
         **system_answer_fields(selected, oracle_results, config),
         **explain(case, selected.sql, comparison, decision.outcome, config, expected_items),
     )
@@ -281,11 +282,8 @@ def _whole_results(
 
 
 def _sum_over(group: Sequence[Attempt], name: str) -> float | None:
-    """Sum a per-call generation field over every candidate of the group; unknown if any one is unknown."""
-    total = 0.0
-    for attempt in group:
-        value = getattr(attempt.generation, name) if attempt.generation is not None else None
-        if value is None:
-            return None
-        total += float(value)
-    return total
+    """Sum a per-call generation field over every candidate of the group that reported it (a candidate whose
+    call failed without a reply reported none); unknown (None) only when no candidate reported it."""
+    values = [getattr(a.generation, name) for a in group if a.generation is not None]
+    known = [float(value) for value in values if value is not None]
+    return sum(known) if known else None

@@ -168,3 +168,6 @@ class Verdict:
     test_suite_reason: str | None = None  # the first variant where the candidate's result differed, and how
     source_sql: str | None = None
     """A replayed prediction of another dialect as written; ``generated_sql`` is its DuckDB conversion."""
+    error_message: str | None = None
+    """The selected candidate's generation failure in words (``HTTP 503: down``, ``"rows" are ragged``): the
+    detail behind ``reason`` (a ``generation_error``) or ``skip_reason`` (``skipped``); None when it answered."""

@@ -117,10 +117,12 @@ class _Tally:
     cost_source: str | None = None
     calls: int = 0
     attempts: int = 0
+    replies: int = 0  # turns answered so far
 
     estimated: bool = False
 
     def add(self, spec: ModelSpec, call: ModelCall, response: SystemResponse) -> None:
+        self.replies += 1
         self.tokens_known = self.tokens_known and call.token_source in (TOKEN_SOURCE_MEASURED, TOKEN_SOURCE_ESTIMATED)
         self.estimated = self.estimated or call.token_source == TOKEN_SOURCE_ESTIMATED
         self.input_tokens += call.input_tokens
@@ -256,7 +258,19 @@ def run_system_unit(
 def _failed(
     unit: SystemUnit, spec: ModelSpec, failure: ProviderFailure, digest: str, tally: _Tally, turns: int, turn: int
 ) -> CandidateRecord:
+    """The record of a conversation that failed at ``turn``: the earlier turns' tokens and cost are kept (they
+    were paid); the failed call reported none."""
     where = f"turn {turn + 1} of {turns}: " if turns > 1 and turn < turns - 1 else ""
+    spent: dict[str, Any] = {}
+    if tally.replies:
+        known = tally.tokens_known
+        spent = {
+            "input_tokens": tally.input_tokens if known else None,
+            "output_tokens": tally.output_tokens if known else None,
+            "token_source": (TOKEN_SOURCE_ESTIMATED if tally.estimated else TOKEN_SOURCE_MEASURED) if known else None,
+            "cost_usd": tally.cost_usd,
+            "cost_source": tally.cost_source,
+        }
     return _record(
         unit,
         spec,
@@ -265,6 +279,7 @@ def _failed(
         turns,
         error_class=failure.error_class,
         error_message=(where + failure.message)[:2000],
+        **spent,
     )
 
 

@@ -5,11 +5,15 @@ certificates are verified unless the entry says ``verify_tls: false``. A non-2xx
 ``SystemHTTPError`` carrying the status, the headers (``Retry-After``) and the body's message, so that
 ``failures.classify_exception`` maps it as it maps a provider's (401/403 authentication, 402 payment,
 429 rate limit, 5xx retried); transport errors keep their cause (connection refused, timeout, a
-dropped connection).
+dropped connection). The body is read to its end: one shorter than its ``Content-Length``, or a chunked
+stream that ends early, is a dropped connection (``TruncatedReplyError``, retried like one), and one over
+``MAX_RESPONSE_BYTES`` is refused (``ReplyTooLargeError``, a ``provider_error`` "reply over N MiB"),
+never silently cut.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import ssl
@@ -24,6 +28,7 @@ from nl2sql_pipeline.generation.system_entry import ENV_REF_RE
 from nl2sql_pipeline.generation.system_spec import SystemConfig
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+_READ_BLOCK = 64 * 1024
 
 
 class MissingSecretError(GenerationError):
@@ -36,6 +41,14 @@ class _Response:
 
     status_code: int
     headers: Any
+
+
+class TruncatedReplyError(ConnectionResetError):
+    """The reply's body ended before its ``Content-Length`` (or its last chunk): a dropped connection."""
+
+
+class ReplyTooLargeError(GenerationError):
+    """The reply's body is over ``MAX_RESPONSE_BYTES``: refused, not cut (a retry would send as much)."""
 
 
 class SystemHTTPError(GenerationError):
@@ -79,6 +92,41 @@ def _error_message(body: bytes) -> str:
     return text
 
 
+def _size_text(limit: int) -> str:
+    return f"{limit / (1024 * 1024):g} MiB"
+
+
+def read_body(response: http.client.HTTPResponse, url: str, limit: int | None = None) -> bytes:
+    """The whole body, at most ``limit`` bytes (``MAX_RESPONSE_BYTES``).
+
+    Raises TruncatedReplyError when the body is shorter than announced (``read(amt)`` alone returns the
+    short body without a word), ReplyTooLargeError when it is (or is announced) over the limit.
+    """
+    limit = MAX_RESPONSE_BYTES if limit is None else limit
+    announced = response.getheader("Content-Length")
+    expected = int(announced) if announced is not None and announced.strip().isdigit() else None
+    if expected is not None and expected > limit:
+        raise ReplyTooLargeError(f"reply over {_size_text(limit)} from {url} (Content-Length {expected})")
+    blocks: list[bytes] = []
+    size = 0
+    try:
+        while size <= limit:
+            block = response.read(min(_READ_BLOCK, limit + 1 - size))
+            if not block:
+                break
+            blocks.append(block)
+            size += len(block)
+    except http.client.IncompleteRead as exc:
+        raise TruncatedReplyError(
+            f"the reply from {url} ended early (chunked body cut after {size + len(exc.partial)} bytes)"
+        ) from None  # http.client's cause ("invalid literal for int()") says less than this
+    if size > limit:
+        raise ReplyTooLargeError(f"reply over {_size_text(limit)} from {url}")
+    if expected is not None and size < expected:
+        raise TruncatedReplyError(f"the reply from {url} ended after {size} of {expected} bytes (Content-Length)")
+    return b"".join(blocks)
+
+
 def post(config: SystemConfig, payload: dict[str, Any], timeout_s: float) -> bytes:
     """Send ``payload``; the response body of a 2xx reply. Raises SystemHTTPError, or the transport error."""
     data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -92,7 +140,7 @@ def post(config: SystemConfig, payload: dict[str, Any], timeout_s: float) -> byt
             context.verify_mode = ssl.CERT_NONE
     try:
         with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
-            return response.read(MAX_RESPONSE_BYTES)
+            return read_body(response, str(config.url))
     except urllib.error.HTTPError as exc:
         body = exc.read() if exc.fp is not None else b""
         raise SystemHTTPError(exc.code, _error_message(body), exc.headers) from None
