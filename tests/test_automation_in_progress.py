@@ -11,6 +11,7 @@ partition), so Dagster counts them as in progress alike.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +46,10 @@ class Pause:
 
     def wait_reached(self, run: threading.Thread, failure: list[BaseException]) -> None:
         """Wait (bounded) until the run is held here; fail with the run's own error if it ended first."""
-        assert self.reached.wait(DEADLINE_S), f"the run never reached {self.name}: {failure or 'still running'}"
+        deadline = time.monotonic() + DEADLINE_S
+        while not self.reached.wait(0.05) and run.is_alive() and time.monotonic() < deadline:
+            pass
+        assert self.reached.is_set(), f"the run never reached {self.name}: {failure or 'still running'}"
         assert run.is_alive(), f"the run ended before {self.name}"
 
 
