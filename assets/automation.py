@@ -14,6 +14,10 @@ default; the UI's Automation tab) evaluates these conditions every 30 s:
 - the per-model stages after it: eager on their own model's stages only (a re-materialized gold set
   alone re-runs no model; the gold fingerprint check in ``case_verdicts`` catches a changed one).
 
+None of them requests an asset partition while a run that selects it, or a stage before it, is queued or in
+progress, whatever launched that run (``NO_RUN_IN_PROGRESS``); the partition guard of ``candidate_sql``
+(``assets.guards``) and the CLI's partition lock stay the last line of defence.
+
 Code versions name what an asset's code depends on (harness, comparator, policy engine), so the UI
 marks an asset stale when one of them changes. Nothing automates on them (a code-location reload
 would re-run everything); the run identity in ``nl2sql_pipeline.runs`` decides what is comparable.
@@ -28,12 +32,21 @@ from nl2sql_pipeline.variants.cache import BUILDER_VERSION as VARIANTS_BUILDER_V
 
 GOLD_ASSET_KEYS = ("sample_database", "gold_set", "oracle_results", "database_variants")
 
+# Dagster counts a run as in progress for every asset partition it planned to materialize when it was created
+# (queued included); every launch path records those plans: the CLI's runner, a backfill, the launchpad, a sensor,
+# the schedule and this automation. ``on_missing()`` alone has no such term: a partition that appeared while its
+# first run was queued or generating was requested again, and that second run, held in the run queue until the
+# first ended, evaluated the partition again (a second baselines row, or a run reading another run's scores).
+NO_RUN_IN_PROGRESS = (
+    ~dg.AutomationCondition.in_progress() & ~dg.AutomationCondition.any_deps_in_progress()
+).with_label("no_run_in_progress")
+
 PREPARE = dg.AutomationCondition.eager()
 PREPARED = (dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()).with_label(
     "eager_after_preflight"
 )
 NEW_EVALUATION = (
-    dg.AutomationCondition.on_missing() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+    dg.AutomationCondition.on_missing() & dg.AutomationCondition.all_deps_blocking_checks_passed() & NO_RUN_IN_PROGRESS
 ).with_label("new_evaluation")
 FOLLOW_MODEL = (
     dg.AutomationCondition.in_latest_time_window()
@@ -42,8 +55,7 @@ FOLLOW_MODEL = (
         | dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*GOLD_ASSET_KEYS))
     ).since_last_handled()
     & ~dg.AutomationCondition.any_deps_missing()
-    & ~dg.AutomationCondition.any_deps_in_progress()
-    & ~dg.AutomationCondition.in_progress()
+    & NO_RUN_IN_PROGRESS
 ).with_label("follow_model")
 
 HARNESS = f"h{HARNESS_VERSION}"
