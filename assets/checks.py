@@ -219,7 +219,7 @@ def _gate_check(check_name: str) -> dg.AssetChecksDefinition:
     def _check(
         context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, run_scores: pd.DataFrame
     ) -> dg.AssetCheckResult:
-        return evaluate_gate_check(check_name, eval_settings, run_scores, run_id=context.run_id)
+        return evaluate_gate_check(check_name, eval_settings, run_scores, run_id=context.run.run_id)
 
     return _check
 

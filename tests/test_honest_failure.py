@@ -193,7 +193,7 @@ def test_gates_set_per_model_in_the_registry(setup, capsys):
     server.default = Reply.sql(WRONG)
     _set_model(data, server, "gated", gates="    gates: {min_semantic_correct: 0.9}\n")
     code, report, err = _run(capsys)
-    assert code == 1
+    assert code == 1, err
     assert "GATE FAILED: remote: gate min_semantic_correct failed" in err and "threshold 90.0%" in err
     assert report["asset_checks"]["remote"]["correctness_floor"] is False
     # an explicit flag wins over the model's own threshold
@@ -231,3 +231,43 @@ def test_runs_left_started_by_a_dead_process_are_marked_failed(isolated_home):
     assert fail_dead_runs(instance) == ["dead-run-0001"]
     assert instance.get_run_by_id("dead-run-0001").status == dg.DagsterRunStatus.FAILURE
     assert instance.get_run_by_id("live-run-0001").status == dg.DagsterRunStatus.STARTED
+
+
+@pytest.mark.e2e
+def test_a_launchpad_run_with_skipped_cases_fails_its_blocking_check_and_is_no_baseline(setup):
+    """The UI path: the ``evaluate_model`` job with the definitions' own resources (no threshold set anywhere),
+    as the launchpad, a backfill, a schedule or a sensor launches it."""
+    from assets.definitions import defs
+    from assets.jobs import run_tags_for_partition
+    from assets.sensors import register_partitions
+    from nl2sql_cli.runner import get_instance
+
+    data, server = setup
+    server.enqueue(Reply.sql(RIGHT))  # the first call answers, then the key is refused: 1 of 2 cases skipped
+    server.default = Reply.unauthorized()
+    _set_model(data, server, "launchpad")
+    key = dg.MultiPartitionKey({"gold": GOLD, "model": "remote"})
+    with get_instance() as instance:
+        register_partitions(instance)
+        result = defs.resolve_job_def("evaluate_model").execute_in_process(
+            partition_key=key, instance=instance, tags=run_tags_for_partition(key), raise_on_error=False
+        )
+        assert not result.success
+        assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.FAILURE
+        checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+        skipped = checks["skipped_share"]
+        assert skipped.passed is False
+        assert skipped.description.startswith(
+            "remote: gate max_skipped_share failed: skipped share 50.0% (1 of 2 query cases) is above the allowed "
+            "0.0% (threshold 0.0%, measured 50.0%)"
+        )
+        shown = {k: getattr(v, "value", v) for k, v in skipped.metadata.items()}
+        assert shown["gate"] == "max_skipped_share" and shown["threshold_source"] == "default"
+        assert shown["threshold"] == 0.0 and shown["measured"] == 0.5
+        assert shown["not_comparable_reason"] == "1 of 2 query cases skipped"
+        assert all(e.passed for name, e in checks.items() if name != "skipped_share"), checks
+        materialized = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
+        assert "run_scores" in materialized and "baselines" not in materialized, "the blocking check stopped it"
+    (row,) = list_runs(paths.baselines_db_path(), GOLD, "remote")
+    assert row["run_id"] == result.run_id
+    assert row["comparable"] is False and row["not_comparable_reason"] == "1 of 2 query cases skipped"
