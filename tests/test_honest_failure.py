@@ -139,36 +139,30 @@ def test_a_skipped_share_above_the_threshold_exits_3(setup, capsys):
     assert row["comparable"] is False and "1 of 2 query cases skipped" == row["not_comparable_reason"]
 
 
+# gate -> (its check, its message): one run with every floor set fails each of them
+FLOORS = {
+    "--min-execution-success": (
+        "execution_success",
+        "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
+        "(threshold 50.0%, measured 0.0%)",
+    ),
+    "--min-semantic-correct": (
+        "correctness_floor",
+        "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
+        "(threshold 50.0%, measured 0.0%)",
+    ),
+    "--min-policy-recall": (
+        "policy_recall",
+        "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
+        "(threshold 50.0%, measured 0.0%)",
+    ),
+}
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize(
-    ("flags", "check", "message"),
-    [
-        (
-            ["--min-execution-success", "0.5"],
-            "execution_success",
-            "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
-            "(threshold 50.0%, measured 0.0%)",
-        ),
-        (
-            ["--min-semantic-correct", "0.5"],
-            "correctness_floor",
-            "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
-            "(threshold 50.0%, measured 0.0%)",
-        ),
-        (
-            ["--min-correctness", "0.5"],
-            "correctness_floor",
-            "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor",
-        ),
-        (
-            ["--min-policy-recall", "0.5", "--policy", "LAX"],
-            "policy_recall",
-            "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
-            "(threshold 50.0%, measured 0.0%)",
-        ),
-    ],
-)
-def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup, capsys, flags, check, message):
+def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup, capsys):
+    """One evaluation (broken SQL under a policy that rejects nothing) fails every floor at once: each failure is
+    the same message on the CLI and in its asset check, and the checks of the other gates pass."""
     data, server = setup
     server.default = Reply.sql(BROKEN)
     _set_model(data, server, "broken")
@@ -178,13 +172,23 @@ def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup
         "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n",
         encoding="utf-8",
     )
-    code, report, err = _run(capsys, *[str(lax) if f == "LAX" else f for f in flags])
+    flags = [arg for flag in FLOORS for arg in (flag, "0.5")]
+    code, report, err = _run(capsys, "--policy", str(lax), *flags)
     assert code == 1, err
-    assert f"GATE FAILED: {message}" in err
-    assert report["asset_checks"]["remote"][check] is False
-    assert message in report["asset_check_messages"]["remote"][check]
-    others = {name: passed for name, passed in report["asset_checks"]["remote"].items() if name != check}
-    assert all(others.values()), others
+    for check, message in FLOORS.values():
+        assert f"GATE FAILED: {message}" in err
+        assert report["asset_checks"]["remote"][check] is False
+        assert message in report["asset_check_messages"]["remote"][check]
+    failing = {check for check, _ in FLOORS.values()}
+    others = {name: passed for name, passed in report["asset_checks"]["remote"].items() if name not in failing}
+    assert set(others) == {"skipped_share", "no_regression", "execution_drop"} and all(others.values()), others
+
+
+def test_min_correctness_is_an_alias_of_min_semantic_correct():
+    from nl2sql_cli.main import build_parser
+
+    args = build_parser().parse_args(["run", "--min-correctness", "0.5"])
+    assert args.min_semantic_correct == 0.5
 
 
 @pytest.mark.e2e
