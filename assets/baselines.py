@@ -7,7 +7,8 @@ from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_model_partitions
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.results.frames import run_scores_from_frame
-from nl2sql_pipeline.runs import RunVersions, not_comparable_reason, record_run
+from nl2sql_pipeline.runs import RunVersions, find_baseline, gate_run, not_baseline_reason, record_run
+from resources.settings import EvalSettings
 
 
 @dg.asset(
@@ -16,9 +17,12 @@ from nl2sql_pipeline.runs import RunVersions, not_comparable_reason, record_run
     group_name="scores",
     partitions_def=gold_model_partitions,
     description="Appends the run's scores with its version fields to the DuckDB baselines file; a run that "
-    "skipped cases or evaluated nothing is recorded as not comparable (never a baseline).",
+    "skipped cases, evaluated nothing or failed a gate is recorded as not comparable (never a baseline). The "
+    "blocking gate checks on run_scores stop it first when a gate fails (the check records the run).",
 )
-def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg.MaterializeResult:
+def baselines(
+    context: dg.AssetExecutionContext, eval_settings: EvalSettings, run_scores: pd.DataFrame
+) -> dg.MaterializeResult:
     identity, scores = run_scores_from_frame(run_scores)
     if str(identity["run_id"]) != context.run_id:
         raise dg.Failure(
@@ -27,7 +31,10 @@ def baselines(context: dg.AssetExecutionContext, run_scores: pd.DataFrame) -> dg
         )
     versions = RunVersions.from_mapping(identity)
     db_path = paths.baselines_db_path()
-    reason = not_comparable_reason(scores.as_dict())
+    run = {**identity, **scores.as_dict()}
+    # the gates again: a run materialized without its checks (e.g. baselines alone) is held to them too
+    gates = gate_run(run, find_baseline(db_path, run), eval_settings.gate_thresholds(identity["model"]))
+    reason = not_baseline_reason(run, gates)
     record_run(
         db_path,
         run_id=str(identity["run_id"]),

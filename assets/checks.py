@@ -12,13 +12,17 @@ or under strict gold (``eval_settings.strict_gold``, ``run --strict-gold``, or `
 gold-set registry) on any quarantined case. Its metadata also lists the warnings (``flags``) and every triage
 finding as JSON (``triage``: label, kind, blocking, reason).
 
-The gate checks on ``run_scores`` (per gold x model partition)
+The gate checks on ``run_scores`` (per gold x model partition, blocking)
 
 They apply exactly the gates of ``nl2sql-eval run`` (``nl2sql_pipeline.runs.gates.gate_run``), with the
 thresholds of the ``eval_settings`` resource (set them in the launchpad or from the CLI) over the model's
-own ``gates:`` in ``data/models.yml``. Without a threshold a check passes and still shows the measured
-value and the baseline comparison, except ``skipped_share``: a run that evaluated nothing always fails it.
-Every failing check is an ERROR and its description is the gate's message, word for word the CLI's.
+own ``gates:`` in ``data/models.yml`` over the defaults (``runs.gates.DEFAULT_GATES``: no skipped case, no
+drop of SQL execution success beyond 5 points against the baseline), so they hold on every launch path.
+They are blocking: a failed gate fails the run and ``baselines`` does not run; the failing check records the
+run in the baselines file as not comparable (never a baseline), with the gate's message as the reason.
+Every failing check is an ERROR; its description is the gate's message, word for word the CLI's, and its
+metadata has the gate, the measured value, the threshold and where the threshold came from
+(``threshold_source``: set, model, default, off).
 """
 
 import warnings
@@ -32,7 +36,18 @@ from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.gold.quality.preflight import run_preflight
 from nl2sql_pipeline.gold.registry import case_databases, gold_set_info
 from nl2sql_pipeline.results.frames import cases_from_frame, run_scores_from_frame
-from nl2sql_pipeline.runs import GATED_METRIC, find_baseline, gate_run, skipped_share
+from nl2sql_pipeline.runs import (
+    GATED_METRIC,
+    RunVersions,
+    find_baseline,
+    gate_run,
+    model_gates,
+    not_baseline_reason,
+    record_run,
+    resolve_thresholds,
+    skipped_share,
+    threshold_source,
+)
 from nl2sql_pipeline.storage.quarantine import write_quarantine
 from resources.settings import EvalSettings
 
@@ -68,6 +83,11 @@ GATE_CHECK_SPECS: dict[str, tuple[str, str, str]] = {
         GATED_METRIC,
         "Semantic correctness fell by no more than max_regression against the baseline (the latest "
         "earlier comparable, fully evaluated run of the same model on the same gold set).",
+    ),
+    "execution_drop": (
+        "max_execution_drop",
+        "sql_execution_success_rate",
+        "SQL execution success fell by no more than max_execution_drop against the baseline (default 0.05).",
     ),
 }
 CORRECTNESS_FLOOR_CHECK = "correctness_floor"
@@ -125,28 +145,43 @@ def _run_row(run_scores: pd.DataFrame) -> dict:
     return {**identity, **scores.as_dict()}
 
 
-def evaluate_gate_check(check_name: str, eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.AssetCheckResult:
-    """Apply one gate to the run's scores (the body of every gate check)."""
+def evaluate_gate_check(
+    check_name: str, eval_settings: EvalSettings, run_scores: pd.DataFrame, run_id: str | None = None
+) -> dg.AssetCheckResult:
+    """Apply one gate to the run's scores (the body of every gate check).
+
+    When it fails and the scores are those of run ``run_id`` (the run executing the check), the run is recorded
+    in the baselines file as not comparable: the blocked ``baselines`` asset will not record it.
+    """
     gate, metric, _ = GATE_CHECK_SPECS[check_name]
     run = _run_row(run_scores)
-    baseline = find_baseline(paths.baselines_db_path(), run)
-    thresholds = eval_settings.gate_thresholds(run["model"])
+    db_path = paths.baselines_db_path()
+    baseline = find_baseline(db_path, run)
+    given, own = eval_settings.given_thresholds(), model_gates(run["model"])
+    thresholds = resolve_thresholds(given, own)
     report = gate_run(run, baseline, thresholds.only(gate))
     failures = report.messages(gate)
     threshold = getattr(thresholds, gate)
+    source = threshold_source(given, own, gate)
     measured = skipped_share(run) if metric == "skipped_share" else run.get(metric)
     metadata = {
+        "gate": gate,
         "measured": measured,
         "threshold": threshold,
+        "threshold_source": source,
         "baseline_run_id": baseline["run_id"] if baseline else None,
         f"baseline_{GATED_METRIC}": baseline.get(GATED_METRIC) if baseline else None,
+        f"baseline_{metric}": baseline.get(metric) if baseline and metric != "skipped_share" else None,
         "comparison": dg.MetadataValue.md("\n".join(f"- {line}" for line in report.lines) or "none"),
         "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in failures) or "none"),
     }
     if failures:
         description = "; ".join(failures)
+        if run_id is not None and str(run["run_id"]) == run_id:
+            metadata["not_comparable_reason"] = _record_not_comparable(run, baseline, thresholds, db_path)
     else:
-        description = f"no {gate} set" if threshold is None else f"{gate} {threshold}: passed"
+        shown = "off" if threshold is None else f"{threshold} ({source})"
+        description = f"{gate} {shown}: passed"
     return dg.AssetCheckResult(
         passed=not failures,
         severity=dg.AssetCheckSeverity.ERROR,
@@ -155,12 +190,36 @@ def evaluate_gate_check(check_name: str, eval_settings: EvalSettings, run_scores
     )
 
 
+def _record_not_comparable(run: dict, baseline: dict | None, thresholds, db_path) -> str:
+    """Record a run that failed a gate as not comparable; the reason is the same whichever check records it
+    (its incompleteness, else the first failed gate of all)."""
+    reason = not_baseline_reason(run, gate_run(run, baseline, thresholds)) or "a gate failed"
+    record_run(
+        db_path,
+        run_id=str(run["run_id"]),
+        gold_set=run["gold_set"],
+        model=run["model"],
+        versions=RunVersions.from_mapping(run),
+        scores=run,
+        not_comparable_reason=reason,
+    )
+    return reason
+
+
 def _gate_check(check_name: str) -> dg.AssetChecksDefinition:
     gate, _, description = GATE_CHECK_SPECS[check_name]
 
-    @dg.asset_check(asset="run_scores", name=check_name, partitions_def=gold_model_partitions, description=description)
-    def _check(eval_settings: EvalSettings, run_scores: pd.DataFrame) -> dg.AssetCheckResult:
-        return evaluate_gate_check(check_name, eval_settings, run_scores)
+    @dg.asset_check(
+        asset="run_scores",
+        name=check_name,
+        blocking=True,
+        partitions_def=gold_model_partitions,
+        description=description,
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, run_scores: pd.DataFrame
+    ) -> dg.AssetCheckResult:
+        return evaluate_gate_check(check_name, eval_settings, run_scores, run_id=context.run.run_id)
 
     return _check
 

@@ -118,6 +118,17 @@ def _failure_text(result: dg.ExecuteInProcessResult) -> str:
     return "; ".join(messages) or "run failed"
 
 
+def _stopped_by_gates(result: dg.ExecuteInProcessResult) -> bool:
+    """True when the run failed only because a blocking gate check on ``run_scores`` failed: the run scored,
+    its gates decide the exit code (the check recorded it as not comparable), it is no failed materialization."""
+    errors = [
+        event.step_failure_data.error
+        for event in result.all_events
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error
+    ]
+    return bool(errors) and all(error.cls_name == "DagsterAssetCheckFailedError" for error in errors)
+
+
 def evaluate(
     gold_set: str,
     models: list[str],
@@ -252,7 +263,7 @@ def evaluate(
         evaluations = result.get_asset_check_evaluations()
         outcome.checks[slug] = {e.check_name: e.passed for e in evaluations}
         outcome.check_messages[slug] = {e.check_name: e.description or "" for e in evaluations}
-        if not result.success:
+        if not result.success and not _stopped_by_gates(result):
             outcome.failures.append(f"{slug}: {_failure_text(result)}")
             continue
         try:

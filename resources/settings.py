@@ -23,17 +23,19 @@ class EvalSettings(dg.ConfigurableResource):
     test_suite_variants: int = 3  # database variants per case for test-suite accuracy (0: off)
     test_suite_seed: int = 0  # the seed the variants are drawn from
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
-    # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml.
+    # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
+    # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)
     min_execution_success: float | None = None  # floor of sql_execution_success_rate (probe-only runs exempt)
     min_semantic_correct: float | None = None  # floor of semantic_correctness_rate
     min_correctness: float | None = None  # alias of min_semantic_correct
     min_policy_recall: float | None = None  # floor of policy_rejection_recall (runs without probes exempt)
     max_regression: float | None = None  # the largest drop of semantic correctness against the baseline
+    max_execution_drop: float | None = None  # the largest drop of SQL execution success against the baseline
 
-    def gate_thresholds(self, model: str) -> GateThresholds:
-        """The gate thresholds of a run of ``model``: these settings over the model's own ``gates:``."""
-        given = GateThresholds(
+    def given_thresholds(self) -> GateThresholds:
+        """The gate thresholds set in these settings (None: unset)."""
+        return GateThresholds(
             max_skipped_share=self.max_skipped_share,
             min_execution_success=self.min_execution_success,
             min_semantic_correct=self.min_semantic_correct
@@ -41,8 +43,13 @@ class EvalSettings(dg.ConfigurableResource):
             else self.min_correctness,
             min_policy_recall=self.min_policy_recall,
             max_regression=self.max_regression,
+            max_execution_drop=self.max_execution_drop,
         )
-        return thresholds_for_model(given, model)
+
+    def gate_thresholds(self, model: str) -> GateThresholds:
+        """The gate thresholds of a run of ``model``: these settings over the model's own ``gates:`` over the
+        defaults (``runs.gates.DEFAULT_GATES``)."""
+        return thresholds_for_model(self.given_thresholds(), model)
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""

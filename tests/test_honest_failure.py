@@ -139,36 +139,30 @@ def test_a_skipped_share_above_the_threshold_exits_3(setup, capsys):
     assert row["comparable"] is False and "1 of 2 query cases skipped" == row["not_comparable_reason"]
 
 
+# gate -> (its check, its message): one run with every floor set fails each of them
+FLOORS = {
+    "--min-execution-success": (
+        "execution_success",
+        "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
+        "(threshold 50.0%, measured 0.0%)",
+    ),
+    "--min-semantic-correct": (
+        "correctness_floor",
+        "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
+        "(threshold 50.0%, measured 0.0%)",
+    ),
+    "--min-policy-recall": (
+        "policy_recall",
+        "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
+        "(threshold 50.0%, measured 0.0%)",
+    ),
+}
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize(
-    ("flags", "check", "message"),
-    [
-        (
-            ["--min-execution-success", "0.5"],
-            "execution_success",
-            "remote: gate min_execution_success failed: sql_execution_success_rate 0.0% is below the floor "
-            "(threshold 50.0%, measured 0.0%)",
-        ),
-        (
-            ["--min-semantic-correct", "0.5"],
-            "correctness_floor",
-            "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor "
-            "(threshold 50.0%, measured 0.0%)",
-        ),
-        (
-            ["--min-correctness", "0.5"],
-            "correctness_floor",
-            "remote: gate min_semantic_correct failed: semantic_correctness_rate 0.0% is below the floor",
-        ),
-        (
-            ["--min-policy-recall", "0.5", "--policy", "LAX"],
-            "policy_recall",
-            "remote: gate min_policy_recall failed: policy_rejection_recall 0.0% is below the floor "
-            "(threshold 50.0%, measured 0.0%)",
-        ),
-    ],
-)
-def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup, capsys, flags, check, message):
+def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup, capsys):
+    """One evaluation (broken SQL under a policy that rejects nothing) fails every floor at once: each failure is
+    the same message on the CLI and in its asset check, and the checks of the other gates pass."""
     data, server = setup
     server.default = Reply.sql(BROKEN)
     _set_model(data, server, "broken")
@@ -178,13 +172,23 @@ def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup
         "forbid_cartesian: true\ndenied_functions: []\nallowed_table_functions: []\n",
         encoding="utf-8",
     )
-    code, report, err = _run(capsys, *[str(lax) if f == "LAX" else f for f in flags])
+    flags = [arg for flag in FLOORS for arg in (flag, "0.5")]
+    code, report, err = _run(capsys, "--policy", str(lax), *flags)
     assert code == 1, err
-    assert f"GATE FAILED: {message}" in err
-    assert report["asset_checks"]["remote"][check] is False
-    assert message in report["asset_check_messages"]["remote"][check]
-    others = {name: passed for name, passed in report["asset_checks"]["remote"].items() if name != check}
-    assert all(others.values()), others
+    for check, message in FLOORS.values():
+        assert f"GATE FAILED: {message}" in err
+        assert report["asset_checks"]["remote"][check] is False
+        assert message in report["asset_check_messages"]["remote"][check]
+    failing = {check for check, _ in FLOORS.values()}
+    others = {name: passed for name, passed in report["asset_checks"]["remote"].items() if name not in failing}
+    assert set(others) == {"skipped_share", "no_regression", "execution_drop"} and all(others.values()), others
+
+
+def test_min_correctness_is_an_alias_of_min_semantic_correct():
+    from nl2sql_cli.main import build_parser
+
+    args = build_parser().parse_args(["run", "--min-correctness", "0.5"])
+    assert args.min_semantic_correct == 0.5
 
 
 @pytest.mark.e2e
@@ -193,7 +197,7 @@ def test_gates_set_per_model_in_the_registry(setup, capsys):
     server.default = Reply.sql(WRONG)
     _set_model(data, server, "gated", gates="    gates: {min_semantic_correct: 0.9}\n")
     code, report, err = _run(capsys)
-    assert code == 1
+    assert code == 1, err
     assert "GATE FAILED: remote: gate min_semantic_correct failed" in err and "threshold 90.0%" in err
     assert report["asset_checks"]["remote"]["correctness_floor"] is False
     # an explicit flag wins over the model's own threshold
@@ -231,3 +235,43 @@ def test_runs_left_started_by_a_dead_process_are_marked_failed(isolated_home):
     assert fail_dead_runs(instance) == ["dead-run-0001"]
     assert instance.get_run_by_id("dead-run-0001").status == dg.DagsterRunStatus.FAILURE
     assert instance.get_run_by_id("live-run-0001").status == dg.DagsterRunStatus.STARTED
+
+
+@pytest.mark.e2e
+def test_a_launchpad_run_with_skipped_cases_fails_its_blocking_check_and_is_no_baseline(setup):
+    """The UI path: the ``evaluate_model`` job with the definitions' own resources (no threshold set anywhere),
+    as the launchpad, a backfill, a schedule or a sensor launches it."""
+    from assets.definitions import defs
+    from assets.jobs import run_tags_for_partition
+    from assets.sensors import register_partitions
+    from nl2sql_cli.runner import get_instance
+
+    data, server = setup
+    server.enqueue(Reply.sql(RIGHT))  # the first call answers, then the key is refused: 1 of 2 cases skipped
+    server.default = Reply.unauthorized()
+    _set_model(data, server, "launchpad")
+    key = dg.MultiPartitionKey({"gold": GOLD, "model": "remote"})
+    with get_instance() as instance:
+        register_partitions(instance)
+        result = defs.resolve_job_def("evaluate_model").execute_in_process(
+            partition_key=key, instance=instance, tags=run_tags_for_partition(key), raise_on_error=False
+        )
+        assert not result.success
+        assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.FAILURE
+        checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+        skipped = checks["skipped_share"]
+        assert skipped.passed is False
+        assert skipped.description.startswith(
+            "remote: gate max_skipped_share failed: skipped share 50.0% (1 of 2 query cases) is above the allowed "
+            "0.0% (threshold 0.0%, measured 50.0%)"
+        )
+        shown = {k: getattr(v, "value", v) for k, v in skipped.metadata.items()}
+        assert shown["gate"] == "max_skipped_share" and shown["threshold_source"] == "default"
+        assert shown["threshold"] == 0.0 and shown["measured"] == 0.5
+        assert shown["not_comparable_reason"] == "1 of 2 query cases skipped"
+        assert all(e.passed for name, e in checks.items() if name != "skipped_share"), checks
+        materialized = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
+        assert "run_scores" in materialized and "baselines" not in materialized, "the blocking check stopped it"
+    (row,) = list_runs(paths.baselines_db_path(), GOLD, "remote")
+    assert row["run_id"] == result.run_id
+    assert row["comparable"] is False and row["not_comparable_reason"] == "1 of 2 query cases skipped"

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="evaluate models on a gold set (materializes the Dagster graph)",
-        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
+        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression, --max-execution-drop) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
     )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
@@ -97,7 +97,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_rate,
         metavar="SHARE",
         help="exit 3 when more than SHARE of a model's query cases were skipped (no key, quota, rate limit, "
-        "timeout); a run that evaluated nothing always exits 3. Unset gates come from the model's gates: in models.yml",
+        "timeout; default 0: any skipped case); a run that evaluated nothing always exits 3. Unset gates come from "
+        "the model's gates: in models.yml, then the defaults (runs.gates.DEFAULT_GATES)",
+    )
+    parser.add_argument(
+        "--max-execution-drop",
+        type=_rate,
+        metavar="DELTA",
+        help="gate: exit 1 when a model's sql_execution_success_rate fell by more than DELTA against its baseline "
+        "(default 0.05; 1 turns it off)",
     )
     parser.add_argument(
         "--lock-wait",
@@ -171,6 +179,7 @@ def _handle(args: argparse.Namespace) -> int:
         min_semantic_correct=args.min_semantic_correct,
         min_policy_recall=args.min_policy_recall,
         max_regression=args.max_regression,
+        max_execution_drop=args.max_execution_drop,
     )
     return run_evaluation(
         args.gold_set,

@@ -89,6 +89,7 @@ GATE_FIELDS: dict[str, Field] = {
         "min_semantic_correct",
         "min_policy_recall",
         "max_regression",
+        "max_execution_drop",
     )
 }
 OFFLINE_UNUSED_KEYS: tuple[str, ...] = ("api_base", "api_key_env", "retry", "timeout_s")

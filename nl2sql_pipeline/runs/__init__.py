@@ -12,6 +12,7 @@
 from nl2sql_pipeline.runs.baseline import current_baseline, find_baseline, select_baseline
 from nl2sql_pipeline.runs.completeness import incomplete_reason, not_comparable_reason, skipped_share
 from nl2sql_pipeline.runs.gates import (
+    DEFAULT_GATES,
     GATE_NAMES,
     GATED_METRIC,
     GateFailure,
@@ -19,6 +20,10 @@ from nl2sql_pipeline.runs.gates import (
     GateThresholds,
     check_gates,
     gate_run,
+    model_gates,
+    not_baseline_reason,
+    resolve_thresholds,
+    threshold_source,
     thresholds_for_model,
 )
 from nl2sql_pipeline.runs.identity import (
@@ -35,6 +40,7 @@ from nl2sql_pipeline.runs.store import list_runs, record_run
 
 __all__ = [
     "COMPARABLE_FIELDS",
+    "DEFAULT_GATES",
     "GATED_METRIC",
     "GATE_NAMES",
     "GateFailure",
@@ -53,9 +59,13 @@ __all__ = [
     "is_comparable",
     "is_current",
     "list_runs",
+    "model_gates",
+    "not_baseline_reason",
     "record_run",
+    "resolve_thresholds",
     "run_versions",
     "select_baseline",
     "stale_reason",
+    "threshold_source",
     "thresholds_for_model",
 ]

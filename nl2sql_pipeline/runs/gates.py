@@ -1,17 +1,21 @@
 """Gates of a run: one implementation for the CLI's exit codes and the asset checks on ``run_scores``.
 
-The gates, in order (each off unless a threshold is given: on the CLI, in the ``eval_settings`` resource,
-or per model in ``data/models.yml`` under ``gates:``; an explicit threshold wins over the model's):
+The gates, in order. A threshold comes from, first to last: the CLI flag or the ``eval_settings`` resource
+(the launchpad), the model's ``gates:`` in ``data/models.yml``, then :data:`DEFAULT_GATES` (the same on every
+launch path: CLI, launchpad, backfills, schedules, sensors). A gate without a default is off until set; a
+default gate is loosened by setting it (``max_skipped_share: 1``, ``max_execution_drop: 1``).
 
-- ``max_skipped_share``: the run evaluated enough (``runs.completeness``); a run that evaluated nothing
-  fails it even without a threshold. Its failures are *incomplete* runs (CLI exit 3), not bad scores.
+- ``max_skipped_share`` (default 0: no skipped case): the run evaluated enough (``runs.completeness``); a run
+  that evaluated nothing fails it whatever the threshold. Its failures are *incomplete* runs (CLI exit 3).
 - ``min_execution_success``: ``sql_execution_success_rate`` at or above the threshold.
 - ``min_semantic_correct``: ``semantic_correctness_rate`` at or above it (``min_correctness`` is an alias).
 - ``min_policy_recall``: ``policy_rejection_recall`` at or above it (runs without probes are exempt).
 - ``max_regression``: ``semantic_correctness_rate`` fell by no more than it against the baseline (the
   latest earlier comparable, fully evaluated run: ``runs.baseline``).
+- ``max_execution_drop`` (default 0.05): ``sql_execution_success_rate`` fell by no more than it against the
+  baseline.
 
-Query-based gates do not apply to a probe-only run. Every failure names the gate, its threshold and the
+A run that fails any gate is never a baseline (``baselines`` records it as not comparable). Query-based gates do not apply to a probe-only run. Every failure names the gate, its threshold and the
 measured value.
 """
 
@@ -23,10 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.runs.baseline import find_baseline
-from nl2sql_pipeline.runs.completeness import incomplete_reason, is_probe_only, skipped_share
+from nl2sql_pipeline.runs.completeness import (
+    incomplete_reason,
+    is_probe_only,
+    not_comparable_reason,
+    skipped_share,
+)
 from nl2sql_pipeline.scoring.formatting import format_rate
 
 GATED_METRIC = "semantic_correctness_rate"
+EXECUTION_METRIC = "sql_execution_success_rate"
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,7 @@ class GateThresholds:
     min_semantic_correct: float | None = None
     min_policy_recall: float | None = None
     max_regression: float | None = None
+    max_execution_drop: float | None = None
 
     def over(self, fallback: Mapping[str, float | None] | GateThresholds | None) -> GateThresholds:
         """These thresholds, with every unset one taken from ``fallback`` (e.g. the model's ``gates:``)."""
@@ -54,6 +65,10 @@ class GateThresholds:
 
 
 GATE_NAMES: tuple[str, ...] = tuple(f.name for f in fields(GateThresholds))
+
+# The thresholds every run is held to when neither the launch (CLI flag, ``eval_settings``) nor the model's
+# ``gates:`` sets one: no skipped case, no drop of SQL execution success beyond 5 points against the baseline.
+DEFAULT_GATES = GateThresholds(max_skipped_share=0.0, max_execution_drop=0.05)
 
 
 @dataclass(frozen=True)
@@ -194,13 +209,34 @@ def _regression_gate(run, baseline, limits: GateThresholds, report: GateReport) 
         )
 
 
+def _execution_drop_gate(run, baseline, limits: GateThresholds, report: GateReport) -> None:
+    threshold = limits.max_execution_drop
+    if threshold is None or baseline is None or is_probe_only(run):
+        return
+    value, before = run.get(EXECUTION_METRIC), baseline.get(EXECUTION_METRIC)
+    if value is None or before is None:  # nothing executed: the skipped-share gate has already failed the run
+        return
+    if before - value > threshold:
+        report.failures.append(
+            _fail(
+                run,
+                "max_execution_drop",
+                threshold,
+                before - value,
+                f"{EXECUTION_METRIC} fell by {100 * (before - value):.1f} pts, from {format_rate(before)} to "
+                f"{format_rate(value)} (baseline run {str(baseline['run_id'])[:8]})",
+            )
+        )
+
+
 # The gates in the order they are applied and reported.
 GATES: tuple[Callable[..., None], ...] = (
     _skipped_gate,
-    _floor_gate("min_execution_success", "sql_execution_success_rate", _probe_only),
+    _floor_gate("min_execution_success", EXECUTION_METRIC, _probe_only),
     _floor_gate("min_semantic_correct", GATED_METRIC, _probe_only),
     _floor_gate("min_policy_recall", "policy_rejection_recall", _no_probes),
     _regression_gate,
+    _execution_drop_gate,
 )
 
 
@@ -214,10 +250,13 @@ def gate_run(
 ) -> GateReport:
     """Apply every gate of :data:`GATES` to one run (a ``run_scores`` row with its identity) given its baseline.
 
-    ``min_correctness`` / ``max_regression`` are shorthands for the same fields of ``thresholds``.
+    ``min_correctness`` / ``max_regression`` are shorthands for the same fields of ``thresholds``; a threshold
+    left unset takes its :data:`DEFAULT_GATES` value.
     """
-    limits = (thresholds or GateThresholds()).over(
-        {"min_semantic_correct": min_correctness, "max_regression": max_regression}
+    limits = (
+        (thresholds or GateThresholds())
+        .over({"min_semantic_correct": min_correctness, "max_regression": max_regression})
+        .over(DEFAULT_GATES)
     )
     report = GateReport()
     for gate in GATES:
@@ -248,13 +287,42 @@ def check_gates(
     return report
 
 
-def thresholds_for_model(given: GateThresholds, model: str) -> GateThresholds:
-    """``given`` thresholds (CLI flags, ``eval_settings``) over the model's own ``gates:`` in the registry."""
+def not_baseline_reason(run: Mapping[str, Any], report: GateReport) -> str | None:
+    """Why ``run`` may never be a baseline: not fully evaluated (``runs.completeness``), else its first failed
+    gate (its message); None when it may."""
+    reason = not_comparable_reason(run)
+    if reason is None and report.failures:
+        reason = report.failures[0].message
+    return reason
+
+
+def resolve_thresholds(given: GateThresholds, own: Mapping[str, float | None]) -> GateThresholds:
+    """The thresholds a run is held to: ``given`` (CLI flags, ``eval_settings``) over the model's own ``gates:``
+    over :data:`DEFAULT_GATES`."""
+    return given.over(own).over(DEFAULT_GATES)
+
+
+def threshold_source(given: GateThresholds, own: Mapping[str, float | None], gate: str) -> str:
+    """Where a gate's threshold comes from: ``"set"`` (CLI flag / ``eval_settings``), ``"model"`` (its
+    ``gates:``), ``"default"`` (:data:`DEFAULT_GATES`) or ``"off"``."""
+    if getattr(given, gate) is not None:
+        return "set"
+    if own.get(gate) is not None:
+        return "model"
+    return "default" if getattr(DEFAULT_GATES, gate) is not None else "off"
+
+
+def model_gates(model: str) -> dict[str, float | None]:
+    """The model's own ``gates:`` in the registry (none for a model removed from it since its run)."""
     from nl2sql_pipeline.errors import ConfigError
     from nl2sql_pipeline.generation.registry import get_model
 
     try:
-        own = get_model(model).gates
-    except ConfigError:  # a model removed from the registry since its run: only the given thresholds
-        own = {}
-    return given.over(dict(own))
+        return dict(get_model(model).gates)
+    except ConfigError:
+        return {}
+
+
+def thresholds_for_model(given: GateThresholds, model: str) -> GateThresholds:
+    """``given`` thresholds (CLI flags, ``eval_settings``) over the model's own ``gates:`` over the defaults."""
+    return resolve_thresholds(given, model_gates(model))
