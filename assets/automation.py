@@ -56,6 +56,11 @@ FOLLOW_MODEL = (
     ).since_last_handled()
     & ~dg.AutomationCondition.any_deps_missing()
     & NO_RUN_IN_PROGRESS
+    # a run whose blocking gate check failed on run_scores stops before baselines: asking for baselines alone
+    # then would fail (the run_scores it reads belong to that other run)
+    & ~dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.any_checks_match(dg.AutomationCondition.check_failed(), blocking_only=True)
+    ).with_label("no_dep_failed_a_blocking_check")
 ).with_label("follow_model")
 
 HARNESS = f"h{HARNESS_VERSION}"

@@ -251,12 +251,20 @@ def test_a_launchpad_run_with_skipped_cases_fails_its_blocking_check_and_is_no_b
     server.default = Reply.unauthorized()
     _set_model(data, server, "launchpad")
     key = dg.MultiPartitionKey({"gold": GOLD, "model": "remote"})
+    scores_stages = dg.AssetSelection.assets("run_scores", "baselines", "leaderboard")
     with get_instance() as instance:
         register_partitions(instance)
+        before = dg.evaluate_automation_conditions(defs=defs, instance=instance, asset_selection=scores_stages)
         result = defs.resolve_job_def("evaluate_model").execute_in_process(
             partition_key=key, instance=instance, tags=run_tags_for_partition(key), raise_on_error=False
         )
         assert not result.success
+        # the automation does not ask for the stage the blocking check stopped (baselines alone would fail:
+        # the run_scores it reads belong to another run)
+        after = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, asset_selection=scores_stages, cursor=before.cursor
+        )
+        assert key not in after.get_requested_partitions(dg.AssetKey("baselines"))
         assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.FAILURE
         checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
         skipped = checks["skipped_share"]
