@@ -28,7 +28,9 @@ Derived and checked against issue 21's targets (exit 0 only when every one holds
 ``--scale`` also imports sets of 1,000 and 10,000 questions (long) and checks that the marginal cost per case
 at 10,000 is within 1.2x of that at 1,000, for both settings.
 
-``python benchmarks/bench_public_like.py [--databases 15] [--per-db 42] [--rounds 1] [--scale] [--keep]``
+``--profile K`` profiles one more whole-set run (``--test-suite-variants 0``, unmeasured) and prints its top K entries.
+
+``python benchmarks/bench_public_like.py [--databases 15] [--per-db 42] [--rounds 1] [--scale] [--keep] [--profile K]``
 """
 
 from __future__ import annotations
@@ -410,9 +412,11 @@ class Lab:
     def data(self) -> Path:
         return self.work / "data"
 
-    def cli(self, *args: str) -> tuple[float, str]:
-        """Run ``nl2sql-eval ARGS`` as a fresh process; (wall seconds, stdout). BenchError on a non-zero exit."""
-        command = [sys.executable, "-m", "nl2sql_cli.main", *args]
+    def cli(self, *args: str, profile: Path | None = None) -> tuple[float, str]:
+        """Run ``nl2sql-eval ARGS`` as a fresh process (under cProfile, writing ``profile``, when given);
+        (wall seconds, stdout). BenchError on a non-zero exit."""
+        profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
+        command = [sys.executable, *profiler, "-m", "nl2sql_cli.main", *args]
         started = time.perf_counter()
         done = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
@@ -460,14 +464,16 @@ class Lab:
         models.write_text(models.read_text(encoding="utf-8").rstrip("\n") + "\n" + entry, encoding="utf-8")
         return slug
 
-    def run(self, key: str, predictions: Path, variants: int | None) -> tuple[float, float]:
+    def run(
+        self, key: str, predictions: Path, variants: int | None, profile: Path | None = None
+    ) -> tuple[float, float]:
         """``nl2sql-eval run`` of a fresh replay model on ``key`` (``variants`` None: the default); (wall seconds,
         semantic correctness rate)."""
         slug = self.new_model(predictions)
         args = ["run", "--gold-set", key, "--model", slug, "--json", "-q"]
         if variants is not None:
             args += ["--test-suite-variants", str(variants)]
-        seconds, out = self.cli(*args)
+        seconds, out = self.cli(*args, profile=profile)
         runs = json.loads(out)["runs"]
         return seconds, float(runs[0]["scores"]["semantic_correctness_rate"])
 
@@ -544,6 +550,19 @@ def scale_checks(lab: Lab, databases: int, rounds: int, fixed: Mapping[str, floa
     ]
 
 
+def print_profile(lab: Lab, predictions: Path, top: int) -> None:
+    """Profile one more whole-set run with ``--test-suite-variants 0`` (a fresh process) and print its top
+    ``top`` entries by cumulative and by own time (cProfile's overhead makes its seconds larger than above)."""
+    import pstats
+
+    path = lab.work / "run.prof"
+    seconds, _ = lab.run(GOLD_SET, predictions, 0, profile=path)
+    print(f"\nprofile of a whole-set run, --test-suite-variants 0, fresh process ({seconds:.2f} s under cProfile):")
+    stats = pstats.Stats(str(path), stream=sys.stdout)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--databases", type=int, default=15, help="SQLite databases in the set (default 15)")
@@ -551,6 +570,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="runs of each measured command; the best is kept")
     parser.add_argument("--scale", action="store_true", help="also check linearity at 1,000 and 10,000 cases (long)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="K",
+        help="after the measurements, run the whole set once more with --test-suite-variants 0 under cProfile "
+        "(not measured) and print its top K entries by cumulative and by own time",
+    )
     args = parser.parse_args()
     if args.databases < 1 or args.per_db < 1 or args.rounds < 1 or args.databases * args.per_db < 2:
         parser.error("--databases, --per-db and --rounds must be >= 1, with at least 2 questions in all")
@@ -631,11 +658,15 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
         f"derived: marginal ms/case {1000 * marginal['0']:.2f} (variants 0), {1000 * marginal['None']:.2f} "
         f"(default); plain loop {1000 * per_case:.3f} ms/case; preparation {preparation:.2f} s"
     )
+    if min(marginal.values()) <= 0:
+        print("warning: a whole-set run took less than the 1-case run: noise larger than the set's cost (run bigger)")
     print(f"{'target (issue 21)':<52} {'value':>9} {'limit':>7}  holds")
     for check in checks:
         print(f"{check.label:<52} {check.value:>8.2f}{check.unit} {check.limit:>6.1f}{check.unit}  {check.holds}")
     if not args.scale:
         print("(linearity to 10,000 cases: not measured; --scale)")
+    if args.profile:
+        print_profile(lab, predictions, args.profile)
     return 0 if all(check.holds for check in checks) else 1
 
 
