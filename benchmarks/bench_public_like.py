@@ -497,6 +497,8 @@ def make_lab(work: Path) -> Lab:
 
 @dataclass
 class Check:
+    """One of issue 21's targets: the measured value against its limit."""
+
     label: str
     value: float
     limit: float
@@ -504,7 +506,8 @@ class Check:
 
     @property
     def holds(self) -> bool:
-        return self.value <= self.limit
+        """Within the limit; a negative value (a bigger set ran faster than a smaller one) is noise, not a pass."""
+        return 0 <= self.value <= self.limit
 
 
 def prepared_set(
@@ -518,10 +521,12 @@ def prepared_set(
     return questions, folder, lab.replay(key, questions), seconds
 
 
-def scale_checks(lab: Lab, databases: int, rounds: int, fixed: Mapping[str, float]) -> list[Check]:
-    """Marginal cost per case at 10,000 against 1,000 cases, for both settings (``--scale``)."""
+def scale_checks(
+    lab: Lab, databases: int, rounds: int, fixed: Mapping[str, float], sizes: tuple[int, int] = SCALE_SIZES
+) -> list[Check]:
+    """Marginal cost per case at 10,000 against 1,000 cases (``sizes``), for both settings (``--scale``)."""
     per_size: dict[int, dict[str, float]] = {}
-    for size in SCALE_SIZES:
+    for size in sizes:
         per_db = -(-size // databases)
         key = f"public-like-{size}"
         questions, _, predictions, imported = prepared_set(
@@ -538,7 +543,7 @@ def scale_checks(lab: Lab, databases: int, rounds: int, fixed: Mapping[str, floa
             f"v0 {1000 * per_size[size]['0']:.2f}, default {1000 * per_size[size]['None']:.2f}",
             flush=True,
         )
-    small, large = SCALE_SIZES
+    small, large = sizes
     return [
         Check(
             f"linearity {label}: per case at {large} / at {small}",
@@ -569,6 +574,12 @@ def main() -> int:
     parser.add_argument("--per-db", type=int, default=42, help="questions per database (default 42: 630 in all)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each measured command; the best is kept")
     parser.add_argument("--scale", action="store_true", help="also check linearity at 1,000 and 10,000 cases (long)")
+    parser.add_argument(
+        "--scale-sizes",
+        default=",".join(map(str, SCALE_SIZES)),
+        metavar="SMALL,LARGE",
+        help="the two set sizes of --scale (default 1000,10000; smaller ones only to check that it works)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
     parser.add_argument(
         "--profile",
@@ -581,6 +592,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.databases < 1 or args.per_db < 1 or args.rounds < 1 or args.databases * args.per_db < 2:
         parser.error("--databases, --per-db and --rounds must be >= 1, with at least 2 questions in all")
+    try:
+        small, large = (int(size) for size in args.scale_sizes.split(","))
+    except ValueError:
+        parser.error(f"--scale-sizes {args.scale_sizes!r}: give two sizes, SMALL,LARGE (e.g. 1000,10000)")
+    if not 2 <= small < large:
+        parser.error(f"--scale-sizes {args.scale_sizes!r}: SMALL must be >= 2 and below LARGE")
+    args.scale_sizes = (small, large)
     work = Path(tempfile.mkdtemp(prefix="bench-public-like-"))
     try:
         return measure(make_lab(work), args)
@@ -653,7 +671,7 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
         Check("preparation / plain loop over the gold queries", preparation / loop_gold, PREPARATION_X, "x"),
     ]
     if args.scale:
-        checks += scale_checks(lab, args.databases, args.rounds, fixed)
+        checks += scale_checks(lab, args.databases, args.rounds, fixed, args.scale_sizes)
     print(
         f"derived: marginal ms/case {1000 * marginal['0']:.2f} (variants 0), {1000 * marginal['None']:.2f} "
         f"(default); plain loop {1000 * per_case:.3f} ms/case; preparation {preparation:.2f} s"
