@@ -21,9 +21,7 @@ JOB_FILE = __file__
 
 def _job(name: str, selection: dg.AssetSelection, partitions_def=None) -> dg.JobDefinition:
     job = dg.define_asset_job(name, selection=selection, partitions_def=partitions_def, executor_def=celery_executor)
-    defs = dg.Definitions(
-        assets=ALL_ASSETS, asset_checks=ASSET_CHECKS, jobs=[job], resources=build_resources()
-    )
+    defs = dg.Definitions(assets=ALL_ASSETS, asset_checks=ASSET_CHECKS, jobs=[job], resources=build_resources())
     return defs.resolve_job_def(name)
 
 

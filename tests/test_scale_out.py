@@ -8,7 +8,8 @@
   loopback port), two workers.
 
 Two offline models are evaluated on a small gold set there, and with ``nl2sql-eval run`` on a local storage
-root; the verdicts agree row for row. Pools across workers are (not shown yet: two model runs launched at once from one process's threads stayed NOT_STARTED).
+root; the verdicts agree row for row. Not shown yet: the pools across workers (two model runs launched at
+once from one process's threads stayed NOT_STARTED, so the models run one after the other).
 A package that cannot be had skips the test with its reason (``.ci/run`` installs ``redis-server``).
 """
 
@@ -95,7 +96,9 @@ def postgres():
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
-    binary = shutil.which("redis-server") or ("/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None)
+    binary = shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+    )
     if binary is None:
         pytest.skip("no redis-server binary (Debian's redis-server package; .ci/run installs it as root)")
     _require("redis")
@@ -153,8 +156,10 @@ def _cli_run(env: dict[str, str]) -> subprocess.CompletedProcess:
 def _comparable(frame: pd.DataFrame) -> pd.DataFrame:
     """The verdicts without what differs between two runs of the same inputs (run ids, timings)."""
     drop = [c for c in frame.columns if c in IGNORED or c.endswith(("_ms", "_seconds", "_at"))]
-    return frame.drop(columns=drop).sort_values(["case_id", *(["sample"] if "sample" in frame else [])]).reset_index(
-        drop=True
+    return (
+        frame.drop(columns=drop)
+        .sort_values(["case_id", *(["sample"] if "sample" in frame else [])])
+        .reset_index(drop=True)
     )
 
 
@@ -255,9 +260,7 @@ def test_two_models_on_celery_workers_with_s3_parquet_match_the_local_run(
     # the Parquet outputs are on S3 (and nothing under the storage root's assets/)
     import s3fs
 
-    fs = s3fs.S3FileSystem(
-        key="testing", secret="testing", client_kwargs={"endpoint_url": s3_env["AWS_ENDPOINT_URL"]}
-    )
+    fs = s3fs.S3FileSystem(key="testing", secret="testing", client_kwargs={"endpoint_url": s3_env["AWS_ENDPOINT_URL"]})
     assert not (home / "assets").exists() or not list((home / "assets").rglob("*.parquet"))
     for slug in MODELS:
         run_id = report["runs"][slug]["run_id"]
