@@ -15,11 +15,11 @@ import sys
 
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableJob
+from scale_out_jobs import JOB_FILE
 
 from assets.sensors import register_partitions
 from nl2sql_pipeline.results.read import load_scores
 from resources.pools import GENERATION_POOL, sync_pool_limits
-from scale_out_jobs import JOB_FILE
 
 
 def _execute(fn_name: str, run_config: dict, tags: dict[str, str]) -> dg.JobExecutionResult:
