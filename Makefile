@@ -32,8 +32,10 @@ run: install
 
 ## The whole test suite (integration and e2e tests included). Tests never use the storage exported above:
 ## tests/conftest.py points them at temporary roots and fails the session if .nl2sql/ changed.
+## Three workers on two cores: the whole suite waits on servers and subprocesses a quarter of its time, and a
+## third worker fills it (quiet 2-core machine: 9 min 26 s against 10 min 0 s with two; benchmarks/README.md).
 test: install
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 3 -q
 
 ## Fast tests only: no whole evaluations or multi-process runs (e2e), no webserver / PostgreSQL (integration).
 test-fast: install
