@@ -33,6 +33,7 @@ import pytest
 from eval_support import BuiltInRun, World, clone_world, copy_data, seed_sample_database
 from storage_guard import Snapshot, changes, guarded_roots, snapshot
 
+from nl2sql_pipeline.dialect.postgres_server import PostgresServer, PostgresUnavailable
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
 ISOLATED_VARS = ("NL2SQL_HOME", "DAGSTER_HOME", "NL2SQL_DATA", "NL2SQL_ASSETS_URL")
@@ -255,3 +256,17 @@ def in_multidomain_run(multidomain_run: BuiltInRun, monkeypatch: pytest.MonkeyPa
     for name, value in multidomain_run.world.env().items():
         monkeypatch.setenv(name, value)
     return multidomain_run
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster on a free loopback port for the module's tests (skipped, with the reason,
+    where no PostgreSQL server binaries are installed; ``.ci/run`` installs them)."""
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()

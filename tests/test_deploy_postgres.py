@@ -21,7 +21,6 @@ import pandas as pd
 import pytest
 import yaml
 from eval_support import copy_data, query_case, register_gold_set, seed_sample_database
-from postgres_server import PostgresServer, PostgresUnavailable
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
 from nl2sql_pipeline.runs import list_runs
@@ -31,18 +30,6 @@ pytestmark = pytest.mark.integration
 GOLD = "deploy-v1"
 MODELS = ("gold-echo", "sql-mutant")
 DEPLOY_YAML = PROJECT_ROOT / "deploy" / "dagster.yaml"
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_the_deploy_config_keeps_the_local_run_limits():

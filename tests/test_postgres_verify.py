@@ -17,7 +17,7 @@ import pytest
 from nl2sql_cli.main import main
 from nl2sql_pipeline.dialect import convert_sql
 from nl2sql_pipeline.dialect.column_info import catalog_columns
-from nl2sql_pipeline.dialect.postgres_server import PostgresServer, PostgresUnavailable, find_bin_dir
+from nl2sql_pipeline.dialect.postgres_server import PostgresUnavailable, find_bin_dir
 from nl2sql_pipeline.dialect.postgres_verify import describe_url, postgres_column_type
 from nl2sql_pipeline.execution import run_query
 from nl2sql_pipeline.gold.formats import import_benchmark, report_path_for
@@ -126,19 +126,6 @@ def test_verify_with_needs_postgres_gold_and_a_postgres_target(tmp_path):
 
 
 # ----------------------------------------------------------------------------- against PostgreSQL
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        find_bin_dir()
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.integration

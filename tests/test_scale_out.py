@@ -8,8 +8,8 @@
   loopback port), two workers.
 
 Two offline models are evaluated on a small gold set there, and with ``nl2sql-eval run`` on a local storage
-root; the verdicts agree row for row. The generation pool, limited to one slot, holds across the workers: the
-two models' runs go at once (one orchestrating process each) and their generation steps never overlap.
+root; the verdicts agree row for row. The two models' runs go at once (one orchestrating process each); the
+generation pool is not enforced across Celery workers (dagster-celery's executor claims no pool slots).
 A package that cannot be had skips the test with its reason (``.ci/run`` installs ``redis-server``).
 """
 
@@ -28,7 +28,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from eval_support import copy_data, query_case, register_gold_set, seed_sample_database
-from postgres_server import PostgresServer, PostgresUnavailable
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
@@ -80,18 +79,6 @@ def _require(module: str) -> None:
         __import__(module)
     except ImportError as exc:
         pytest.skip(f"{module} is not installed ({exc}); pip install -c constraints.txt -e '.[dev]'")
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +265,7 @@ def test_two_models_on_celery_workers_with_s3_parquet_match_the_local_run(
             assert report["scores"][slug][metric] == local[slug]["scores"][metric], (slug, metric)
     assert report["scores"]["gold-echo"]["semantic_correctness_rate"] == 1.0
 
-    # the generation pool (one slot) held across the workers: the two models' runs went at once, and their
-    # generation steps never overlapped
-    first, second = sorted(report["generation_steps"])
-    assert first[1] <= second[0], f"generation steps overlapped: {report['generation_steps']}"
+    # Not asserted: that the generation pool (one slot) holds across the workers. dagster-celery 0.29.27's
+    # executor claims no pool slots, and the two runs' generation steps were seen to overlap (README,
+    # *Deployment*: pools are enforced by the in-process and multiprocess executors only).
+    assert len(report["generation_steps"]) == 2
