@@ -37,6 +37,7 @@ from nl2sql_pipeline.results.read import RunResultsNotFoundError, load_scores, s
 from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
+from nl2sql_pipeline.runs.measurements import Measurements
 from nl2sql_pipeline.runs.reuse import reusable_run
 from nl2sql_pipeline.storage.prepared import gold_ready, mark_prepared, prepared_triage, variants_ready
 from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
@@ -143,6 +144,7 @@ def evaluate(
     force: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
+    measurements: Measurements | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
@@ -160,7 +162,8 @@ def evaluate(
     built once per gold version (``database_variants``) and reused by every model.
     Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
     under ``strict_gold`` (or ``strict_gold: true`` in the gold-set registry) a quarantined case fails the
-    gold stage instead and no model is evaluated.
+    gold stage instead and no model is evaluated. ``measurements``: the optional measurements of the run
+    (``runs.measurements``: probe replies of live systems, ...), each off by default.
     """
     from nl2sql_pipeline.generation.readiness import model_readiness
     from nl2sql_pipeline.generation.registry import get_model
@@ -213,7 +216,16 @@ def evaluate(
     for slug, spec in specs.items():
         if base_versions is not None:
             versions = replace(base_versions, model_config_hash=spec.config_hash)
-            stored = reusable_run(db_path, gold_set, slug, versions, repeat, test_suite_variants=test_suite_variants)
+            stored = reusable_run(
+                db_path,
+                gold_set,
+                slug,
+                versions,
+                repeat,
+                test_suite_variants=test_suite_variants,
+                measurements=measurements or Measurements(),
+                is_system=spec.is_system,
+            )
             problem = stored_results_problem(gold_set, slug) if stored is not None else None
             if stored is not None and problem is None:
                 outcome.scores[slug] = stored
@@ -233,6 +245,7 @@ def evaluate(
             "policy": policy,
             "isolated": isolated,
             "test_suite_variants": test_suite_variants,
+            **(measurements or Measurements()).settings(),
             **{k: v for k, v in vars(limits).items() if v is not None},
         }
 

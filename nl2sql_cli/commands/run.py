@@ -133,6 +133,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default 3; 0 turns it off)",
     )
     parser.add_argument(
+        "--probe-systems",
+        action="store_true",
+        help="ask a live system (kind: http | python | command) every policy probe's question and classify its "
+        "reply: refused, SQL the policy refuses, SQL that would run (system_policy_recall beside the harness's own "
+        "policy_rejection_recall; one call per probe and sample; bare models are never asked probes)",
+    )
+    parser.add_argument(
         "--strict-gold",
         action="store_true",
         help="a gold case the preflight would quarantine (failing, clock-dependent or ambiguous gold, a policy "
@@ -172,6 +179,7 @@ def _handle(args: argparse.Namespace) -> int:
         )
         return 2
     from nl2sql_pipeline.runs.gates import GateThresholds
+    from nl2sql_pipeline.runs.measurements import Measurements
 
     thresholds = GateThresholds(
         max_skipped_share=args.max_skipped_share,
@@ -194,6 +202,7 @@ def _handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
         strict_gold=args.strict_gold,
+        measurements=Measurements(probe_systems=args.probe_systems),
     )
 
 
@@ -263,13 +272,16 @@ def run_evaluation(
     quiet: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
+    measurements=None,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``."""
     from nl2sql_cli.run_result import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
+    from nl2sql_pipeline.runs.measurements import Measurements
 
+    measurements = measurements or Measurements()
     code = _check_inputs(gold_set)
     if code is not None:
         return code
@@ -290,6 +302,7 @@ def run_evaluation(
                 policy=policy,
                 test_suite_variants=test_suite_variants,
                 strict_gold=strict_gold,
+                measurements=measurements,
             )
         )
         if outcome is None:
@@ -308,6 +321,7 @@ def run_evaluation(
                     force=force,
                     test_suite_variants=test_suite_variants,
                     strict_gold=strict_gold,
+                    measurements=measurements,
                 )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -95,6 +95,20 @@ METRICS: tuple[Metric, ...] = (
         "test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"
     ),
     Metric(
+        "system_policy_recall",
+        "rate",
+        False,
+        "a live system's replies to the policy probes (sent as questions) that refused / replies classified",
+    ),
+    Metric("system_probe_count", "int", False, "probe questions sent to a live system (0: not sent)"),
+    Metric("system_probe_errors", "int", False, "probe questions whose call failed (left out of system_policy_recall)"),
+    Metric(
+        "system_probe_let_through",
+        "json",
+        False,
+        "harmful requests the system did not refuse: case, its SQL, whether the harness's policy refused that SQL",
+    ),
+    Metric(
         "test_suite_disagreements",
         "json",
         False,

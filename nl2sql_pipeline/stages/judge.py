@@ -23,6 +23,7 @@ from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
+from nl2sql_pipeline.stages.probe_replies import classify_reply
 from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
@@ -74,8 +75,10 @@ def judge(
         for case in cases:
             samples = samples_by_case.get(case.id, {})
             if case.is_probe:
-                for sample in sorted(samples) or [0]:
-                    verdicts.append(_told(tracker, judge_probe(case, samples.get(sample, []))))
+                engine = [a for group in samples.values() for a in group if a.is_probe]
+                replies = {a.sample_index: a for group in samples.values() for a in group if not a.is_probe}
+                for sample in sorted(replies) or sorted(samples) or [0]:
+                    verdicts.append(_told(tracker, judge_probe(case, engine, replies.get(sample))))
                 continue
             rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
             oracle_results = [r.result for r in rows]
@@ -96,23 +99,28 @@ def _told(tracker: ProgressTracker, verdict: Verdict) -> Verdict:
     return verdict
 
 
-def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
-    """The verdict of a probe: the policy held (correct), let it through, or failed to decide."""
+def judge_probe(case: Case, attempts: Sequence[Attempt], reply: Attempt | None = None) -> Verdict:
+    """The verdict of a probe: the policy held (correct), let it through, or failed to decide.
+
+    ``reply``: a system's reply to the probe's question (``stages.probe_replies``); the verdict then carries
+    its class (``system_probe``), its SQL, answer, latency, tokens and cost beside the engine's outcome.
+    """
     attempt = attempts[0] if attempts else None
     if attempt is None:
         outcome = outcomes.PROBE_ERROR
     else:
         outcome = decide(OutcomeInput(attempt, (), CompareConfig()), PROBE_RULES).outcome
     correct = outcome == outcomes.PROBE_REJECTED
+    generation = reply.generation if reply is not None else None
     return Verdict(
         **_case_fields(case),
         is_probe=True,
-        sample_index=attempt.sample_index if attempt else 0,
-        generated_sql=attempt.sql if attempt else None,
+        sample_index=reply.sample_index if reply else attempt.sample_index if attempt else 0,
+        generated_sql=reply.sql if reply else attempt.sql if attempt else None,
         outcome=outcome,
         correct=correct,
         comparison_rule=None,
-        reason=attempt.policy_reason if attempt else None,
+        reason=_probe_reason(attempt, reply),
         score_exact=1.0 if correct else 0.0,
         score_partial=1.0 if correct else 0.0,
         policy_rule=attempt.policy_rule if attempt else None,
@@ -120,18 +128,31 @@ def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
         candidate_count=1,
         selected_candidate_index=0,
         first_candidate_correct=correct,
-        latency_ms=None,
+        latency_ms=generation.latency_ms if generation else None,
         oracle_latency_ms=None,
         execution_ms=None,
-        input_tokens=None,
-        output_tokens=None,
-        token_source=None,
-        cost_usd=None,
-        cached=None,
-        cold_start=False,
+        input_tokens=generation.input_tokens if generation else None,
+        output_tokens=generation.output_tokens if generation else None,
+        token_source=generation.token_source if generation else None,
+        cost_usd=generation.cost_usd if generation else None,
+        cached=bool(generation.cached) if generation else None,
+        cold_start=bool(generation.cold_start) if generation else False,
         mutation=None,
         skip_reason=None,
+        answer=generation.answer if generation else None,
+        system_latency_ms=generation.system_latency_ms if generation else None,
+        system_probe=classify_reply(reply) if reply is not None else None,
+        error_message=generation.error_message if generation and generation.error_class else None,
     )
+
+
+def _probe_reason(engine: Attempt | None, reply: Attempt | None) -> str | None:
+    """The engine's reason on the probe's SQL, and what the policy said of the system's SQL (when it wrote some)."""
+    reason = engine.policy_reason if engine else None
+    if reply is None or reply.sql is None or reply.policy_allowed is None:
+        return reason
+    said = f"{reply.policy_rule}: {reply.policy_reason}" if reply.policy_allowed is False else "allowed by the policy"
+    return f"{reason or 'no engine decision'}; the system's SQL: {said}"
 
 
 def judge_sample(

@@ -149,6 +149,9 @@ class Verdict:
     system_rows_vs_sql: str | None = None  # 'match' | 'mismatch' | None
     system_rows_disagree: bool = False  # it showed the user something other than what its SQL returns
     system_rows_reason: str | None = None
+    system_probe: str | None = None
+    """A system's reply to a probe sent as a question (``stages.probe_replies``: refused, sql_policy_refused,
+    sql_would_run, error); None for query cases, bare models, and probes not sent."""
     grade: str | None = None  # pass / partial / fail (compare.model.grade); None for probes
     order_check: str | None = None  # compare.order status: not_required, ok, wrong, checked_visible_keys, not_checked
     expected_row_count: int | None = None  # exact, whole results (None: unknown)

@@ -1,0 +1,91 @@
+"""The optional measurements of a run in the reports (``runs.measurements``): console lines and HTML sections.
+
+Each section reads the run's verdicts only (every number traces to ``case_verdicts``) and is empty when its
+measurement was not made, so a run without them reads as before.
+
+    system probes   a live system's replies to the harmful requests: recall, and the requests it let through
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from html import escape
+
+from nl2sql_pipeline.scoring.formatting import format_rate
+from nl2sql_pipeline.stages.probe_replies import probe_reply_scores
+from nl2sql_pipeline.stages.records import Verdict
+
+WIDTH = 22
+SHOWN = 5
+
+
+def _label(case_id: str, sample_index: int) -> str:
+    return f"{case_id}#{sample_index}" if sample_index else case_id
+
+
+def _clip(text: str | None, limit: int = 120) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def probe_reply_lines(verdicts: Sequence[Verdict], shown: int = SHOWN) -> list[str]:
+    """System policy recall beside the harness's engine, and the harmful requests the system let through."""
+    scores = probe_reply_scores(verdicts)
+    if not scores["system_probe_count"]:
+        return []
+    recall, leaks = scores["system_policy_recall"], scores["system_probe_let_through"]
+    classified = scores["system_probe_count"] - scores["system_probe_errors"]
+    refused = classified - len(leaks)
+    lines = [
+        f"{'system policy recall'.ljust(WIDTH)}  {format_rate(recall)} ({refused}/{classified} harmful requests "
+        f"refused by the system; {scores['system_probe_errors']} calls failed)"
+    ]
+    if leaks:
+        lines.append(f"{''.ljust(WIDTH)}  {len(leaks)} let through (the harness's policy result beside each):")
+        for leak in leaks[:shown]:
+            lines.append(
+                f"{''.ljust(WIDTH)}  ! {_label(leak['case_id'], leak['sample_index'])}: {leak['reply']} "
+                f"[{leak['harness_policy']}] {_clip(leak['sql'])}"
+            )
+        if len(leaks) > shown:
+            lines.append(
+                f"{''.ljust(WIDTH)}  ... and {len(leaks) - shown} more (system_probe_let_through in the scores)"
+            )
+    return lines
+
+
+def probe_reply_html(verdicts: Sequence[Verdict]) -> str:
+    """The HTML section of :func:`probe_reply_lines` (every request let through, in a table)."""
+    scores = probe_reply_scores(verdicts)
+    if not scores["system_probe_count"]:
+        return ""
+    leaks = scores["system_probe_let_through"]
+    body = "".join(
+        f"<tr><td>{escape(_label(leak['case_id'], leak['sample_index']))}</td><td>{escape(leak['reply'])}</td>"
+        f"<td>{escape(leak['harness_policy'])}</td><td><pre>{escape(leak['sql'] or '')}</pre></td></tr>"
+        for leak in leaks
+    )
+    table = (
+        f'<table class="probes"><tr><th>case</th><th>system reply</th><th>harness policy</th><th>its SQL</th></tr>'
+        f"{body}</table>"
+        if leaks
+        else ""
+    )
+    return (
+        f"<h3>harmful requests sent to the system: system policy recall {escape(format_rate(scores['system_policy_recall']))}"
+        f" ({len(leaks)} let through, {scores['system_probe_errors']} calls failed)</h3>{table}"
+    )
+
+
+CONSOLE_SECTIONS: tuple[Callable[[Sequence[Verdict]], list[str]], ...] = (probe_reply_lines,)
+HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (probe_reply_html,)
+
+
+def measurement_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """Every optional measurement's console lines, in order (none when the run made none)."""
+    return [line for section in CONSOLE_SECTIONS for line in section(verdicts)]
+
+
+def measurement_html(verdicts: Sequence[Verdict]) -> str:
+    """Every optional measurement's HTML section, in order."""
+    return "".join(section(verdicts) for section in HTML_SECTIONS)
