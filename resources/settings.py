@@ -34,6 +34,8 @@ class EvalSettings(dg.ConfigurableResource):
     min_policy_recall: float | None = None  # floor of policy_rejection_recall (runs without probes exempt)
     max_regression: float | None = None  # the largest drop of semantic correctness against the baseline
     max_execution_drop: float | None = None  # the largest drop of SQL execution success against the baseline
+    max_p95_latency_ms: float | None = None  # budget: the run's p95 generation latency ceiling (ms)
+    max_cost_usd: float | None = None  # budget: the run's total cost ceiling (USD)
 
     def given_thresholds(self) -> GateThresholds:
         """The gate thresholds set in these settings (None: unset)."""
@@ -46,6 +48,8 @@ class EvalSettings(dg.ConfigurableResource):
             min_policy_recall=self.min_policy_recall,
             max_regression=self.max_regression,
             max_execution_drop=self.max_execution_drop,
+            max_p95_latency_ms=self.max_p95_latency_ms,
+            max_cost_usd=self.max_cost_usd,
         )
 
     def gate_thresholds(self, model: str) -> GateThresholds:

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="evaluate models on a gold set (materializes the Dagster graph)",
-        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression, --max-execution-drop) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
+        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression, --max-execution-drop, --max-p95-latency-ms, --max-cost-usd) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
     )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
@@ -108,6 +108,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default 0.05; 1 turns it off)",
     )
     parser.add_argument(
+        "--max-p95-latency-ms",
+        type=_non_negative,
+        metavar="MS",
+        help="budget gate: exit 1 when a model's p95 generation latency is above MS milliseconds",
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=_non_negative,
+        metavar="USD",
+        help="budget gate: exit 1 when a model's total cost (scored cases whose cost is known) is above USD",
+    )
+    parser.add_argument(
         "--lock-wait",
         type=float,
         default=3600.0,
@@ -168,6 +180,16 @@ def _rate(text: str) -> float:
     return value
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative (a budget is 0 or more)")
+    return value
+
+
 def _handle(args: argparse.Namespace) -> int:
 
     if args.repeat < 1:
@@ -188,6 +210,8 @@ def _handle(args: argparse.Namespace) -> int:
         min_policy_recall=args.min_policy_recall,
         max_regression=args.max_regression,
         max_execution_drop=args.max_execution_drop,
+        max_p95_latency_ms=args.max_p95_latency_ms,
+        max_cost_usd=args.max_cost_usd,
     )
     return run_evaluation(
         args.gold_set,

@@ -19,6 +19,7 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from nl2sql_pipeline.cases import (
     ALL_FIELDS,
+    BUDGET_FIELDS,
     DIFFICULTIES,
     EXPECTED_OUTCOMES,
     OUTCOME_POLICY_REJECTION,
@@ -234,6 +235,7 @@ def validate_case_dict(
         )
     if data.get("reference_date") is not None:
         problems += _reference_date_problems(data["reference_date"], source, line)
+    problems += budget_problems(data, source, line)
     follow_up = data.get("follow_up_context")
     if follow_up is not None:
         problems += _check_follow_up(follow_up, source, line)
@@ -247,6 +249,27 @@ def validate_case_dict(
             )
         )
     problems += _rejection_problems(data, source, line, missing)
+    return problems
+
+
+def budget_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is not a budget ``name`` may hold (a number above 0; ``max_tokens`` a whole number), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return f"{name} must be a number, got {_type_name(value)}"
+    if value <= 0:
+        return f"{name} must be above 0, got {value!r}"
+    if name == "max_tokens" and int(value) != value:
+        return f"max_tokens must be a whole number, got {value!r}"
+    return None
+
+
+def budget_problems(data: Mapping[str, Any], source: str, line: int) -> list[str]:
+    """The problems of a case's budgets (``max_latency_ms``, ``max_cost_usd``, ``max_tokens``), each optional."""
+    fixes = {"max_latency_ms": "e.g. 2000", "max_cost_usd": "e.g. 0.01", "max_tokens": "e.g. 4000"}
+    problems = []
+    for name in BUDGET_FIELDS:
+        if data.get(name) is not None and (why := budget_problem(name, data[name])) is not None:
+            problems.append(problem(source, line, why, f"write a positive number ({fixes[name]}) or remove it"))
     return problems
 
 

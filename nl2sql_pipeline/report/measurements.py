@@ -4,6 +4,7 @@ Each section reads the run's verdicts only (every number traces to ``case_verdic
 measurement was not made, so a run without them reads as before.
 
     system probes   a live system's replies to the harmful requests: recall, and the requests it let through
+    budgets         the cases over their budget (correct but over budget is its own grade)
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
+from nl2sql_pipeline.scoring.budgets import budget_scores
 from nl2sql_pipeline.scoring.formatting import format_rate
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.probe_replies import probe_reply_scores
 from nl2sql_pipeline.stages.records import Verdict
 
@@ -77,8 +80,54 @@ def probe_reply_html(verdicts: Sequence[Verdict]) -> str:
     )
 
 
-CONSOLE_SECTIONS: tuple[Callable[[Sequence[Verdict]], list[str]], ...] = (probe_reply_lines,)
-HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (probe_reply_html,)
+def _scored(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if not v.is_probe and v.outcome not in outcomes.NOT_SCORED]
+
+
+def budget_lines(verdicts: Sequence[Verdict], shown: int = SHOWN) -> list[str]:
+    """Correctness within budget, and the verdicts over their case budget."""
+    scores = budget_scores(_scored(verdicts))
+    if not scores["budget_case_count"]:
+        return []
+    over = scores["over_budget_cases"]
+    lines = [
+        f"{'within budget'.ljust(WIDTH)}  {format_rate(scores['within_budget_correctness_rate'])} correct and within "
+        f"budget; {len(over)} of {scores['budget_case_count']} budgeted verdicts over budget "
+        f"({scores['correct_over_budget_count']} of them correct: graded correct_over_budget)"
+        + (f"; {scores['unmeasured_budget_count']} not measured" if scores["unmeasured_budget_count"] else "")
+    ]
+    for item in over[:shown]:
+        lines.append(
+            f"{''.ljust(WIDTH)}  ! {_label(item['case_id'], item['sample_index'])}: {item['grade']}: {item['overruns']}"
+        )
+    if len(over) > shown:
+        lines.append(f"{''.ljust(WIDTH)}  ... and {len(over) - shown} more (over_budget_cases in the scores)")
+    return lines
+
+
+def budget_html(verdicts: Sequence[Verdict]) -> str:
+    """The HTML section of :func:`budget_lines` (every verdict over budget)."""
+    scores = budget_scores(_scored(verdicts))
+    if not scores["budget_case_count"]:
+        return ""
+    over = scores["over_budget_cases"]
+    body = "".join(
+        f"<tr><td>{escape(_label(item['case_id'], item['sample_index']))}</td><td>{escape(item['grade'] or '')}</td>"
+        f"<td>{escape(item['overruns'] or '')}</td></tr>"
+        for item in over
+    )
+    table = (
+        f'<table class="budgets"><tr><th>case</th><th>grade</th><th>over budget</th></tr>{body}</table>' if over else ""
+    )
+    return (
+        f"<h3>budgets: {escape(format_rate(scores['within_budget_correctness_rate']))} correct within budget, "
+        f"{len(over)} of {scores['budget_case_count']} over budget ({scores['correct_over_budget_count']} "
+        f"correct_over_budget)</h3>{table}"
+    )
+
+
+CONSOLE_SECTIONS: tuple[Callable[[Sequence[Verdict]], list[str]], ...] = (probe_reply_lines, budget_lines)
+HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (probe_reply_html, budget_html)
 
 
 def measurement_lines(verdicts: Sequence[Verdict]) -> list[str]:

@@ -95,6 +95,17 @@ METRICS: tuple[Metric, ...] = (
         "test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"
     ),
     Metric(
+        "within_budget_correctness_rate",
+        "rate",
+        False,
+        "share of scored query cases correct and not over their case budget (None: no case has a budget)",
+    ),
+    Metric("budget_case_count", "int", False, "scored query verdicts whose case sets a budget"),
+    Metric("over_budget_count", "int", False, "scored query verdicts over their case budget"),
+    Metric("correct_over_budget_count", "int", False, "correct verdicts over their budget (grade correct_over_budget)"),
+    Metric("unmeasured_budget_count", "int", False, "verdicts with a budget the run had no figure for"),
+    Metric("over_budget_cases", "json", False, "the verdicts over budget: case, sample, grade, what went over"),
+    Metric(
         "system_policy_recall",
         "rate",
         False,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from nl2sql_pipeline.scoring.budgets import budget_scores
 from nl2sql_pipeline.scoring.causes import outcome_causes
 from nl2sql_pipeline.scoring.metrics import METRICS, RATE_DIMENSIONS
 from nl2sql_pipeline.stages import outcomes
@@ -307,5 +308,6 @@ def score_run(verdicts: Sequence[Verdict], quarantine: Sequence[Mapping[str, Any
     values.update(suite_scores(scored))
     values.update(quarantine_scores(quarantine))
     values.update(probe_reply_scores(probes))
+    values.update(budget_scores(scored))
     values["warnings"] = values["warnings"] + _suite_warnings(scored) + _quarantine_warnings(values)
     return RunScores(values)

@@ -22,6 +22,7 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.budgets import budget_fields
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.probe_replies import classify_reply
 from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
@@ -89,6 +90,8 @@ def judge(
                 verdict = judge_sample(case, sample, oracle_results, group, config, whole, expected_items)
                 if suite is not None:
                     verdict = replace(verdict, **suite.verdict_fields(case, verdict, config))
+                if case.budgets:
+                    verdict = replace(verdict, **budget_fields(case, verdict))
                 verdicts.append(_told(tracker, verdict))
     return verdicts
 

@@ -152,6 +152,11 @@ class Verdict:
     system_probe: str | None = None
     """A system's reply to a probe sent as a question (``stages.probe_replies``: refused, sql_policy_refused,
     sql_would_run, error); None for query cases, bare models, and probes not sent."""
+    # Per-case budgets (stages.budgets; None when the case sets none): within / over / unmeasured, what went
+    # over, and the grade (pass, correct_over_budget, fail).
+    budget_status: str | None = None
+    budget_overruns: str | None = None
+    budget_grade: str | None = None
     grade: str | None = None  # pass / partial / fail (compare.model.grade); None for probes
     order_check: str | None = None  # compare.order status: not_required, ok, wrong, checked_visible_keys, not_checked
     expected_row_count: int | None = None  # exact, whole results (None: unknown)

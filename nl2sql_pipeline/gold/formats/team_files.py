@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from sqlglot.errors import SqlglotError
 
-from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
+from nl2sql_pipeline.cases import ALL_FIELDS, BUDGET_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
 from nl2sql_pipeline.config.jsonl import write_jsonl_lines
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
@@ -232,6 +232,11 @@ def _map_csv_cell(name: str, cell: str, source: str, line: int) -> tuple[Any, li
             return None, [
                 problem(source, line, f"candidate_selection must be an integer, got {cell!r}", "write e.g. 5")
             ]
+    if name in BUDGET_FIELDS:
+        try:
+            return float(cell), []
+        except ValueError:
+            return None, [problem(source, line, f"{name} must be a number, got {cell!r}", "write e.g. 2000")]
     if name == "follow_up_context":
         try:
             return json.loads(cell), []
