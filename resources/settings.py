@@ -25,6 +25,7 @@ class EvalSettings(dg.ConfigurableResource):
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
     # Optional measurements (nl2sql_pipeline.runs.measurements), each off by default:
     probe_systems: bool = False  # a live system is asked every policy probe's question (system_policy_recall)
+    efficiency: bool = False  # correct candidates and their gold are profiled: the stable efficiency score
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)

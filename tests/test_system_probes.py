@@ -159,4 +159,4 @@ def test_a_stored_run_stands_only_for_the_same_measurements():
     assert not made_by(not_sent, Measurements(probe_systems=True), is_system=True)
     assert not made_by(sent, Measurements(), is_system=True)
     assert made_by(not_sent, Measurements(probe_systems=True), is_system=False)  # a bare model is never asked
-    assert dataclasses.asdict(Measurements(probe_systems=True)) == {"probe_systems": True}
+    assert dataclasses.asdict(Measurements(probe_systems=True)) == {"probe_systems": True, "efficiency": False}

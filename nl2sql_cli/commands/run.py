@@ -152,6 +152,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "policy_rejection_recall; one call per probe and sample; bare models are never asked probes)",
     )
     parser.add_argument(
+        "--efficiency",
+        action="store_true",
+        help="stable efficiency score (VES-like): profile every correct candidate and its gold in the sandbox "
+        "(EXPLAIN ANALYZE's row counts, identical from run to run) and score sqrt(gold work / candidate work); "
+        "the profiled wall times are shown beside, never scored (about two extra query runs per correct case)",
+    )
+    parser.add_argument(
         "--strict-gold",
         action="store_true",
         help="a gold case the preflight would quarantine (failing, clock-dependent or ambiguous gold, a policy "
@@ -226,7 +233,7 @@ def _handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
         strict_gold=args.strict_gold,
-        measurements=Measurements(probe_systems=args.probe_systems),
+        measurements=Measurements(probe_systems=args.probe_systems, efficiency=args.efficiency),
     )
 
 

@@ -5,6 +5,7 @@ measurement was not made, so a run without them reads as before.
 
     system probes   a live system's replies to the harmful requests: recall, and the requests it let through
     budgets         the cases over their budget (correct but over budget is its own grade)
+    efficiency      the stable efficiency score, the wall-time figure beside it, the least efficient cases
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 
 from nl2sql_pipeline.scoring.budgets import budget_scores
+from nl2sql_pipeline.scoring.efficiency import efficiency_scores
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.probe_replies import probe_reply_scores
@@ -126,8 +128,58 @@ def budget_html(verdicts: Sequence[Verdict]) -> str:
     )
 
 
-CONSOLE_SECTIONS: tuple[Callable[[Sequence[Verdict]], list[str]], ...] = (probe_reply_lines, budget_lines)
-HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (probe_reply_html, budget_html)
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def efficiency_lines(verdicts: Sequence[Verdict], shown: int = SHOWN) -> list[str]:
+    """The stable efficiency score, the wall-time score beside it, and the correct cases doing the most work."""
+    scores = efficiency_scores(_scored(verdicts))
+    if not scores["efficiency_measured_count"] and not scores["efficiency_unmeasured_count"]:
+        return []
+    lines = [
+        f"{'efficiency (work)'.ljust(WIDTH)}  {_num(scores['efficiency_score'])} over "
+        f"{scores['efficiency_measured_count']} correct cases profiled (1 = the gold's work; wall-time figure, "
+        f"not scored: {_num(scores['efficiency_wall_time_score'])})"
+        + (f"; {scores['efficiency_unmeasured_count']} not profiled" if scores["efficiency_unmeasured_count"] else "")
+    ]
+    for item in scores["least_efficient_cases"][:shown]:
+        lines.append(
+            f"{''.ljust(WIDTH)}  ! {_label(item['case_id'], item['sample_index'])}: {item['efficiency_score']:.3f} "
+            f"(work {item['candidate_work']} vs gold {item['gold_work']})"
+        )
+    return lines
+
+
+def efficiency_html(verdicts: Sequence[Verdict]) -> str:
+    """The HTML section of :func:`efficiency_lines`."""
+    scores = efficiency_scores(_scored(verdicts))
+    if not scores["efficiency_measured_count"] and not scores["efficiency_unmeasured_count"]:
+        return ""
+    body = "".join(
+        f"<tr><td>{escape(_label(item['case_id'], item['sample_index']))}</td><td>{item['efficiency_score']:.3f}</td>"
+        f"<td>{item['candidate_work']}</td><td>{item['gold_work']}</td></tr>"
+        for item in scores["least_efficient_cases"]
+    )
+    table = (
+        '<table class="efficiency"><tr><th>case</th><th>efficiency</th><th>work</th><th>gold work</th></tr>'
+        f"{body}</table>"
+        if body
+        else ""
+    )
+    return (
+        f"<h3>efficiency (from DuckDB's work counts): {escape(_num(scores['efficiency_score']))} over "
+        f"{scores['efficiency_measured_count']} correct cases; wall-time figure (not scored) "
+        f"{escape(_num(scores['efficiency_wall_time_score']))}</h3>{table}"
+    )
+
+
+CONSOLE_SECTIONS: tuple[Callable[[Sequence[Verdict]], list[str]], ...] = (
+    probe_reply_lines,
+    budget_lines,
+    efficiency_lines,
+)
+HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (probe_reply_html, budget_html, efficiency_html)
 
 
 def measurement_lines(verdicts: Sequence[Verdict]) -> list[str]:

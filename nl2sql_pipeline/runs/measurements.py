@@ -2,8 +2,10 @@
 
     probe_systems   a live system is asked every policy probe's question; its replies are classified
                     (``stages.probe_replies``: system_policy_recall)
+    efficiency      every correct candidate and its gold are profiled in the sandbox (``stages.efficiency``:
+                    the stable efficiency score)
 
-The CLI (``nl2sql-eval run --probe-systems``) and the Dagster run config (``eval_settings``) set them; a stored
+The CLI (``nl2sql-eval run --probe-systems --efficiency``) and the Dagster run config (``eval_settings``) set them; a stored
 run stands for a new one (``runs.reuse``) only when it measured what the new run asks for.
 """
 
@@ -19,6 +21,7 @@ class Measurements:
     """Which optional measurements a run makes."""
 
     probe_systems: bool = False
+    efficiency: bool = False
 
     def settings(self) -> dict[str, Any]:
         """The ``eval_settings`` keys of these switches (only the ones turned on: the defaults stay implicit)."""
@@ -36,5 +39,9 @@ def made_by(row: Mapping[str, Any], wanted: Measurements | None, is_system: bool
     if is_system and (row.get("probe_count") or 0) > 0:
         sent = (row.get("system_probe_count") or 0) > 0
         if sent != wanted.probe_systems:
+            return False
+    if (row.get("semantic_correctness_rate") or 0) > 0:  # with nothing correct there is nothing to profile
+        profiled = (row.get("efficiency_measured_count") or 0) + (row.get("efficiency_unmeasured_count") or 0) > 0
+        if profiled != wanted.efficiency:
             return False
     return True

@@ -95,6 +95,22 @@ METRICS: tuple[Metric, ...] = (
         "test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"
     ),
     Metric(
+        "efficiency_score",
+        "num",
+        False,
+        "VES-like: mean over scored query cases of sqrt(gold work / candidate work) when correct, 0 when not; "
+        "work from DuckDB's profile (rows scanned + intermediate rows), stable across runs (--efficiency)",
+    ),
+    Metric("efficiency_measured_count", "int", False, "correct verdicts whose work was profiled (0: not measured)"),
+    Metric("efficiency_unmeasured_count", "int", False, "correct verdicts whose profile could not be read"),
+    Metric(
+        "efficiency_wall_time_score",
+        "num",
+        False,
+        "the same formula on the profiled runs' wall times: noisy, shown beside, never scored or gated",
+    ),
+    Metric("least_efficient_cases", "json", False, "correct verdicts doing the most work against their gold"),
+    Metric(
         "within_budget_correctness_rate",
         "rate",
         False,

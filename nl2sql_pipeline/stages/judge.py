@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.budgets import budget_fields
+from nl2sql_pipeline.stages.efficiency import EfficiencyMeter
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.probe_replies import classify_reply
 from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
@@ -42,6 +44,7 @@ def judge(
     limits: SandboxLimits | None = None,
     progress: ProgressTracker | None = None,
     suite: VariantSuite | None = None,
+    efficiency: bool = False,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
@@ -50,7 +53,8 @@ def judge(
     whole in the engine on the case's database (``resolve_database``, default
     ``databases.require_database``, under ``limits``). ``progress`` is told of every verdict (failures by
     outcome: anything but correct). With ``suite``, every correct candidate also runs on the variants of its
-    case's database (test-suite accuracy, ``stages.test_suite``).
+    case's database (test-suite accuracy, ``stages.test_suite``). With ``efficiency``, every correct candidate
+    and its gold are profiled in the sandbox (``stages.efficiency``: the stable efficiency score).
     """
     if resolve_database is None:
         from nl2sql_pipeline.databases.resolve import require_database
@@ -66,7 +70,8 @@ def judge(
 
     cases = list(cases)
     verdicts: list[Verdict] = []
-    with tracking(progress, STAGE_JUDGE, "") as tracker:
+    meter = EfficiencyMeter(resolve_database, limits) if efficiency else None
+    with tracking(progress, STAGE_JUDGE, "") as tracker, meter if meter is not None else nullcontext():
         tracker.begin(
             sum(
                 max(1, len(samples_by_case.get(c.id, {}))) if c.is_probe else len(samples_by_case.get(c.id, {}))
@@ -92,6 +97,8 @@ def judge(
                     verdict = replace(verdict, **suite.verdict_fields(case, verdict, config))
                 if case.budgets:
                     verdict = replace(verdict, **budget_fields(case, verdict))
+                if meter is not None:
+                    verdict = replace(verdict, **meter.verdict_fields(case, verdict))
                 verdicts.append(_told(tracker, verdict))
     return verdicts
 

@@ -157,6 +157,14 @@ class Verdict:
     budget_status: str | None = None
     budget_overruns: str | None = None
     budget_grade: str | None = None
+    # The stable efficiency score of a correct candidate (stages.efficiency; None when not measured): its
+    # work and the gold's from DuckDB's profile, and the profiled runs' wall times (beside, never scored).
+    efficiency_score: float | None = None
+    candidate_work: int | None = None
+    gold_work: int | None = None
+    candidate_profile_ms: float | None = None
+    gold_profile_ms: float | None = None
+    efficiency_error: str | None = None
     grade: str | None = None  # pass / partial / fail (compare.model.grade); None for probes
     order_check: str | None = None  # compare.order status: not_required, ok, wrong, checked_visible_keys, not_checked
     expected_row_count: int | None = None  # exact, whole results (None: unknown)
