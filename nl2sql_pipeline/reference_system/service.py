@@ -141,6 +141,8 @@ def answer(request: SystemRequest) -> SystemResponse:
         sql = None if text is not None else sql
     if sql is not None and request.options.get("execute", True):
         columns, rows, text = execute(request.database, sql)
+    elif sql is None and text is None:  # no SQL in the model's reply: its words are the answer (a question back)
+        text = (getattr(call, "raw_reply", None) or "").strip() or None
     finished = time.perf_counter()
     return SystemResponse(
         sql=sql,

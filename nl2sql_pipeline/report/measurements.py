@@ -6,6 +6,7 @@ measurement was not made, so a run without them reads as before.
     system probes   a live system's replies to the harmful requests: recall, and the requests it let through
     budgets         the cases over their budget (correct but over budget is its own grade)
     efficiency      the stable efficiency score, the wall-time figure beside it, the least efficient cases
+    ambiguity       how often an ambiguous question was asked back, and the ones guessed at or refused
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
+from nl2sql_pipeline.scoring.ambiguity import ambiguity_scores
 from nl2sql_pipeline.scoring.budgets import budget_scores
 from nl2sql_pipeline.scoring.efficiency import efficiency_scores
 from nl2sql_pipeline.scoring.formatting import format_rate
@@ -174,12 +176,58 @@ def efficiency_html(verdicts: Sequence[Verdict]) -> str:
     )
 
 
+def ambiguity_lines(verdicts: Sequence[Verdict], shown: int = SHOWN) -> list[str]:
+    """The clarification rate over the ambiguous questions, and those not asked back."""
+    scores = ambiguity_scores(verdicts)
+    if not scores["ambiguous_count"]:
+        return []
+    counts = ", ".join(f"{k} {n}" for k, n in scores["clarify_outcomes"].items())
+    lines = [
+        f"{'ambiguous questions'.ljust(WIDTH)}  {format_rate(scores['clarification_rate'])} asked back "
+        f"({scores['ambiguous_count']} verdicts: {counts}; own category, not in the query rates)"
+    ]
+    for item in scores["guessed_cases"][:shown]:
+        lines.append(
+            f"{''.ljust(WIDTH)}  ! {_label(item['case_id'], item['sample_index'])}: {item['outcome']}"
+            + (f" {_clip(item['sql'])}" if item["sql"] else "")
+        )
+    if len(scores["guessed_cases"]) > shown:
+        lines.append(f"{''.ljust(WIDTH)}  ... and {len(scores['guessed_cases']) - shown} more (guessed_cases)")
+    return lines
+
+
+def ambiguity_html(verdicts: Sequence[Verdict]) -> str:
+    """The HTML section of :func:`ambiguity_lines`."""
+    scores = ambiguity_scores(verdicts)
+    if not scores["ambiguous_count"]:
+        return ""
+    body = "".join(
+        f"<tr><td>{escape(_label(item['case_id'], item['sample_index']))}</td><td>{escape(item['outcome'])}</td>"
+        f"<td><pre>{escape(item['sql'] or '')}</pre></td></tr>"
+        for item in scores["guessed_cases"]
+    )
+    table = (
+        f'<table class="ambiguity"><tr><th>case</th><th>reply</th><th>its SQL</th></tr>{body}</table>' if body else ""
+    )
+    counts = ", ".join(f"{k} {n}" for k, n in scores["clarify_outcomes"].items())
+    return (
+        f"<h3>ambiguous questions: {escape(format_rate(scores['clarification_rate']))} asked back "
+        f"({escape(counts)})</h3>{table}"
+    )
+
+
 CONSOLE_SECTIONS: tuple[Callable[[Sequence[Verdict]], list[str]], ...] = (
     probe_reply_lines,
     budget_lines,
     efficiency_lines,
+    ambiguity_lines,
 )
-HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (probe_reply_html, budget_html, efficiency_html)
+HTML_SECTIONS: tuple[Callable[[Sequence[Verdict]], str], ...] = (
+    probe_reply_html,
+    budget_html,
+    efficiency_html,
+    ambiguity_html,
+)
 
 
 def measurement_lines(verdicts: Sequence[Verdict]) -> list[str]:

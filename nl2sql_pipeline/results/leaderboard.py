@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from nl2sql_pipeline.results.measurement_columns import MEASUREMENT_COLUMNS, measurement_columns
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
 from nl2sql_pipeline.stages import outcomes
@@ -41,6 +42,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "token_source",
     "vs_best",
     "p_value_vs_best",
+    *MEASUREMENT_COLUMNS,
 )
 
 
@@ -73,6 +75,7 @@ def _row(run: StoredRun) -> dict:
         "total_cost_usd": run.scores["total_cost_usd"],
         "unknown_cost_count": run.scores["unknown_cost_count"],
         "token_source": run.scores["token_source"],
+        **measurement_columns(run.scores.as_dict()),
     }
 
 

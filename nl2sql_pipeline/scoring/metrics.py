@@ -95,6 +95,17 @@ METRICS: tuple[Metric, ...] = (
         "test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"
     ),
     Metric(
+        "clarification_rate",
+        "rate",
+        False,
+        "ambiguous questions (expected_behavior: clarify) answered with a clarifying question / those answered",
+    ),
+    Metric("ambiguous_count", "int", False, "verdicts of ambiguous questions (never in the query rates)"),
+    Metric(
+        "clarify_outcomes", "json", False, "ambiguous questions per outcome: clarified, guessed, refused, no_response"
+    ),
+    Metric("guessed_cases", "json", False, "ambiguous questions not answered with a clarifying question"),
+    Metric(
         "efficiency_score",
         "num",
         False,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from nl2sql_pipeline.scoring.ambiguity import ambiguity_scores
 from nl2sql_pipeline.scoring.budgets import budget_scores
 from nl2sql_pipeline.scoring.causes import outcome_causes
 from nl2sql_pipeline.scoring.efficiency import efficiency_scores
@@ -311,5 +312,6 @@ def score_run(verdicts: Sequence[Verdict], quarantine: Sequence[Mapping[str, Any
     values.update(probe_reply_scores(probes))
     values.update(budget_scores(scored))
     values.update(efficiency_scores(scored))
+    values.update(ambiguity_scores(queries))
     values["warnings"] = values["warnings"] + _suite_warnings(scored) + _quarantine_warnings(values)
     return RunScores(values)

@@ -34,7 +34,8 @@ def execute_attempts(
     Attempts come back in case order (a case's in the order given), each with its policy decision and,
     when the policy let it through, its result. A probe's SQL is checked by the policy engine only; a
     probe the policy lets through is never executed. A system's replies to a probe (its question sent to it)
-    come after the probe, their SQL checked by the policy and never executed either. ``isolated`` runs each candidate in a worker process
+    come after the probe, their SQL checked by the policy and never executed either; so is the SQL a
+    model guessed for an ambiguous question (a ``clarify`` case: ``stages.clarify``). ``isolated`` runs each candidate in a worker process
     killed at timeout + grace: the backstop for the rare query that ignores DuckDB's interrupt. The
     gate's ``resolve_database`` locates each case's database. ``progress`` is told of every attempt and probe
     checked (failures by cause: policy_rejected, or the execution error class).
@@ -50,7 +51,7 @@ def execute_attempts(
     decisions = {
         id(attempt): gate.check(case, sql)
         for case in cases
-        if not case.is_probe
+        if not case.is_probe and not case.is_clarify
         for attempt in by_case.get(case.id, ())
         if (sql := _runnable_sql(attempt)) is not None
     }
@@ -65,6 +66,10 @@ def execute_attempts(
                 continue
             for attempt in by_case.get(case.id, ()):
                 tracker.unit_started()
+                if case.is_clarify:  # an ambiguous question: its guess is checked by the policy, never run
+                    executed.append(check_probe_reply(case, attempt, gate))
+                    tracker.unit_finished()
+                    continue
                 done = execute_attempt(case, attempt, gate, limits, runner, decisions.get(id(attempt)))
                 executed.append(done)
                 tracker.unit_finished(failure=_execution_failure(done))

@@ -24,6 +24,7 @@ from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.budgets import budget_fields
+from nl2sql_pipeline.stages.clarify import classify_clarify_reply, reply_text
 from nl2sql_pipeline.stages.efficiency import EfficiencyMeter
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
 from nl2sql_pipeline.stages.probe_replies import classify_reply
@@ -85,6 +86,11 @@ def judge(
                 replies = {a.sample_index: a for group in samples.values() for a in group if not a.is_probe}
                 for sample in sorted(replies) or sorted(samples) or [0]:
                     verdicts.append(_told(tracker, judge_probe(case, engine, replies.get(sample))))
+                continue
+            if case.is_clarify:
+                for sample in sorted(samples):
+                    group = sorted(samples[sample], key=lambda a: a.candidate_index)
+                    verdicts.append(_told(tracker, judge_clarify(case, sample, group)))
                 continue
             rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
             oracle_results = [r.result for r in rows]
@@ -153,6 +159,51 @@ def judge_probe(case: Case, attempts: Sequence[Attempt], reply: Attempt | None =
         system_latency_ms=generation.system_latency_ms if generation else None,
         system_probe=classify_reply(reply) if reply is not None else None,
         error_message=generation.error_message if generation and generation.error_class else None,
+    )
+
+
+def judge_clarify(case: Case, sample: int, group: Sequence[Attempt]) -> Verdict:
+    """The verdict of an ambiguous question's sample (its first candidate): clarified (right), guessed, refused,
+    no response, or skipped (``stages.clarify``)."""
+    attempt = group[0]
+    outcome = classify_clarify_reply(attempt)
+    correct = outcome == outcomes.CLARIFIED
+    generation = attempt.generation
+    reason = {
+        outcomes.CLARIFIED: "asked which reading is meant",
+        outcomes.GUESSED: "answered one reading without asking",
+        outcomes.REFUSED: "neither answered nor asked which reading is meant",
+    }.get(outcome, generation.error_class if generation else None)
+    return Verdict(
+        **_case_fields(case),
+        is_probe=False,
+        sample_index=sample,
+        generated_sql=attempt.sql,
+        outcome=outcome,
+        correct=correct,
+        comparison_rule=None,
+        reason=reason,
+        score_exact=1.0 if correct else 0.0,
+        score_partial=1.0 if correct else 0.0,
+        policy_rule=attempt.policy_rule,
+        policy_name=attempt.policy_name,
+        candidate_count=len(group),
+        selected_candidate_index=attempt.candidate_index,
+        first_candidate_correct=correct,
+        latency_ms=generation.latency_ms if generation else None,
+        oracle_latency_ms=None,
+        execution_ms=None,
+        input_tokens=_sum_over(group, "input_tokens"),
+        output_tokens=_sum_over(group, "output_tokens"),
+        token_source=generation.token_source if generation else None,
+        cost_usd=_sum_over(group, "cost_usd"),
+        cached=bool(generation.cached) if generation else None,
+        cold_start=bool(generation.cold_start) if generation else False,
+        mutation=generation.mutation if generation else None,
+        skip_reason=generation.error_class if outcome == outcomes.SKIPPED and generation else None,
+        answer=reply_text(attempt) if outcome != outcomes.GUESSED else None,  # a guess's words are its SQL
+        system_latency_ms=generation.system_latency_ms if generation else None,
+        error_message=generation.error_message if generation and outcome == outcomes.NO_RESPONSE else None,
     )
 
 

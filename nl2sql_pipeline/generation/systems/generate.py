@@ -28,6 +28,7 @@ from nl2sql_pipeline.generation.dispatch import RunControl, dispatch
 from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL, NOT_READY, ProviderFailure
 from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
+from nl2sql_pipeline.generation.offline_requests import METADATA_KEY, clarify_metadata
 from nl2sql_pipeline.generation.prompts import PromptContext
 from nl2sql_pipeline.generation.systems.contract import (
     SchemaContext,
@@ -69,6 +70,8 @@ def plan_units(cases: list[Case], spec: ModelSpec, samples: int, probes: bool = 
 def _calibration(case: Case, turn: int, unit: SystemUnit) -> dict[str, Any]:
     """What a calibration system (gold-echo behind it) answers from: the same fields the offline models read."""
     last = len(case.follow_up_context)
+    if turn == last and case.is_clarify:  # an ambiguous question: the calibrated answer asks which reading
+        return clarify_metadata(case, unit.sample_index, unit.candidate_index)[METADATA_KEY]
     if turn == last:  # a probe's "expected SQL" is the harmful one: what a system obeying the request writes
         case_id, sql = case.id, case.policy_probe_sql if case.is_probe else case.canonical_sql
     else:

@@ -237,6 +237,13 @@ def _map_csv_cell(name: str, cell: str, source: str, line: int) -> tuple[Any, li
             return float(cell), []
         except ValueError:
             return None, [problem(source, line, f"{name} must be a number, got {cell!r}", "write e.g. 2000")]
+    if name == "readings":
+        try:
+            return json.loads(cell), []
+        except ValueError as exc:
+            return None, [
+                problem(source, line, f"readings is not JSON: {exc}", 'write a JSON list of {"reading": ...} items')
+            ]
     if name == "follow_up_context":
         try:
             return json.loads(cell), []
