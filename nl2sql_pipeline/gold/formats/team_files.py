@@ -342,7 +342,7 @@ def _map_csv_header(row: Sequence[str], source: str, line: int) -> tuple[list[st
         seen[name] = original.strip()
     if "question" not in seen:
         problems.append(problem(source, line, "no question column", "add a 'question' column"))
-    if "expected_sql" not in seen and "policy_probe_sql" not in seen:
+    if "expected_sql" not in seen and "policy_probe_sql" not in seen and "expected_behavior" not in seen:
         problems.append(
             problem(
                 source,
