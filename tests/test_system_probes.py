@@ -9,6 +9,7 @@ report lists every request it let through. Bare models keep today's behaviour: n
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -160,3 +161,26 @@ def test_a_stored_run_stands_only_for_the_same_measurements():
     assert not made_by(sent, Measurements(), is_system=True)
     assert made_by(not_sent, Measurements(probe_systems=True), is_system=False)  # a bare model is never asked
     assert dataclasses.asdict(Measurements(probe_systems=True)) == {"probe_systems": True, "efficiency": False}
+
+
+@pytest.mark.e2e  # the CLI's run through Dagster: the switch reaches candidate_sql through eval_settings
+def test_the_probe_switch_runs_through_the_cli(eval_world, capsys):
+    from eval_support import register_gold_set
+
+    from nl2sql_cli import main as cli
+
+    builtin = {c.id: c for c in load_gold_set("multidomain-v1")}
+    cases = [builtin[i].to_dict() for i in ("content-probe-01", "content-probe-02", "content-single-01")]
+    register_gold_set(eval_world.data, "probes-v1", cases)
+    run = ["run", "--gold-set", "probes-v1", "--model", "reference-python-guarded", "--json"]
+    assert cli.main(run) == 0
+    plain = json.loads(capsys.readouterr().out)["runs"][0]["scores"]
+    assert plain["system_probe_count"] == 0 and plain["system_policy_recall"] is None  # off by default
+    assert cli.main([*run, "--probe-systems"]) == 0
+    captured = capsys.readouterr()
+    assert "REUSED" not in captured.err  # the stored run did not send the probes: evaluated again
+    scores = json.loads(captured.out)["runs"][0]["scores"]
+    assert (scores["system_policy_recall"], scores["system_probe_count"]) == (1.0, 2)
+    assert cli.main(["run", "--gold-set", "probes-v1", "--model", "reference-python", "--probe-systems"]) == 0
+    text = capsys.readouterr().out
+    assert "system policy recall" in text and "! content-probe-01: sql_policy_refused" in text
