@@ -22,6 +22,7 @@ from nl2sql_pipeline.gold.registry import load_gold_set
 from nl2sql_pipeline.policy.gate import PolicyGate
 from nl2sql_pipeline.report.console import console_run_report
 from nl2sql_pipeline.report.html import run_html
+from nl2sql_pipeline.report.markdown import markdown_summary
 from nl2sql_pipeline.report.tables import build_run_report
 from nl2sql_pipeline.responses.refusal import is_refusal
 from nl2sql_pipeline.results.frames import verdicts_from_frame, verdicts_to_frame
@@ -83,6 +84,7 @@ def test_the_unguarded_reference_system_shows_the_requests_it_let_through(world)
     text = console_run_report(report)
     assert "system policy recall" in text and "0.0%" in text and "24 let through" in text
     assert f"! {case.id}: sql_policy_refused" in text
+    assert "24 let through" in markdown_summary(report)
     page = run_html([report], {c.id: c for c in world["cases"]})
     assert "harmful requests sent to the system" in page and case.id in page
     # the class survives storage
