@@ -37,6 +37,7 @@ GENERATION_POOL = "llm_generation"
 POOL_PREFIX = "llm."
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9._@-]+")
 MAX_WAIT_POLL_S = 2.0
+HELD, FREED = "holding", "freed"  # the words of the log lines that open and close a holding
 
 
 POOLED_KINDS = ("litellm", "http")  # models that call a provider or a service over the network
@@ -105,34 +106,93 @@ def _set_pool_limit(storage, pool: str, limit: int, attempts: int = 6) -> bool:
     return False
 
 
+def _wait_for_slot(storage, pool: str, run_id: str, step_key: str, limit: int | None, log) -> None:
+    """Claim a slot of ``pool`` for (``run_id``, ``step_key``), polling until one is free.
+
+    A claim is keyed by run and step: asking again for a step that already holds a slot returns at once
+    (Dagster's ``claim_concurrency_slot`` finds the step's claim), so this never takes a second slot."""
+    waited_since, told = time.monotonic(), False
+    while True:
+        status = storage.claim_concurrency_slot(pool, run_id, step_key, 0)
+        if status.is_claimed:
+            break
+        if not told:
+            log.info(
+                "waiting for a slot of pool %s (limit %s): other steps hold them",
+                pool,
+                limit if limit is not None else "?",
+            )
+            told = True
+        time.sleep(min(MAX_WAIT_POLL_S, max(0.1, status.sleep_interval or 0.5)))
+    if told:
+        log.info("got a slot of pool %s after %.1f s", pool, time.monotonic() - waited_since)
+
+
+@contextmanager
+def holding_slot(storage, pool: str, run_id: str, step_key: str, *, limit: int | None, log) -> Iterator[None]:
+    """Hold one slot of ``pool`` for (``run_id``, ``step_key``) while inside, waiting for one, and free it
+    on the way out (also on error or interruption). ``log`` gets one line when the slot is held and one when
+    it is freed (``HELD``/``FREED``: the scale-out test reads the holdings from them)."""
+    try:
+        _wait_for_slot(storage, pool, run_id, step_key, limit, log)
+        log.info("%s a slot of pool %s (step %s)", HELD, pool, step_key)
+        yield
+    finally:
+        storage.free_concurrency_slot_for_step(run_id, step_key)
+        log.info("%s the slot of pool %s (step %s)", FREED, pool, step_key)
+
+
 @contextmanager
 def hold_pool_slot(context: dg.AssetExecutionContext, pool: str, limits: Mapping[str, int]) -> Iterator[None]:
     """Hold one slot of ``pool`` for the run's current step, waiting for one; ``limits`` (every pool's, from
     :func:`pool_limits`) are written into the instance first."""
-    instance, run_id = context.instance, context.run_id
-    storage = instance.event_log_storage
+    storage = context.instance.event_log_storage
     if not storage.supports_global_concurrency_limits:
         context.log.warning("this instance's storage has no pools: %s is not limited", pool)
         yield
         return
-    sync_pool_limits(instance, limits)
+    sync_pool_limits(context.instance, limits)
     step_key = f"{context.op_execution_context.op.name}[{pool}]"
-    waited_since, told = time.monotonic(), False
-    try:
-        while True:
-            status = storage.claim_concurrency_slot(pool, run_id, step_key, 0)
-            if status.is_claimed:
-                break
-            if not told:
-                context.log.info(
-                    "waiting for a slot of pool %s (limit %d): other runs of this provider hold them",
-                    pool,
-                    limits[pool],
-                )
-                told = True
-            time.sleep(min(MAX_WAIT_POLL_S, max(0.1, status.sleep_interval or 0.5)))
-        if told:
-            context.log.info("got a slot of pool %s after %.1f s", pool, time.monotonic() - waited_since)
+    with holding_slot(storage, pool, context.run_id, step_key, limit=limits.get(pool), log=context.log):
         yield
-    finally:
-        storage.free_concurrency_slot_for_step(run_id, step_key)
+
+
+def executor_holds_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
+    """Whether (``run_id``, ``step_key``) holds a slot of ``pool`` already: the in-process and multiprocess
+    executors claim the step's own pool before they start it; dagster-celery's (and other step launchers'
+    executors) claim nothing."""
+    claimed = storage.get_concurrency_info(pool).claimed_slots
+    return any(slot.run_id == run_id and slot.step_key == step_key for slot in claimed)
+
+
+@contextmanager
+def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int]) -> Iterator[None]:
+    """Hold a slot of the step's own pool (``pool=`` on the asset, e.g. ``llm_generation``) whatever the
+    executor: when the executor already claimed it for this run and step (in-process, multiprocess), nothing
+    is done; else (Celery) it is claimed here, under the step's own key (so a claim the executor makes is the
+    same claim, never a second slot), and freed on the way out. With ``concurrency: pools: granularity: run``
+    the run queue enforces pools per run, and nothing is claimed here either."""
+    from dagster._core.instance.config import PoolGranularity
+
+    step = context.get_step_execution_context().step
+    storage = context.instance.event_log_storage
+    pool = step.pool
+    if pool is None or not storage.supports_global_concurrency_limits:
+        yield
+        return
+    if storage.get_pool_config().pool_granularity == PoolGranularity.RUN:
+        yield
+        return
+    if executor_holds_slot(storage, pool, context.run_id, step.key):
+        context.log.info("%s a slot of pool %s (step %s, claimed by the executor)", HELD, pool, step.key)
+        yield
+        return
+    sync_pool_limits(context.instance, limits)  # the pool has its limit before the claim (else it has no slots)
+    if pool not in limits and storage.get_concurrency_info(pool).slot_count == 0:
+        storage.initialize_concurrency_limit_to_default(pool)  # as the executors do: the instance's default
+        if storage.get_concurrency_info(pool).slot_count == 0:  # no default limit: the pool limits nothing
+            yield
+            return
+    context.log.info("the executor claimed no slot of pool %s for step %s: claiming one", pool, step.key)
+    with holding_slot(storage, pool, context.run_id, step.key, limit=limits.get(pool), log=context.log):
+        yield

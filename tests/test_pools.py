@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 import dagster as dg
+import pytest
 
 from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec
 
@@ -57,3 +60,136 @@ def test_the_registry_sensor_writes_the_pool_limits(isolated_home):
     partition_registry_sensor(dg.build_sensor_context(instance=instance))
     for pool, limit in pool_limits().items():
         assert instance.event_log_storage.get_concurrency_info(pool).slot_count == limit, pool
+
+
+# ------------------------------------------------------------------ the step's own pool, whatever the executor
+GOLD = "pools-unit-v1"
+
+
+def _storage_with_pool(limit: int):
+    """A real SQLite instance (the project's dagster.yaml) whose llm_generation pool has ``limit`` slots."""
+    from resources.instance import ensure_instance_home
+    from resources.pools import GENERATION_POOL
+
+    ensure_instance_home()
+    instance = dg.DagsterInstance.get()
+    instance.event_log_storage.set_concurrency_slots(GENERATION_POOL, limit)
+    return instance, instance.event_log_storage
+
+
+def test_a_hand_claim_waits_for_a_free_slot_and_gives_it_back(isolated_home):
+    import logging
+    import threading
+
+    from resources.pools import GENERATION_POOL, executor_holds_slot, holding_slot
+
+    instance, storage = _storage_with_pool(1)
+    assert storage.claim_concurrency_slot(GENERATION_POOL, "run-a", "candidate_sql", 0).is_claimed
+    assert executor_holds_slot(storage, GENERATION_POOL, "run-a", "candidate_sql")
+    assert not executor_holds_slot(storage, GENERATION_POOL, "run-b", "candidate_sql")
+    # a step that holds its slot asks again: the same claim, not a second slot (no deadlock at limit 1)
+    assert storage.claim_concurrency_slot(GENERATION_POOL, "run-a", "candidate_sql", 0).is_claimed
+
+    inside = threading.Event()
+
+    def run_b() -> None:
+        log = logging.getLogger("test.pools")
+        with holding_slot(storage, GENERATION_POOL, "run-b", "candidate_sql", limit=1, log=log):
+            inside.set()
+            holders = storage.get_concurrency_info(GENERATION_POOL).claimed_slots
+            assert [(s.run_id, s.step_key) for s in holders] == [("run-b", "candidate_sql")]
+
+    thread = threading.Thread(target=run_b)
+    thread.start()
+    assert not inside.wait(1.5)  # run-a holds the only slot
+    storage.free_concurrency_slot_for_step("run-a", "candidate_sql")
+    assert inside.wait(30)
+    thread.join(30)
+    assert storage.get_concurrency_info(GENERATION_POOL).claimed_slots == []
+    instance.dispose()
+
+
+def _materialize_generation(instance: dg.DagsterInstance, slug: str) -> dg.ExecuteInProcessResult:
+    from assets.graph import ALL_ASSETS, ASSET_CHECKS
+    from assets.sensors import register_partitions
+    from resources.build import build_resources
+
+    register_partitions(instance)
+    assets = [*ALL_ASSETS, *ASSET_CHECKS]
+    gold = dg.materialize(
+        assets, selection=["gold_set"], instance=instance, resources=build_resources(), partition_key=GOLD
+    )
+    assert gold.success
+    return dg.materialize(
+        assets,
+        selection=["candidate_sql"],
+        instance=instance,
+        resources=build_resources(),
+        partition_key=str(dg.MultiPartitionKey({"gold": GOLD, "model": slug})),
+    )
+
+
+def _messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return [e.message or "" for e in instance.all_logs(run_id)]
+
+
+@pytest.fixture
+def pool_gold(data_copy):
+    from eval_support import query_case, register_gold_set
+
+    register_gold_set(data_copy, GOLD, [query_case("n", "SELECT COUNT(*) AS n FROM anime")], description="pools")
+    return data_copy
+
+
+def test_the_in_process_executor_claims_the_generation_pool_and_the_step_takes_no_second_slot(pool_gold):
+    from resources.pools import GENERATION_POOL
+
+    instance, storage = _storage_with_pool(1)  # one slot: a second claim by the step would wait for ever
+    result = _materialize_generation(instance, "gold-echo")
+    assert result.success
+    messages = _messages(instance, result.run_id)
+    assert not any("claimed no slot" in m for m in messages), messages
+    assert storage.get_concurrency_info(GENERATION_POOL).claimed_slots == []
+
+
+def test_when_the_executor_claims_no_slot_the_step_claims_one_and_waits_for_it(pool_gold, tmp_path):
+    """The in-process executor claims nothing of a pool without a limit (no default limit in this instance's
+    dagster.yaml): the path of dagster-celery's executor, which claims nothing at all."""
+    import threading
+
+    from resources.instance import DAGSTER_YAML, ensure_instance_home
+    from resources.pools import GENERATION_POOL, pool_limits, sync_pool_limits
+
+    home = ensure_instance_home()
+    (home / "dagster.yaml").write_text("# test instance\n" + DAGSTER_YAML.replace("default_limit: 1", "{}"))
+    instance = dg.DagsterInstance.get()
+    storage = instance.event_log_storage
+    assert instance.get_concurrency_config().pool_config.default_pool_limit is None
+    limit = pool_limits()[GENERATION_POOL]
+    sync_pool_limits(instance)
+    for n in range(limit):  # other steps hold every slot
+        assert storage.claim_concurrency_slot(GENERATION_POOL, f"other-{n}", "candidate_sql", 0).is_claimed
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=_materialize_generation(instance, "gold-echo")))
+    thread.start()
+
+    def waiting() -> list:
+        pending = storage.get_concurrency_info(GENERATION_POOL).pending_steps
+        return [(s.run_id, s.step_key) for s in pending if not s.run_id.startswith("other-")]
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not waiting():
+        time.sleep(0.2)
+    assert [key for _run, key in waiting()] == ["candidate_sql"]
+    assert thread.is_alive()  # it waits for a slot
+    storage.free_concurrency_slot_for_step("other-0", "candidate_sql")
+    thread.join(120)
+    result = outcome["result"]
+    assert result.success
+    messages = _messages(instance, result.run_id)
+    assert any("claimed no slot of pool llm_generation for step candidate_sql" in m for m in messages), messages
+    assert any(m.startswith("waiting for a slot of pool llm_generation") for m in messages)
+    assert any(m.startswith("holding a slot of pool llm_generation") for m in messages)
+    assert any(m.startswith("freed the slot of pool llm_generation") for m in messages)
+    holders = {s.run_id for s in storage.get_concurrency_info(GENERATION_POOL).claimed_slots}
+    assert holders == {f"other-{n}" for n in range(1, limit)}  # its own slot was given back
