@@ -149,31 +149,53 @@ def test_the_in_process_executor_claims_the_generation_pool_and_the_step_takes_n
     assert result.success
     messages = _messages(instance, result.run_id)
     assert not any("claimed no slot" in m for m in messages), messages
+    assert any(
+        m == "holding a slot of pool llm_generation (step candidate_sql, claimed by the executor)" for m in messages
+    )
     assert storage.get_concurrency_info(GENERATION_POOL).claimed_slots == []
 
 
-def test_when_the_executor_claims_no_slot_the_step_claims_one_and_waits_for_it(pool_gold, tmp_path):
-    """The in-process executor claims nothing of a pool without a limit (no default limit in this instance's
-    dagster.yaml): the path of dagster-celery's executor, which claims nothing at all."""
+def generation_job() -> dg.JobDefinition:
+    """candidate_sql alone, as a job (reconstructable: a step executor rebuilds it from this file)."""
+    from assets.graph import ALL_ASSETS, ASSET_CHECKS
+    from assets.partitions import gold_model_partitions
+    from resources.build import build_resources
+
+    job = dg.define_asset_job("generation", selection=["candidate_sql"], partitions_def=gold_model_partitions)
+    defs = dg.Definitions(assets=ALL_ASSETS, asset_checks=ASSET_CHECKS, jobs=[job], resources=build_resources())
+    return defs.resolve_job_def("generation")
+
+
+def _execute_step_as_a_worker(instance: dg.DagsterInstance, slug: str) -> str:
+    """Run the candidate_sql step of a new run the way a dagster-celery worker does (``execute_plan`` on the
+    step alone): no orchestrator claimed a pool slot for it. Returns the run id."""
+    from dagster._core.execution.api import create_execution_plan, execute_plan
+
+    recon = dg.reconstructable(generation_job)
+    tags = {"dagster/partition": str(dg.MultiPartitionKey({"gold": GOLD, "model": slug}))}
+    plan = create_execution_plan(recon, step_keys_to_execute=["candidate_sql"])
+    run = instance.create_run_for_job(recon.get_definition(), execution_plan=plan, tags=tags)
+    events = execute_plan(plan, recon, dagster_run=run, instance=instance)
+    assert any(e.is_step_success for e in events), [e.event_type_value for e in events]
+    return run.run_id
+
+
+def test_a_step_no_executor_claimed_for_claims_its_pool_slot_waits_for_it_and_gives_it_back(pool_gold):
     import threading
 
-    from resources.instance import DAGSTER_YAML, ensure_instance_home
     from resources.pools import GENERATION_POOL, pool_limits, sync_pool_limits
 
-    home = ensure_instance_home()
-    (home / "dagster.yaml").write_text("# test instance\n" + DAGSTER_YAML.replace("default_limit: 1", "{}"))
-    instance = dg.DagsterInstance.get()
-    storage = instance.event_log_storage
-    assert instance.get_concurrency_config().pool_config.default_pool_limit is None
+    instance, storage = _storage_with_pool(1)
+    _materialize_generation(instance, "gold-echo")  # the gold set (and one generation, executor-claimed)
     limit = pool_limits()[GENERATION_POOL]
     sync_pool_limits(instance)
     for n in range(limit):  # other steps hold every slot
         assert storage.claim_concurrency_slot(GENERATION_POOL, f"other-{n}", "candidate_sql", 0).is_claimed
     outcome: dict = {}
-    thread = threading.Thread(target=lambda: outcome.update(result=_materialize_generation(instance, "gold-echo")))
-    thread.start()
+    worker = threading.Thread(target=lambda: outcome.update(run_id=_execute_step_as_a_worker(instance, "sql-mutant")))
+    worker.start()
 
-    def waiting() -> list:
+    def waiting() -> list[tuple[str, str]]:
         pending = storage.get_concurrency_info(GENERATION_POOL).pending_steps
         return [(s.run_id, s.step_key) for s in pending if not s.run_id.startswith("other-")]
 
@@ -181,15 +203,14 @@ def test_when_the_executor_claims_no_slot_the_step_claims_one_and_waits_for_it(p
     while time.monotonic() < deadline and not waiting():
         time.sleep(0.2)
     assert [key for _run, key in waiting()] == ["candidate_sql"]
-    assert thread.is_alive()  # it waits for a slot
+    time.sleep(1.0)
+    assert worker.is_alive()  # every slot is held: the step waits
     storage.free_concurrency_slot_for_step("other-0", "candidate_sql")
-    thread.join(120)
-    result = outcome["result"]
-    assert result.success
-    messages = _messages(instance, result.run_id)
+    worker.join(120)
+    messages = _messages(instance, outcome["run_id"])
     assert any("claimed no slot of pool llm_generation for step candidate_sql" in m for m in messages), messages
-    assert any(m.startswith("waiting for a slot of pool llm_generation") for m in messages)
-    assert any(m.startswith("holding a slot of pool llm_generation") for m in messages)
-    assert any(m.startswith("freed the slot of pool llm_generation") for m in messages)
+    assert any(m.startswith("waiting for a slot of pool llm_generation") for m in messages), messages
+    assert any(m.startswith("holding a slot of pool llm_generation (step candidate_sql)") for m in messages)
+    assert any(m.startswith("freed the slot of pool llm_generation (step candidate_sql)") for m in messages)
     holders = {s.run_id for s in storage.get_concurrency_info(GENERATION_POOL).claimed_slots}
     assert holders == {f"other-{n}" for n in range(1, limit)}  # its own slot was given back
