@@ -214,3 +214,66 @@ def test_a_step_no_executor_claimed_for_claims_its_pool_slot_waits_for_it_and_gi
     assert any(m.startswith("freed the slot of pool llm_generation (step candidate_sql)") for m in messages)
     holders = {s.run_id for s in storage.get_concurrency_info(GENERATION_POOL).claimed_slots}
     assert holders == {f"other-{n}" for n in range(1, limit)}  # its own slot was given back
+
+
+# ------------------------------------------------------------------ two claims at the same instant
+RACE_TRIALS = 60
+
+
+def _double_bookings(storages: list, claim, tag: str) -> int:
+    """Two threads (one storage object each, as two processes have) claim a one-slot pool at the same instant,
+    ``RACE_TRIALS`` times; the number of trials where both were told they hold the slot."""
+    import threading
+
+    barrier, both = threading.Barrier(2), 0
+    for trial in range(RACE_TRIALS):
+        got: dict[int, bool] = {}
+
+        def claimer(n: int, trial: int, got: dict[int, bool]) -> None:
+            barrier.wait()
+            got[n] = claim(storages[n], "race", f"{tag}-{n}-{trial}", "candidate_sql")
+
+        threads = [threading.Thread(target=claimer, args=(n, trial, got)) for n in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        both += got[0] and got[1]
+        for n in (0, 1):
+            storages[0].free_concurrency_slot_for_step(f"{tag}-{n}-{trial}", "candidate_sql")
+    return both
+
+
+def _race(storages: list) -> None:
+    from resources.pools import claim_slot
+
+    storages[0].set_concurrency_slots("race", 1)
+    dagster_claims = _double_bookings(storages, lambda s, *key: s.claim_concurrency_slot(*key, 0).is_claimed, "d")
+    # Dagster's claim selects a free row, then updates it by id: both claimers take it (the root cause of
+    # steps overlapping in a one-slot pool); if this stops happening, Dagster fixed it and claim_slot may go
+    assert dagster_claims > 0, "Dagster's claim_concurrency_slot no longer double-books a slot"
+    assert _double_bookings(storages, claim_slot, "o") == 0
+    assert storages[0].get_concurrency_info("race").claimed_slots == []
+
+
+def test_two_claims_at_once_never_both_get_the_last_slot_on_sqlite(isolated_home):
+    from resources.instance import ensure_instance_home
+
+    ensure_instance_home()
+    instances = [dg.DagsterInstance.get() for _ in range(2)]
+    _race([instance.event_log_storage for instance in instances])
+
+
+@pytest.mark.integration
+@pytest.mark.e2e
+def test_two_claims_at_once_never_both_get_the_last_slot_on_postgres(postgres, tmp_path, monkeypatch):
+    import shutil
+
+    from nl2sql_pipeline.paths import PROJECT_ROOT
+
+    for name, value in postgres.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    shutil.copy(PROJECT_ROOT / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
+    instances = [dg.DagsterInstance.get() for _ in range(2)]
+    _race([instance.event_log_storage for instance in instances])

@@ -329,8 +329,6 @@ def _check_scale_out(server, base, data, postgres, redis_url, s3_env, tmp_path, 
     assert server.hits == 2 * len(LLM) * n_cases  # the distributed run asked every case again (its own cache)
     assert server.max_in_flight == 1, server.max_in_flight
     holdings = report["holdings"]
-    print("HOLDINGS", json.dumps(holdings, indent=1), report["limits"], report["generation_steps"])
-    print("HOLDINGS", json.dumps(holdings, indent=1), report["limits"], report["generation_steps"])
     assert all(h["end"] is not None for h in holdings), holdings  # every slot was given back
     provider = [h for h in holdings if h["pool"].startswith("llm.openai@http_127.0.0.1_")]
     assert sorted(h["run"] for h in provider) == sorted(LLM), holdings
