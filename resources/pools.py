@@ -7,6 +7,14 @@ instance's op concurrency, so the limit holds for runs of the ``evaluate_model``
 "Materialize" and asset backfills (``__ASSET_JOB``), sensors, schedules and ``nl2sql-eval run`` alike;
 the UI's Concurrency page shows each pool, its limit and who holds it.
 
+Whatever executor runs the step: the provider's slot is claimed by the step itself, through the instance's
+event-log storage (SQLite, or PostgreSQL shared by every process and machine); ``llm_generation`` is claimed
+by the executor (in-process, multiprocess and dagster-celery's claim the step's pool before they start it)
+and, where the step finds no slot of it under its own run and key (an executor that claims none, or a claim
+lost to another made at the same instant), by the step (:func:`hold_step_pool`). A slot is taken by one
+conditional UPDATE (:func:`claim_slot`): Dagster's own claim double-books the last slot when two processes
+claim at once.
+
 A provider pool's limit is the largest ``limits.max_concurrency`` among the models of
 ``data/models.yml`` behind it (1 when none sets it): never more of its generation steps at once than
 could have a call in flight. ``llm_generation`` gets the sum of the provider limits plus one (the
@@ -233,6 +241,11 @@ def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int])
         if storage.get_concurrency_info(pool).slot_count == 0:  # no default limit: the pool limits nothing
             yield
             return
-    context.log.info("the executor claimed no slot of pool %s for step %s: claiming one", pool, step.key)
+    context.log.info(
+        "step %s holds no slot of pool %s (its executor claimed none, or lost the slot to a claim at the same "
+        "instant): claiming one",
+        step.key,
+        pool,
+    )
     with holding_slot(storage, pool, context.run_id, step.key, limit=limits.get(pool), log=context.log):
         yield

@@ -148,7 +148,7 @@ def test_the_in_process_executor_claims_the_generation_pool_and_the_step_takes_n
     result = _materialize_generation(instance, "gold-echo")
     assert result.success
     messages = _messages(instance, result.run_id)
-    assert not any("claimed no slot" in m for m in messages), messages
+    assert not any("holds no slot" in m for m in messages), messages
     assert any(
         m == "holding a slot of pool llm_generation (step candidate_sql, claimed by the executor)" for m in messages
     )
@@ -208,7 +208,7 @@ def test_a_step_no_executor_claimed_for_claims_its_pool_slot_waits_for_it_and_gi
     storage.free_concurrency_slot_for_step("other-0", "candidate_sql")
     worker.join(120)
     messages = _messages(instance, outcome["run_id"])
-    assert any("claimed no slot of pool llm_generation for step candidate_sql" in m for m in messages), messages
+    assert any(m.startswith("step candidate_sql holds no slot of pool llm_generation") for m in messages), messages
     assert any(m.startswith("waiting for a slot of pool llm_generation") for m in messages), messages
     assert any(m.startswith("holding a slot of pool llm_generation (step candidate_sql)") for m in messages)
     assert any(m.startswith("freed the slot of pool llm_generation (step candidate_sql)") for m in messages)

@@ -7,9 +7,17 @@
 - every step on Celery workers through a Redis broker (``dagster-celery``, Debian's ``redis-server`` on a free
   loopback port), two workers.
 
-Two offline models are evaluated on a small gold set there, and with ``nl2sql-eval run`` on a local storage
-root; the verdicts agree row for row. The two models' runs go at once (one orchestrating process each); the
-generation pool is not enforced across Celery workers (dagster-celery's executor claims no pool slots).
+Four models are evaluated on a small gold set there, and with ``nl2sql-eval run`` on a local storage root:
+two offline models and two litellm models behind ONE scripted OpenAI-compatible server on loopback
+(``tests/fake_llm_server.py``, in this process; the workers call it over TCP), deterministic answers, one
+provider pool of limit 1, a 0.4 s delay per reply. The verdicts agree row for row with the local run's. The
+four runs go at once (one orchestrating process each), and the pools hold across the two workers:
+- the provider pool: the server never had two requests in flight, and the two litellm runs' holdings of the
+  pool (the generation steps' "holding a slot …" / "freed the slot …" log lines) never overlap. Only
+  llm-exact sets ``max_concurrency: 1``: the machine-wide in-flight slots do not cover llm-off's calls, so
+  nothing but the pool keeps the two runs apart;
+- ``llm_generation``: every generation step held a slot of it (claimed by dagster-celery's executor, or by
+  the step where it holds none), never more at once than its limit.
 A package that cannot be had skips the test with its reason (``.ci/run`` installs ``redis-server``).
 """
 
