@@ -155,6 +155,25 @@ def test_the_in_process_executor_claims_the_generation_pool_and_the_step_takes_n
     assert storage.get_concurrency_info(GENERATION_POOL).claimed_slots == []
 
 
+@pytest.mark.e2e
+def test_the_multiprocess_executor_claims_the_generation_pool_and_the_step_takes_no_second_slot(pool_gold):
+    """The executor of jobs launched from the UI, sensors and schedules: the run's process claims the pool, the
+    step's own process finds that claim under its run and step key."""
+    from resources.pools import GENERATION_POOL
+
+    instance, storage = _storage_with_pool(1)
+    _materialize_generation(instance, "gold-echo")  # the gold set
+    tags = {"dagster/partition": str(dg.MultiPartitionKey({"gold": GOLD, "model": "sql-mutant"}))}
+    result = dg.execute_job(_generation_recon(), instance=instance, tags=tags)
+    assert result.success
+    messages = _messages(instance, result.run_id)
+    assert any("Launching subprocess for" in m for m in messages), messages  # multiprocess, a step process
+    assert not any("holds no slot" in m for m in messages), messages
+    held = "holding a slot of pool llm_generation (step candidate_sql, claimed by the executor)"
+    assert held in messages, messages
+    assert storage.get_concurrency_info(GENERATION_POOL).claimed_slots == []
+
+
 def generation_job() -> dg.JobDefinition:
     """candidate_sql alone, as a job (reconstructable: a step executor rebuilds it from this file)."""
     from assets.graph import ALL_ASSETS, ASSET_CHECKS
@@ -166,12 +185,19 @@ def generation_job() -> dg.JobDefinition:
     return defs.resolve_job_def("generation")
 
 
+def _generation_recon():
+    """``generation_job`` as a step process or a worker rebuilds it: from this file."""
+    from dagster._core.definitions.reconstruct import ReconstructableJob
+
+    return ReconstructableJob.for_file(__file__, "generation_job")
+
+
 def _execute_step_as_a_worker(instance: dg.DagsterInstance, slug: str) -> str:
     """Run the candidate_sql step of a new run the way a dagster-celery worker does (``execute_plan`` on the
     step alone): no orchestrator claimed a pool slot for it. Returns the run id."""
     from dagster._core.execution.api import create_execution_plan, execute_plan
 
-    recon = dg.reconstructable(generation_job)
+    recon = _generation_recon()
     tags = {"dagster/partition": str(dg.MultiPartitionKey({"gold": GOLD, "model": slug}))}
     plan = create_execution_plan(recon, step_keys_to_execute=["candidate_sql"])
     run = instance.create_run_for_job(recon.get_definition(), execution_plan=plan, tags=tags)
