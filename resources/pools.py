@@ -45,7 +45,7 @@ GENERATION_POOL = "llm_generation"
 POOL_PREFIX = "llm."
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9._@-]+")
 WAIT_POLL_S = 0.5  # between two claims of a waiting step: a few storage queries each
-HELD, FREED = "holding", "freed"  # the words of the log lines that open and close a holding
+HELD, FREED = "holding", "giving back"  # the words of the log lines that open and close a holding
 
 
 POOLED_KINDS = ("litellm", "http")  # models that call a provider or a service over the network
@@ -120,10 +120,11 @@ def claim_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
     Dagster's queue of pending steps decides whose turn it is (the UI's Concurrency page shows the step
     waiting), as in ``claim_concurrency_slot``; taking the slot itself is one conditional UPDATE (the row is
     taken only while it is still free), so two processes claiming at the same instant never both get it.
-    Dagster's own ``_claim_concurrency_slot`` selects a free row and then updates it by id; on PostgreSQL
-    (an AUTOCOMMIT connection: the ``FOR UPDATE`` lock ends with the SELECT) two claimers both take the last
-    slot about one time in ten when they claim at once (``tests/test_pools.py`` reproduces it). A step that
-    holds its slot already asks again harmlessly: it gets True and no second slot."""
+    Dagster's own ``_claim_concurrency_slot`` (1.13.27) selects a free row, then updates it by id whoever
+    holds it by then (on PostgreSQL the ``FOR UPDATE`` lock ends with the SELECT: the connection is in
+    AUTOCOMMIT): two claimers at the same instant are both told they hold the last slot, about one time in
+    ten on PostgreSQL and one in two on SQLite (``tests/test_pools.py`` reproduces it). A step that holds its
+    slot already asks again harmlessly: it gets True and no second slot."""
     from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 
     if not isinstance(storage, SqlEventLogStorage):  # another storage: its own claim (no SQL to fix)
@@ -179,15 +180,19 @@ def _wait_for_slot(storage, pool: str, run_id: str, step_key: str, limit: int | 
 @contextmanager
 def holding_slot(storage, pool: str, run_id: str, step_key: str, *, limit: int | None, log) -> Iterator[None]:
     """Hold one slot of ``pool`` for (``run_id``, ``step_key``) while inside, waiting for one, and free it
-    on the way out (also on error or interruption). ``log`` gets one line when the slot is held and one when
-    it is freed (``HELD``/``FREED``: the scale-out test reads the holdings from them)."""
+    on the way out (also on error or interruption, and while still waiting). ``log`` gets one line once the
+    slot is held and one just before it is given back (``HELD``/``FREED``; the scale-out test reads the
+    holdings from them: the logged span lies inside the real one, so spans that overlap really did)."""
+    held = False
     try:
         _wait_for_slot(storage, pool, run_id, step_key, limit, log)
+        held = True
         log.info("%s a slot of pool %s (step %s)", HELD, pool, step_key)
         yield
     finally:
-        storage.free_concurrency_slot_for_step(run_id, step_key)
-        log.info("%s the slot of pool %s (step %s)", FREED, pool, step_key)
+        if held:
+            log.info("%s the slot of pool %s (step %s)", FREED, pool, step_key)
+        storage.free_concurrency_slot_for_step(run_id, step_key)  # also a pending (waiting) claim
 
 
 @contextmanager
@@ -206,9 +211,9 @@ def hold_pool_slot(context: dg.AssetExecutionContext, pool: str, limits: Mapping
 
 
 def executor_holds_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
-    """Whether (``run_id``, ``step_key``) holds a slot of ``pool`` already: the in-process and multiprocess
-    executors claim the step's own pool before they start it; dagster-celery's (and other step launchers'
-    executors) claim nothing."""
+    """Whether (``run_id``, ``step_key``) holds a slot of ``pool`` now. The in-process, multiprocess and
+    dagster-celery executors claim a step's own pool before they start it (in the run's process); a claim
+    that lost the slot to another made at the same instant (Dagster's claim double-books) shows no row."""
     claimed = storage.get_concurrency_info(pool).claimed_slots
     return any(slot.run_id == run_id and slot.step_key == step_key for slot in claimed)
 
@@ -216,10 +221,11 @@ def executor_holds_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
 @contextmanager
 def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int]) -> Iterator[None]:
     """Hold a slot of the step's own pool (``pool=`` on the asset, e.g. ``llm_generation``) whatever the
-    executor: when the executor already claimed it for this run and step (in-process, multiprocess), nothing
-    is done; else (Celery) it is claimed here, under the step's own key (so a claim the executor makes is the
-    same claim, never a second slot), and freed on the way out. With ``concurrency: pools: granularity: run``
-    the run queue enforces pools per run, and nothing is claimed here either."""
+    executor: when the executor holds it for this run and step, nothing is done; else (an executor that claims
+    none, or whose claim lost the slot to another at the same instant) it is claimed here, under the step's
+    own key (the executor's pending claim and this one are one claim, never two slots), and freed on the way
+    out. With ``concurrency: pools: granularity: run`` the run queue enforces pools per run, and nothing is
+    claimed here either."""
     from dagster._core.instance.config import PoolGranularity
 
     step = context.get_step_execution_context().step

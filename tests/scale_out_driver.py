@@ -30,14 +30,17 @@ def _execute(fn_name: str, run_config: dict, tags: dict[str, str]) -> dg.JobExec
         return dg.execute_job(job, instance=instance, run_config=run_config, tags=tags)
 
 
-HOLDING_RE = re.compile(r"^(holding|freed) (?:a|the) slot of pool (\S+) \(step ([^,)]+)(, claimed by the executor)?\)")
+HOLDING_RE = re.compile(
+    r"^(holding|giving back) (?:a|the) slot of pool (\S+) \(step ([^,)]+)(, claimed by the executor)?\)"
+)
 
 
 def _step_report(instance: dg.DagsterInstance, run_id: str) -> tuple[set[str], list[tuple[float, float]], list[dict]]:
     """The Celery workers that executed the run's steps, the generation step's (start, end) times, and the
     pool slots its steps held: ``{"pool", "step", "by", "start", "end"}`` from the steps' own log lines
-    (``resources.pools``: "holding a slot of pool …" when held, "freed the slot of pool …" when given back;
-    a slot the executor claimed is held until the step ends)."""
+    (``resources.pools``: "holding a slot of pool …" once held, "giving back the slot of pool …" just before
+    it is freed, so the logged span lies inside the real one; a slot the executor claimed is held from before
+    the step starts until after it ends: its span is the step's)."""
     workers: set[str] = set()
     starts: dict[str, float] = {}
     spans: list[tuple[float, float]] = []

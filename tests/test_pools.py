@@ -237,7 +237,7 @@ def test_a_step_no_executor_claimed_for_claims_its_pool_slot_waits_for_it_and_gi
     assert any(m.startswith("step candidate_sql holds no slot of pool llm_generation") for m in messages), messages
     assert any(m.startswith("waiting for a slot of pool llm_generation") for m in messages), messages
     assert any(m.startswith("holding a slot of pool llm_generation (step candidate_sql)") for m in messages)
-    assert any(m.startswith("freed the slot of pool llm_generation (step candidate_sql)") for m in messages)
+    assert any(m.startswith("giving back the slot of pool llm_generation (step candidate_sql)") for m in messages)
     holders = {s.run_id for s in storage.get_concurrency_info(GENERATION_POOL).claimed_slots}
     assert holders == {f"other-{n}" for n in range(1, limit)}  # its own slot was given back
 

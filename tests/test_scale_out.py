@@ -13,7 +13,7 @@ two offline models and two litellm models behind ONE scripted OpenAI-compatible 
 provider pool of limit 1, a 0.4 s delay per reply. The verdicts agree row for row with the local run's. The
 four runs go at once (one orchestrating process each), and the pools hold across the two workers:
 - the provider pool: the server never had two requests in flight, and the two litellm runs' holdings of the
-  pool (the generation steps' "holding a slot …" / "freed the slot …" log lines) never overlap. Only
+  pool (the generation steps' "holding a slot …" / "giving back the slot …" log lines) never overlap. Only
   llm-exact sets ``max_concurrency: 1``: the machine-wide in-flight slots do not cover llm-off's calls, so
   nothing but the pool keeps the two runs apart;
 - ``llm_generation``: every generation step held a slot of it (claimed by dagster-celery's executor, or by
