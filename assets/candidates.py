@@ -19,7 +19,7 @@ from nl2sql_pipeline.results.frames import (
     candidates_to_frame,
     cases_from_frame,
 )
-from resources.pools import GENERATION_POOL, hold_pool_slot, pool_limits, provider_pool
+from resources.pools import GENERATION_POOL, hold_pool_slot, hold_step_pool, pool_limits, provider_pool
 from resources.settings import EvalSettings
 
 
@@ -37,7 +37,8 @@ class GenerationRunConfig(dg.Config):
     io_manager_key="parquet_io_manager",
     pool=GENERATION_POOL,
     description="Candidate SQL per case, sample and candidate, generated through litellm (cached). Each step holds "
-    "a slot of its provider's pool (llm.<provider>@<api_base>, limit from models.yml) whatever launched it; "
+    "a slot of llm_generation and of its provider's pool (llm.<provider>@<api_base>, limit from models.yml) "
+    "whatever launched it and whatever executor runs it; "
     "calls in flight (max_concurrency) and requests and tokens per minute are held under each provider's "
     "limits by slots and a limiter shared by every run on the machine.",
 )
@@ -52,9 +53,13 @@ def candidate_sql(
     quarantine = gold_quarantine(gold, cases)
     scored = scored_cases(cases, quarantine)
     spec = get_model(model)
-    pool = provider_pool(spec)
-    # a quarantined case is not generated (never paid for); a replay file is read whole (it answers every case)
-    with hold_pool_slot(context, pool, pool_limits()) if pool is not None else nullcontext():
+    pool, limits = provider_pool(spec), pool_limits()
+    # the step's llm_generation slot (claimed here when the executor claimed none, as on Celery), then its
+    # provider's; a quarantined case is not generated (never paid for); a replay file is read whole
+    with (
+        hold_step_pool(context, limits),
+        hold_pool_slot(context, pool, limits) if pool is not None else nullcontext(),
+    ):
         records, summary = generate_for_gold_set(
             cases if spec.is_replay else scored,
             model,

@@ -7,6 +7,14 @@ instance's op concurrency, so the limit holds for runs of the ``evaluate_model``
 "Materialize" and asset backfills (``__ASSET_JOB``), sensors, schedules and ``nl2sql-eval run`` alike;
 the UI's Concurrency page shows each pool, its limit and who holds it.
 
+Whatever executor runs the step: the provider's slot is claimed by the step itself, through the instance's
+event-log storage (SQLite, or PostgreSQL shared by every process and machine); ``llm_generation`` is claimed
+by the executor (in-process, multiprocess and dagster-celery's claim the step's pool before they start it)
+and, where the step finds no slot of it under its own run and key (an executor that claims none, or a claim
+lost to another made at the same instant), by the step (:func:`hold_step_pool`). A slot is taken by one
+conditional UPDATE (:func:`claim_slot`): Dagster's own claim double-books the last slot when two processes
+claim at once.
+
 A provider pool's limit is the largest ``limits.max_concurrency`` among the models of
 ``data/models.yml`` behind it (1 when none sets it): never more of its generation steps at once than
 could have a call in flight. ``llm_generation`` gets the sum of the provider limits plus one (the
@@ -36,7 +44,8 @@ logger = logging.getLogger(__name__)
 GENERATION_POOL = "llm_generation"
 POOL_PREFIX = "llm."
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9._@-]+")
-MAX_WAIT_POLL_S = 2.0
+WAIT_POLL_S = 0.5  # between two claims of a waiting step: a few storage queries each
+HELD, FREED = "holding", "giving back"  # the words of the log lines that open and close a holding
 
 
 POOLED_KINDS = ("litellm", "http")  # models that call a provider or a service over the network
@@ -105,34 +114,144 @@ def _set_pool_limit(storage, pool: str, limit: int, attempts: int = 6) -> bool:
     return False
 
 
+def claim_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
+    """Try once to claim a slot of ``pool`` for (``run_id``, ``step_key``); True when the step holds one.
+
+    Dagster's queue of pending steps decides whose turn it is (the UI's Concurrency page shows the step
+    waiting), as in ``claim_concurrency_slot``; taking the slot itself is one conditional UPDATE (the row is
+    taken only while it is still free), so two processes claiming at the same instant never both get it.
+    Dagster's own ``_claim_concurrency_slot`` (1.13.27) selects a free row, then updates it by id whoever
+    holds it by then (on PostgreSQL the ``FOR UPDATE`` lock ends with the SELECT: the connection is in
+    AUTOCOMMIT): two claimers at the same instant are both told they hold the last slot, about one time in
+    ten on PostgreSQL and one in two on SQLite (``tests/test_pools.py`` reproduces it). A step that holds its
+    slot already asks again harmlessly: it gets True and no second slot."""
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    if not isinstance(storage, SqlEventLogStorage):  # another storage: its own claim (no SQL to fix)
+        return bool(storage.claim_concurrency_slot(pool, run_id, step_key, 0).is_claimed)
+    if not storage.has_pending_step(concurrency_key=pool, run_id=run_id, step_key=step_key):
+        storage.add_pending_step(
+            concurrency_key=pool,
+            run_id=run_id,
+            step_key=step_key,
+            priority=0,
+            should_assign=storage.has_unassigned_slots(pool),
+        )
+    status = storage.check_concurrency_claim(pool, run_id, step_key)
+    if status.is_claimed:
+        return True
+    if not status.is_assigned:
+        return False
+    return _take_free_slot(storage, pool, run_id, step_key)
+
+
+def _take_free_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
+    """Mark one free slot row of ``pool`` as (``run_id``, ``step_key``)'s, atomically (False when none is free)."""
+    import sqlalchemy as sa
+    from dagster._core.storage.event_log.schema import ConcurrencySlotsTable as Slots
+
+    free = sa.and_(Slots.c.concurrency_key == pool, Slots.c.step_key.is_(None), Slots.c.deleted.is_(False))
+    with storage.index_connection() as conn:
+        for (slot_id,) in conn.execute(sa.select(Slots.c.id).where(free).order_by(Slots.c.id)).fetchall():
+            taken = conn.execute(
+                Slots.update().where(sa.and_(Slots.c.id == slot_id, free)).values(run_id=run_id, step_key=step_key)
+            )
+            if taken.rowcount:
+                return True
+    return False
+
+
+def _wait_for_slot(storage, pool: str, run_id: str, step_key: str, limit: int | None, log) -> None:
+    """Claim a slot of ``pool`` for (``run_id``, ``step_key``) (:func:`claim_slot`), polling until one is free."""
+    waited_since, told = time.monotonic(), False
+    while not claim_slot(storage, pool, run_id, step_key):
+        if not told:
+            log.info(
+                "waiting for a slot of pool %s (limit %s): other steps hold them",
+                pool,
+                limit if limit is not None else "?",
+            )
+            told = True
+        time.sleep(WAIT_POLL_S)
+    if told:
+        log.info("got a slot of pool %s after %.1f s", pool, time.monotonic() - waited_since)
+
+
+@contextmanager
+def holding_slot(storage, pool: str, run_id: str, step_key: str, *, limit: int | None, log) -> Iterator[None]:
+    """Hold one slot of ``pool`` for (``run_id``, ``step_key``) while inside, waiting for one, and free it
+    on the way out (also on error or interruption, and while still waiting). ``log`` gets one line once the
+    slot is held and one just before it is given back (``HELD``/``FREED``; the scale-out test reads the
+    holdings from them: the logged span lies inside the real one, so spans that overlap really did)."""
+    held = False
+    try:
+        _wait_for_slot(storage, pool, run_id, step_key, limit, log)
+        held = True
+        log.info("%s a slot of pool %s (step %s)", HELD, pool, step_key)
+        yield
+    finally:
+        if held:
+            log.info("%s the slot of pool %s (step %s)", FREED, pool, step_key)
+        storage.free_concurrency_slot_for_step(run_id, step_key)  # also a pending (waiting) claim
+
+
 @contextmanager
 def hold_pool_slot(context: dg.AssetExecutionContext, pool: str, limits: Mapping[str, int]) -> Iterator[None]:
     """Hold one slot of ``pool`` for the run's current step, waiting for one; ``limits`` (every pool's, from
     :func:`pool_limits`) are written into the instance first."""
-    instance, run_id = context.instance, context.run_id
-    storage = instance.event_log_storage
+    storage = context.instance.event_log_storage
     if not storage.supports_global_concurrency_limits:
         context.log.warning("this instance's storage has no pools: %s is not limited", pool)
         yield
         return
-    sync_pool_limits(instance, limits)
+    sync_pool_limits(context.instance, limits)
     step_key = f"{context.op_execution_context.op.name}[{pool}]"
-    waited_since, told = time.monotonic(), False
-    try:
-        while True:
-            status = storage.claim_concurrency_slot(pool, run_id, step_key, 0)
-            if status.is_claimed:
-                break
-            if not told:
-                context.log.info(
-                    "waiting for a slot of pool %s (limit %d): other runs of this provider hold them",
-                    pool,
-                    limits[pool],
-                )
-                told = True
-            time.sleep(min(MAX_WAIT_POLL_S, max(0.1, status.sleep_interval or 0.5)))
-        if told:
-            context.log.info("got a slot of pool %s after %.1f s", pool, time.monotonic() - waited_since)
+    with holding_slot(storage, pool, context.run_id, step_key, limit=limits.get(pool), log=context.log):
         yield
-    finally:
-        storage.free_concurrency_slot_for_step(run_id, step_key)
+
+
+def executor_holds_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
+    """Whether (``run_id``, ``step_key``) holds a slot of ``pool`` now. The in-process, multiprocess and
+    dagster-celery executors claim a step's own pool before they start it (in the run's process); a claim
+    that lost the slot to another made at the same instant (Dagster's claim double-books) shows no row."""
+    claimed = storage.get_concurrency_info(pool).claimed_slots
+    return any(slot.run_id == run_id and slot.step_key == step_key for slot in claimed)
+
+
+@contextmanager
+def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int]) -> Iterator[None]:
+    """Hold a slot of the step's own pool (``pool=`` on the asset, e.g. ``llm_generation``) whatever the
+    executor: when the executor holds it for this run and step, nothing is done; else (an executor that claims
+    none, or whose claim lost the slot to another at the same instant) it is claimed here, under the step's
+    own key (the executor's pending claim and this one are one claim, never two slots), and freed on the way
+    out. With ``concurrency: pools: granularity: run`` the run queue enforces pools per run, and nothing is
+    claimed here either."""
+    from dagster._core.instance.config import PoolGranularity
+
+    step = context.get_step_execution_context().step
+    storage = context.instance.event_log_storage
+    pool = step.pool
+    if pool is None or not storage.supports_global_concurrency_limits:
+        yield
+        return
+    if storage.get_pool_config().pool_granularity == PoolGranularity.RUN:
+        yield
+        return
+    if executor_holds_slot(storage, pool, context.run_id, step.key):
+        context.log.info("%s a slot of pool %s (step %s, claimed by the executor)", HELD, pool, step.key)
+        yield
+        return
+    sync_pool_limits(context.instance, limits)  # the pool has its limit before the claim (else it has no slots)
+    if pool not in limits and storage.get_concurrency_info(pool).slot_count == 0:
+        storage.initialize_concurrency_limit_to_default(pool)  # as the executors do: the instance's default
+        if storage.get_concurrency_info(pool).slot_count == 0:  # no default limit: the pool limits nothing
+            yield
+            return
+    context.log.info(
+        "step %s holds no slot of pool %s (its executor claimed none, or lost the slot to a claim at the same "
+        "instant): claiming one",
+        step.key,
+        pool,
+    )
+    with holding_slot(storage, pool, context.run_id, step.key, limit=limits.get(pool), log=context.log):
+        yield

@@ -267,6 +267,11 @@ class FakeLLMServer:
         with self._lock:
             return len(self.requests)
 
+    def reset_peak(self) -> None:
+        """Start counting ``max_in_flight`` afresh (from the requests in flight now)."""
+        with self._lock:
+            self.max_in_flight = self.in_flight
+
     def arrival_times(self) -> list[float]:
         with self._lock:
             return [r.arrived for r in self.requests]

@@ -3,14 +3,15 @@
 Usage: ``python tests/scale_out_driver.py GOLD CELERY_CONFIG_JSON MODEL...`` with the deployment's environment
 (``DAGSTER_HOME`` with ``deploy/dagster.yaml``, ``NL2SQL_HOME``, ``NL2SQL_ASSETS_URL``, the S3 endpoint).
 It runs the sample database, then the gold version, then every model at once (one run each, one process each),
-each with the ``celery_executor``; the generation pool is limited to one slot first. The last line of stdout
-is a JSON report: each run's id and success, the workers that executed steps, each run's scores, and when
-each generation step started and ended.
+each with the ``celery_executor``; the pools get their limits from models.yml first. The last line of stdout
+is a JSON report: each run's id and success, the workers that executed steps, each run's scores, when each
+generation step started and ended, the pool slots the generation steps held (and when), and the pool limits.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ from scale_out_jobs import JOB_FILE
 
 from assets.sensors import register_partitions
 from nl2sql_pipeline.results.read import load_scores
-from resources.pools import GENERATION_POOL, sync_pool_limits
+from resources.pools import pool_limits, sync_pool_limits
 
 
 def _execute(fn_name: str, run_config: dict, tags: dict[str, str]) -> dg.JobExecutionResult:
@@ -29,13 +30,38 @@ def _execute(fn_name: str, run_config: dict, tags: dict[str, str]) -> dg.JobExec
         return dg.execute_job(job, instance=instance, run_config=run_config, tags=tags)
 
 
-def _step_report(instance: dg.DagsterInstance, run_id: str) -> tuple[set[str], list[tuple[float, float]]]:
-    """The Celery workers that executed the run's steps, and the generation step's (start, end) times."""
+HOLDING_RE = re.compile(
+    r"^(holding|giving back) (?:a|the) slot of pool (\S+) \(step ([^,)]+)(, claimed by the executor)?\)"
+)
+
+
+def _step_report(instance: dg.DagsterInstance, run_id: str) -> tuple[set[str], list[tuple[float, float]], list[dict]]:
+    """The Celery workers that executed the run's steps, the generation step's (start, end) times, and the
+    pool slots its steps held: ``{"pool", "step", "by", "start", "end"}`` from the steps' own log lines
+    (``resources.pools``: "holding a slot of pool …" once held, "giving back the slot of pool …" just before
+    it is freed, so the logged span lies inside the real one; a slot the executor claimed is held from before
+    the step starts until after it ends: its span is the step's)."""
     workers: set[str] = set()
     starts: dict[str, float] = {}
     spans: list[tuple[float, float]] = []
+    held: dict[tuple[str, str], dict] = {}
+    holdings: list[dict] = []
     for record in instance.all_logs(run_id):
         event = record.dagster_event
+        match = HOLDING_RE.match(record.user_message or "") if event is None else None
+        if match is not None:
+            verb, pool, step, by_executor = match.groups()
+            if verb == "holding":
+                held[(pool, step)] = {
+                    "pool": pool,
+                    "step": step,
+                    "by": "executor" if by_executor else "step",
+                    "start": record.timestamp,
+                    "end": None,
+                }
+            elif (pool, step) in held:
+                holdings.append(held.pop((pool, step)) | {"end": record.timestamp})
+            continue
         if event is None:
             continue
         if event.is_engine_event and event.engine_event_data is not None:
@@ -47,15 +73,17 @@ def _step_report(instance: dg.DagsterInstance, run_id: str) -> tuple[set[str], l
                 starts[run_id] = record.timestamp
             elif event.is_step_success or event.is_step_failure:
                 spans.append((starts[run_id], record.timestamp))
-    return workers, spans
+                for key in [k for k, h in held.items() if h["by"] == "executor"]:
+                    holdings.append(held.pop(key) | {"end": record.timestamp})
+    holdings += list(held.values())  # never given back: end None (the test fails on it)
+    return workers, spans, holdings
 
 
 def main(gold: str, celery_config: str, models: list[str]) -> int:
     run_config = {"execution": {"config": json.loads(celery_config)}}
     with dg.DagsterInstance.get() as instance:
         register_partitions(instance)
-        sync_pool_limits(instance)
-        instance.event_log_storage.set_concurrency_slots(GENERATION_POOL, 1)
+        sync_pool_limits(instance)  # as `nl2sql-eval run` and the partition sensor do (models.yml's limits)
 
     results: dict[str, dg.JobExecutionResult] = {}
     results["sample_database"] = _execute("sample_database_job", run_config, {})
@@ -76,17 +104,19 @@ def main(gold: str, celery_config: str, models: list[str]) -> int:
             run_id, success = json.loads(out.strip().splitlines()[-1])
             runs[slug] = (run_id, success and proc.returncode == 0)
 
-    report: dict = {"runs": {}, "workers": [], "scores": {}, "generation_steps": []}
+    report: dict = {"runs": {}, "workers": [], "scores": {}, "generation_steps": [], "holdings": [], "limits": {}}
     workers: set[str] = set()
     with dg.DagsterInstance.get() as instance:
         for name, (run_id, success) in runs.items():
             report["runs"][name] = {"run_id": run_id, "success": success}
-            used, spans = _step_report(instance, run_id)
+            used, spans, holdings = _step_report(instance, run_id)
             workers |= used
             report["generation_steps"] += spans
+            report["holdings"] += [h | {"run": name} for h in holdings]
             if name in models and success:
                 _identity, scores = load_scores(gold, name, run_id=run_id)
                 report["scores"][name] = scores.as_dict()
+        report["limits"] = {pool: limit for pool, limit in pool_limits().items()}
     report["workers"] = sorted(workers)
     print(json.dumps(report, default=str))
     return 0

@@ -7,9 +7,17 @@
 - every step on Celery workers through a Redis broker (``dagster-celery``, Debian's ``redis-server`` on a free
   loopback port), two workers.
 
-Two offline models are evaluated on a small gold set there, and with ``nl2sql-eval run`` on a local storage
-root; the verdicts agree row for row. The two models' runs go at once (one orchestrating process each); the
-generation pool is not enforced across Celery workers (dagster-celery's executor claims no pool slots).
+Four models are evaluated on a small gold set there, and with ``nl2sql-eval run`` on a local storage root:
+two offline models and two litellm models behind ONE scripted OpenAI-compatible server on loopback
+(``tests/fake_llm_server.py``, in this process; the workers call it over TCP), deterministic answers, one
+provider pool of limit 1, a 0.4 s delay per reply. The verdicts agree row for row with the local run's. The
+four runs go at once (one orchestrating process each), and the pools hold across the two workers:
+- the provider pool: the server never had two requests in flight, and the two litellm runs' holdings of the
+  pool (the generation steps' "holding a slot …" / "giving back the slot …" log lines) never overlap. Only
+  llm-exact sets ``max_concurrency: 1``: the machine-wide in-flight slots do not cover llm-off's calls, so
+  nothing but the pool keeps the two runs apart;
+- ``llm_generation``: every generation step held a slot of it (claimed by dagster-celery's executor, or by
+  the step where it holds none), never more at once than its limit.
 A package that cannot be had skips the test with its reason (``.ci/run`` installs ``redis-server``).
 """
 
@@ -27,14 +35,24 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from eval_support import copy_data, query_case, register_gold_set, seed_sample_database
+from eval_support import append_models, copy_data, query_case, register_gold_set, seed_sample_database
+from fake_llm_server import FakeLLMServer, Reply, last_user_message
 
 from nl2sql_pipeline.paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 GOLD = "scale-v1"
-MODELS = ("gold-echo", "sql-mutant")
+OFFLINE = ("gold-echo", "sql-mutant")
+LLM = ("llm-exact", "llm-off")  # litellm models behind ONE scripted OpenAI-compatible server: one provider pool
+MODELS = (*OFFLINE, *LLM)
+REPLY_DELAY_S = 0.4  # per reply: a generation step of three cases takes over a second, so overlap would show
+CASES = {
+    "tv": "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'",
+    "movies": "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title",
+    "recent": "SELECT COUNT(*) AS n FROM anime WHERE season_year = 2025",
+}
+WRONG = {"recent": "SELECT COUNT(*) AS n FROM anime WHERE season_year = 2024"}  # what llm-off answers instead
 BUCKET = "nl2sql-scale"
 DEPLOY_YAML = PROJECT_ROOT / "deploy" / "dagster.yaml"
 TESTS = Path(__file__).resolve().parent
@@ -150,21 +168,66 @@ def _comparable(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _llm_models(api_base: str) -> str:
+    """The two litellm models' ``models.yml`` entries. Only llm-exact sets ``max_concurrency: 1``; llm-off sets no
+    limit (one call at a time in its own run): the machine-wide in-flight slots (``max_concurrency``) then
+    cover llm-exact's calls only, so nothing but the provider pool (limit 1, the largest ``max_concurrency``
+    behind the server) keeps the two runs' calls apart."""
+    entry = (
+        "  {slug}:\n    kind: litellm\n    model: openai/{slug}\n    api_base: {api_base}\n"
+        "    api_key_env: FAKE_PROVIDER_KEY\n    prompt_template: nl2sql-v1\n    params: {{temperature: 0}}\n"
+        '    version: "1"\n    retry: {{max_retries: 0}}\n{limits}'
+    )
+    return entry.format(slug=LLM[0], api_base=api_base, limits="    limits: {max_concurrency: 1}\n") + entry.format(
+        slug=LLM[1], api_base=api_base, limits=""
+    )
+
+
+def _answer(index: int, body: dict) -> Reply:
+    """llm-exact answers every case with its gold SQL; llm-off gets ``recent`` wrong (the same every time)."""
+    case_id = last_user_message(body).strip().removeprefix("q ")
+    sql = (WRONG if body.get("model") == LLM[1] else {}).get(case_id, CASES.get(case_id))
+    if sql is None:
+        return Reply.text("I do not know how to answer that.", delay_s=REPLY_DELAY_S)
+    return Reply.sql(sql, delay_s=REPLY_DELAY_S)
+
+
+def _overlapping(spans: list[tuple[float, float]]) -> list[tuple]:
+    """The pairs of (start, end) spans that overlap in time."""
+    ordered = sorted(spans)
+    return [(a, b) for a, b in zip(ordered, ordered[1:], strict=False) if b[0] < a[1]]
+
+
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The largest number of (start, end) spans open at one instant."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])  # an end before a start
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
 @pytest.mark.timeout(900)
-def test_two_models_on_celery_workers_with_s3_parquet_match_the_local_run(
+def test_four_models_on_celery_workers_with_s3_parquet_match_the_local_run_and_the_pools_hold(
     postgres, redis_url, s3_env, tmp_path, sample_database
 ):
     _require("dagster_celery")
     data = copy_data(tmp_path / "data")
-    cases = [
-        query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'"),
-        query_case("movies", "SELECT title FROM anime WHERE format = 'Movie' AND season_year = 2025 ORDER BY title"),
-        query_case("recent", "SELECT COUNT(*) AS n FROM anime WHERE season_year = 2025"),
-    ]
+    cases = [query_case(case_id, sql) for case_id, sql in CASES.items()]
     register_gold_set(data, GOLD, cases, description="scale-out")
+    # on loopback in this process: the CLI's run and the Celery workers (other processes) call it
+    server = FakeLLMServer(responder=_answer).start()
+    append_models(data, _llm_models(server.api_base))
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NL2SQL_", "DAGSTER_"))}
-    base |= {"NL2SQL_DATA": str(data), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    base |= {"NL2SQL_DATA": str(data), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "FAKE_PROVIDER_KEY": "k"}
+    try:
+        _check_scale_out(server, base, data, postgres, redis_url, s3_env, tmp_path, sample_database, len(cases))
+    finally:
+        server.stop()
 
+
+def _check_scale_out(server, base, data, postgres, redis_url, s3_env, tmp_path, sample_database, n_cases):
     # the local run: nl2sql-eval run on a local storage root, in process
     local_home = tmp_path / "local"
     seed_sample_database(local_home, sample_database)
@@ -172,6 +235,8 @@ def test_two_models_on_celery_workers_with_s3_parquet_match_the_local_run(
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     local = {r["model"]: r for r in json.loads(done.stdout)["runs"]}
     assert set(local) == set(MODELS)
+    assert server.hits == len(LLM) * n_cases
+    server.reset_peak()
 
     # the distributed run: PostgreSQL instance, Parquet on S3, steps on two Celery workers
     home = tmp_path / "scale"
@@ -256,16 +321,31 @@ def test_two_models_on_celery_workers_with_s3_parquet_match_the_local_run(
         with fs.open(remote, "rb") as handle:
             distributed = pd.read_parquet(handle)
         on_local = pd.read_parquet(local_home / "assets" / "case_verdicts" / f"gold={GOLD}" / f"model={slug}.parquet")
-        assert len(distributed) == len(cases)
+        assert len(distributed) == n_cases
         pd.testing.assert_frame_equal(_comparable(distributed), _comparable(on_local), check_dtype=False)
 
-    # scores: gold-echo is exact on both; the two models' scores agree with the local run's
+    # scores agree with the local run's; gold-echo and llm-exact are exact, llm-off misses one case of three
     for slug in MODELS:
         for metric in ("semantic_correctness_rate", "sql_execution_success_rate"):
             assert report["scores"][slug][metric] == local[slug]["scores"][metric], (slug, metric)
     assert report["scores"]["gold-echo"]["semantic_correctness_rate"] == 1.0
+    assert report["scores"][LLM[0]]["semantic_correctness_rate"] == 1.0
+    assert report["scores"][LLM[1]]["semantic_correctness_rate"] == pytest.approx(2 / 3)
 
-    # Not asserted: that the generation pool (one slot) holds across the workers. dagster-celery 0.29.27's
-    # executor claims no pool slots, and the two runs' generation steps were seen to overlap (README,
-    # *Deployment*: pools are enforced by the in-process and multiprocess executors only).
-    assert len(report["generation_steps"]) == 2
+    # the provider pool holds across the two workers: the server never had two calls at once, and the two
+    # litellm runs' holdings of the provider's pool (limit 1) never overlapped
+    assert server.hits == 2 * len(LLM) * n_cases  # the distributed run asked every case again (its own cache)
+    assert server.max_in_flight == 1, server.max_in_flight
+    holdings = report["holdings"]
+    assert all(h["end"] is not None for h in holdings), holdings  # every slot was given back
+    provider = [h for h in holdings if h["pool"].startswith("llm.openai@http_127.0.0.1_")]
+    assert sorted(h["run"] for h in provider) == sorted(LLM), holdings
+    assert report["limits"][provider[0]["pool"]] == 1
+    assert not _overlapping([(h["start"], h["end"]) for h in provider]), provider
+
+    # every generation step held a slot of llm_generation (claimed by the executor, or by the step where the
+    # executor claims none), and never more of them at once than its limit
+    generation = [h for h in holdings if h["pool"] == "llm_generation"]
+    assert sorted(h["run"] for h in generation) == sorted(MODELS), holdings
+    assert _most_at_once([(h["start"], h["end"]) for h in generation]) <= report["limits"]["llm_generation"]
+    assert len(report["generation_steps"]) == len(MODELS)
