@@ -23,6 +23,8 @@ class EvalSettings(dg.ConfigurableResource):
     test_suite_variants: int = 3  # database variants per case for test-suite accuracy (0: off)
     test_suite_seed: int = 0  # the seed the variants are drawn from
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
+    paraphrases: int = 0  # paraphrases asked per query case (paraphrase_verdicts; 0: off)
+    perturb: str = ""  # schema perturbation kinds, comma-separated (perturbation_verdicts; "": off)
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)
@@ -50,6 +52,12 @@ class EvalSettings(dg.ConfigurableResource):
         """The gate thresholds of a run of ``model``: these settings over the model's own ``gates:`` over the
         defaults (``runs.gates.DEFAULT_GATES``)."""
         return thresholds_for_model(self.given_thresholds(), model)
+
+    def perturb_kinds(self) -> tuple[str, ...]:
+        """The perturbation kinds of ``perturb`` (validated: an unknown kind raises PerturbationError)."""
+        from nl2sql_pipeline.robustness.perturb import parse_kinds
+
+        return parse_kinds(self.perturb)
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""

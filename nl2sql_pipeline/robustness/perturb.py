@@ -246,6 +246,19 @@ class PerturbationPlan:
         return out
 
 
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """Kinds from ``KIND[,KIND]`` (``all``: every kind); raises PerturbationError naming an unknown one."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    if kinds == ["all"]:
+        return PERTURBATION_KINDS
+    unknown = [k for k in kinds if k not in PERTURBATION_KINDS]
+    if unknown:
+        raise PerturbationError(
+            f"unknown perturbation kind {unknown[0]!r}; choose from {', '.join(PERTURBATION_KINDS)} or 'all'"
+        )
+    return tuple(dict.fromkeys(kinds))
+
+
 def _split_words(name: str) -> list[str]:
     return [w for w in re.split(r"_+", name) if w]
 
