@@ -295,12 +295,16 @@ def _measure_robustness(
     """Materialize the switched-on robustness assets of each model (downstream of its case verdicts)."""
     from assets.robustness import paraphrase_verdicts, perturbation_verdicts
 
-    selection = [a.key for a, on in ((paraphrase_verdicts, paraphrases > 0), (perturbation_verdicts, bool(perturb))) if on]
+    selection = [
+        a.key for a, on in ((paraphrase_verdicts, paraphrases > 0), (perturbation_verdicts, bool(perturb))) if on
+    ]
     settings = {"policy": policy, "isolated": isolated, "paraphrases": paraphrases, "perturb": perturb}
     for slug in slugs:
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
-        result = _materialize(selection, instance, partition_key=key, settings=settings, tags=run_tags_for_partition(key))
+        result = _materialize(
+            selection, instance, partition_key=key, settings=settings, tags=run_tags_for_partition(key)
+        )
         outcome.stage_seconds[f"robustness:{slug}"] = time.perf_counter() - started
         if not result.success:
             outcome.failures.append(f"{slug}: robustness: {_failure_text(result)}")

@@ -8,34 +8,16 @@ variant's database: a perturbed copy is introspected), then the policy gate and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.execution import SandboxLimits
 from nl2sql_pipeline.generation import GenerationCache, generate_candidates, get_model, prompt_context_for_cases
 from nl2sql_pipeline.policy.gate import PolicyGate
+from nl2sql_pipeline.robustness.records import VariantVerdict
 from nl2sql_pipeline.robustness.variant_cases import VariantCase
 from nl2sql_pipeline.stages import execute_attempts, judge
 from nl2sql_pipeline.stages.records import OracleRow, attempts_from_candidates
-
-
-@dataclass(frozen=True)
-class VariantVerdict:
-    """The verdict of one variant: its gold case, measurement, family and label, the question asked, the SQL
-    answered and the outcome."""
-
-    case_id: str
-    measurement: str
-    family: str
-    label: str
-    question: str
-    database: str
-    generated_sql: str | None
-    outcome: str
-    correct: bool
-    reason: str | None
-    mutation: str | None = None
 
 
 def evaluate_variants(

@@ -304,14 +304,14 @@ def _unique(name: str, taken: set[str]) -> str:
 
 def _renamed(schema: SourceSchema, kind: str) -> tuple[TablePlan, ...]:
     if kind == KIND_ABBREVIATE:
-        table_name = column_name = lambda n: _by_words(n, rename_word_abbreviate)  # noqa: E731
+        table_name = column_name = lambda n: _by_words(n, rename_word_abbreviate)
     elif kind == KIND_SYNONYM:
-        table_name = column_name = lambda n: _by_words(n, rename_word_synonym)  # noqa: E731
+        table_name = column_name = lambda n: _by_words(n, rename_word_synonym)
     elif kind == KIND_CAMEL_CASE:
         table_name = lambda n: camel(n, upper_first=True)  # noqa: E731
         column_name = camel
     else:
-        table_name = column_name = lambda n: n  # noqa: E731
+        table_name = column_name = lambda n: n
     taken_tables: set[str] = set()
     plans = []
     for table in schema.tables:
@@ -356,7 +356,7 @@ def _is_numeric(data_type: str) -> bool:
 # ------------------------------------------------------------------------------------------------ the SQL
 
 
-def qualify_schema(schema: SourceSchema) -> dict[str, dict[str, str]]:
+def qualify_schema(schema: SourceSchema) -> dict[str, object]:
     """The ``{table: {column: type}}`` mapping ``qualify`` resolves columns against (tables of ``main``)."""
     return {t.name: {c.name: c.data_type for c in t.columns} for t in schema.tables if t.schema == "main"}
 
@@ -432,7 +432,12 @@ def perturbation_fingerprint(source: Path, kind: str) -> str:
 def perturbed_path(source: Path, kind: str) -> Path:
     """Where ``kind``'s copy of ``source`` lives under the storage root."""
     source = Path(source).resolve()
-    return paths.storage_root() / "perturbed" / f"{source.stem}-{perturbation_fingerprint(source, kind)}" / f"{kind}.duckdb"
+    return (
+        paths.storage_root()
+        / "perturbed"
+        / f"{source.stem}-{perturbation_fingerprint(source, kind)}"
+        / f"{kind}.duckdb"
+    )
 
 
 @dataclass
@@ -479,11 +484,11 @@ def build_perturbed(source: Path, target: Path, schema: SourceSchema, plan: Pert
             assert table_plan is not None
             _copy_table(con, database, table, table_plan, plan)
         for source_name, name in plan.distractor_tables:
-            table = schema.table(source_name, "main")
-            assert table is not None
+            copied = plan.table(source_name)
+            assert copied is not None
             con.execute(
                 f"CREATE TABLE {quote(database)}.main.{quote(name)} AS SELECT * FROM "
-                f"{quote(database)}.main.{quote(plan.table(source_name).name)} "  # type: ignore[union-attr]
+                f"{quote(database)}.main.{quote(copied.name)} "
                 f"USING SAMPLE {int(DISTRACTOR_SHARE * 100)} PERCENT (bernoulli, 7)"
             )
         con.execute(f"DETACH {SOURCE_ALIAS}")
@@ -504,7 +509,9 @@ def _copy_table(con: duckdb.DuckDBPyConnection, database: str, table: Table, tab
         f"{quote(new)} {types[old]}{'' if nullable[old] else ' NOT NULL'}" for old, new in table_plan.columns
     ]
     if table.primary_key:
-        definitions.append(f"PRIMARY KEY ({', '.join(quote(table_plan.column_name(c) or c) for c in table.primary_key)})")
+        definitions.append(
+            f"PRIMARY KEY ({', '.join(quote(table_plan.column_name(c) or c) for c in table.primary_key)})"
+        )
     for fk in table.foreign_keys:
         parent = plan.table(fk.parent)
         if parent is None or parent.source.lower() == table.name.lower():

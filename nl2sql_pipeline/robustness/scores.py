@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from nl2sql_pipeline.robustness.evaluate import VariantVerdict
-from nl2sql_pipeline.robustness.variant_cases import MEASUREMENT_PARAPHRASE, MEASUREMENT_PERTURBATION
+from nl2sql_pipeline.robustness.records import MEASUREMENT_PARAPHRASE, MEASUREMENT_PERTURBATION, VariantVerdict
 
 VERDICT_COLUMNS: tuple[str, ...] = tuple(VariantVerdict.__dataclass_fields__)
 
@@ -158,7 +157,7 @@ def variant_verdicts_from_frame(frame: pd.DataFrame) -> list[VariantVerdict]:
         for name in ("generated_sql", "reason", "mutation"):
             if values[name] is not None and pd.isna(values[name]):
                 values[name] = None
-        out.append(VariantVerdict(**values))  # type: ignore[arg-type]
+        out.append(VariantVerdict(**values))
     return out
 
 

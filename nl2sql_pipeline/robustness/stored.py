@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nl2sql_pipeline.robustness.evaluate import VariantVerdict
+import pandas as pd
+
+from nl2sql_pipeline.robustness.records import VariantVerdict
 from nl2sql_pipeline.robustness.scores import (
     ParaphraseScores,
     PerturbationScores,
     base_verdicts,
     paraphrase_scores,
     perturbation_scores,
+    scores_summary,
     variant_verdicts_from_frame,
 )
-from nl2sql_pipeline.storage.layout import partition_path
+from nl2sql_pipeline.storage.layout import model_partitions, partition_path
 from nl2sql_pipeline.storage.parquet import read_parquet
 
 if TYPE_CHECKING:
@@ -48,3 +53,28 @@ def load_robustness(
         paraphrase_scores(paraphrased, base) if paraphrased else None,
         perturbation_scores(perturbed, base) if perturbed else None,
     )
+
+
+def leaderboard_columns(gold_set: str, model: str, root: AnyPath | None = None) -> dict[str, Any]:
+    """The leaderboard's robustness columns of a partition: paraphrase consistency and the worst accuracy drop
+    over the perturbation kinds measured (None when not measured)."""
+    paraphrase, perturbation = load_robustness(gold_set, model, root)
+    summary = scores_summary(paraphrase, perturbation)
+    return {
+        "paraphrase_consistency": summary.get("paraphrase_consistency"),
+        "perturbation_worst_drop": summary.get("perturbation_worst_drop"),
+    }
+
+
+def export_robustness(
+    out_dir: Path, fmt: str, write: Callable[[pd.DataFrame, Path, str], Path], root: AnyPath | None = None
+) -> list[Path]:
+    """``robustness_verdicts.<fmt>``: every stored paraphrase and perturbation verdict (none: no file)."""
+    frames = [
+        read_parquet(path)
+        for asset in (PARAPHRASE_ASSET, PERTURBATION_ASSET)
+        for _, _, path in model_partitions(asset, root)
+    ]
+    if not frames:
+        return []
+    return [write(pd.concat(frames, ignore_index=True), out_dir / f"robustness_verdicts.{fmt}", fmt)]

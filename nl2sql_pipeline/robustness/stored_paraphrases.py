@@ -116,8 +116,10 @@ def generate_paraphrases(
 
     spec = get_model(model)
     if spec.is_offline or spec.is_replay or spec.is_system:
-        raise ConfigError(f"model {model}: paraphrases are written by a litellm chat model, not an offline model, "
-                          "a predictions file or a system")
+        raise ConfigError(
+            f"model {model}: paraphrases are written by a litellm chat model, not an offline model, "
+            "a predictions file or a system"
+        )
     versions = stored_versions(gold_set)
     if versions and not new_version:
         latest = max(versions)

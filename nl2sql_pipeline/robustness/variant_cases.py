@@ -18,13 +18,11 @@ from nl2sql_pipeline.execution import SandboxLimits, held_sandboxes
 from nl2sql_pipeline.generation.offline_requests import VARIANT_MARK
 from nl2sql_pipeline.robustness.paraphrase import DEFAULT_TYPO_RATE, paraphrases_for
 from nl2sql_pipeline.robustness.perturb import PerturbationError, PerturbedDatabase, ensure_perturbed, rewrite_sql
+from nl2sql_pipeline.robustness.records import MEASUREMENT_PARAPHRASE, MEASUREMENT_PERTURBATION
 from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages.records import OracleRow
 
 logger = logging.getLogger(__name__)
-
-MEASUREMENT_PARAPHRASE = "paraphrase"
-MEASUREMENT_PERTURBATION = "perturbation"
 
 
 @dataclass(frozen=True)
