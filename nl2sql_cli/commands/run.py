@@ -240,13 +240,12 @@ def _detailed_report(gold_set: str, runs: list[dict]) -> str:
 
 def _robustness_report(gold_set: str, runs: list[dict]) -> str:
     """Each model's stored robustness results (paraphrase consistency, perturbation drop)."""
-    from nl2sql_pipeline.robustness.report import robustness_lines
-    from nl2sql_pipeline.robustness.stored import load_robustness
+    from types import SimpleNamespace
 
-    lines = ["", "== robustness =="]
-    for run in runs:
-        lines.extend(robustness_lines(run["model"], *load_robustness(gold_set, run["model"])))
-    return "\n".join(lines)
+    from nl2sql_pipeline.robustness.report import stored_robustness_lines
+
+    parts = [SimpleNamespace(gold_set=gold_set, model=run["model"]) for run in runs]
+    return "\n".join(["", "== robustness ==", *stored_robustness_lines(parts)])
 
 
 def _check_inputs(gold_set: str) -> int | None:

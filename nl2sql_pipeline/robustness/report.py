@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
+from typing import Protocol
 
 from nl2sql_pipeline.robustness.scores import ParaphraseScores, PerturbationScores
+
+class _RunLike(Protocol):
+    gold_set: str
+    model: str
+
 
 MAX_LISTED = 20
 """At most this many flipping or breaking cases are listed per section (the rest are counted)."""
@@ -114,3 +121,20 @@ def robustness_html(model: str, paraphrase: ParaphraseScores | None, perturbatio
         out.append("</table>")
     out.append("</section>")
     return "".join(out)
+
+
+def stored_robustness_html(runs: Iterable[_RunLike]) -> str:
+    """The HTML sections of every run's stored robustness results ('' where none is stored)."""
+    from nl2sql_pipeline.robustness.stored import load_robustness
+
+    return "".join(robustness_html(run.model, *load_robustness(run.gold_set, run.model)) for run in runs)
+
+
+def stored_robustness_lines(runs: Iterable[_RunLike]) -> list[str]:
+    """The console lines of every run's stored robustness results (empty where none is stored)."""
+    from nl2sql_pipeline.robustness.stored import load_robustness
+
+    lines: list[str] = []
+    for run in runs:
+        lines.extend(robustness_lines(run.model, *load_robustness(run.gold_set, run.model)))
+    return lines
