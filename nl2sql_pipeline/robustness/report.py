@@ -8,6 +8,7 @@ from typing import Protocol
 
 from nl2sql_pipeline.robustness.scores import ParaphraseScores, PerturbationScores
 
+
 class _RunLike(Protocol):
     gold_set: str
     model: str
