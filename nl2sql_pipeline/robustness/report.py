@@ -10,8 +10,13 @@ from nl2sql_pipeline.robustness.scores import ParaphraseScores, PerturbationScor
 
 
 class _RunLike(Protocol):
-    gold_set: str
-    model: str
+    """A stored run, or anything naming a gold set and a model."""
+
+    @property
+    def gold_set(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
 
 
 MAX_LISTED = 20
