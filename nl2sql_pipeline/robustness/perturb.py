@@ -57,7 +57,7 @@ KIND_CAMEL_CASE = "camel_case"
 KIND_REORDER = "reorder_columns"
 KIND_DISTRACTORS = "distractors"
 PERTURBATION_KINDS: tuple[str, ...] = (KIND_ABBREVIATE, KIND_SYNONYM, KIND_CAMEL_CASE, KIND_REORDER, KIND_DISTRACTORS)
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 """Bump when a plan or the build changes: every cached perturbed database is then built again."""
 DISTRACTOR_SHARE = 0.3
 """Share of a table's rows its ``_archive`` distractor holds."""
@@ -340,7 +340,13 @@ def plan_perturbation(schema: SourceSchema, kind: str) -> PerturbationPlan:
     with_distractors = []
     for plan, table in zip(tables, schema.tables, strict=True):
         columns = {c.lower() for _, c in plan.columns}
-        numeric = [c for c in table.columns if _is_numeric(c.data_type) and c.name.lower() not in table.key_columns]
+        numeric = [
+            c
+            for c in table.columns
+            if _is_numeric(c.data_type)
+            and c.name.lower() not in table.key_columns
+            and not c.name.lower().endswith("id")
+        ]
         extra = tuple((c.name, _unique(f"legacy_{c.name}", columns)) for c in numeric[:2])
         with_distractors.append(TablePlan(plan.source, plan.name, plan.columns, extra))
     distractor_tables = tuple(
