@@ -178,15 +178,16 @@ def paraphrases_for(
     """``count`` paraphrases of ``question``: the families in turn (``template``, ``reorder``, ``synonym``,
     ``typo``, then ``llm`` when ``stored`` model paraphrases exist), a family's second one after each
     family had its first. A stored paraphrase is used once; the deterministic ones are drawn again with
-    another number. Paraphrases that come out identical to the question are kept: the question is asked as
-    is (a re-run of it, answered by the cache) and counts for its family."""
+    another number. A rewording identical to the question (no clause to move, no word of the vocabulary) is
+    not a paraphrase, nor is a repeat of an earlier one: that family gives way to the next (the same prompt
+    would also share the other question's cache entry)."""
     families: list[tuple[str, Paraphraser | None]] = [*FAMILIES]
     if stored:
         families.append((FAMILY_LLM, None))
     out: list[Paraphrase] = []
     numbers: dict[str, int] = {}
     slot = 0
-    while len(out) < count and slot < count * len(families):
+    while len(out) < count and slot < 4 * count * len(families):
         name, function = families[slot % len(families)]
         slot += 1
         number = numbers.get(name, 0) + 1
@@ -199,5 +200,7 @@ def paraphrases_for(
         else:
             text = function(question, paraphrase_rng(case_id, name, number))
         numbers[name] = number
+        if text.strip() == question.strip() or any(p.question == text for p in out):
+            continue
         out.append(Paraphrase(name, number, text))
     return out
