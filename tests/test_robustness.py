@@ -184,7 +184,8 @@ def test_the_rewritten_gold_returns_the_original_rows_for_every_built_in_case_an
 
 
 @pytest.mark.integration
-def test_model_paraphrases_are_generated_once_through_litellm_and_never_regenerated(data_copy):
+def test_model_paraphrases_are_generated_once_through_litellm_and_never_regenerated(data_copy, capsys):
+    from nl2sql_cli.main import main
     from nl2sql_pipeline.cases import case_from_dict
     from nl2sql_pipeline.gold.registry import load_gold_set
     from nl2sql_pipeline.robustness.stored_paraphrases import generate_paraphrases, stored_paraphrases
@@ -207,11 +208,15 @@ def test_model_paraphrases_are_generated_once_through_litellm_and_never_regenera
             data_copy, f"  writer:\n    kind: litellm\n    model: openai/writer\n    api_base: {server.api_base}\n"
         )
         gold = load_gold_set("para")
-        path = generate_paraphrases("para", "writer", gold, count=2)
-        assert server.hits == 2
+        assert main(["gold", "paraphrase", "--gold-set", "para", "--model", "writer", "--count", "2"]) == 0
+        path = data_copy / "gold" / "paraphrases" / "para.v1.jsonl"
+        assert server.hits == 2 and path.is_file()
+        before = path.read_bytes()
+        assert main(["gold", "paraphrase", "--gold-set", "para", "--model", "writer"]) == 2  # refused: exists
+        assert "never regenerated: pass --new-version" in capsys.readouterr().err
         with pytest.raises(ConfigError, match="never regenerated: pass --new-version"):
             generate_paraphrases("para", "writer", gold, count=2)
-        assert server.hits == 2
+        assert server.hits == 2 and path.read_bytes() == before
         second = generate_paraphrases("para", "writer", gold, count=1, new_version=True)
     assert (
         path.name == "para.v1.jsonl"
