@@ -248,6 +248,14 @@ def _robustness_report(gold_set: str, runs: list[dict]) -> str:
     return "\n".join(["", "== robustness ==", *stored_robustness_lines(parts)])
 
 
+def _robustness_summary(gold_set: str, runs: list[dict]) -> dict[str, dict]:
+    """Each model's robustness headline numbers (consistency, accuracy per family, drop per kind) for --json."""
+    from nl2sql_pipeline.robustness.scores import scores_summary
+    from nl2sql_pipeline.robustness.stored import load_robustness
+
+    return {run["model"]: scores_summary(*load_robustness(gold_set, run["model"])) for run in runs}
+
+
 def _check_inputs(gold_set: str) -> int | None:
     """Validate the gold set and its databases before any materialization: the exit code of a problem, else None."""
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
@@ -404,6 +412,7 @@ def run_evaluation(
                     "asset_check_messages": outcome.check_messages,
                     "reused": outcome.reused,
                     "re_evaluated": outcome.unreadable,
+                    **({"robustness": _robustness_summary(gold_set, runs)} if paraphrases > 0 or perturb else {}),
                 },
                 default=str,
                 indent=2,

@@ -7,6 +7,7 @@ variant's database: a perturbed copy is introspected), then the policy gate and 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from nl2sql_pipeline.robustness.records import VariantVerdict
 from nl2sql_pipeline.robustness.variant_cases import VariantCase
 from nl2sql_pipeline.stages import execute_attempts, judge
 from nl2sql_pipeline.stages.records import OracleRow, attempts_from_candidates
+
+logger = logging.getLogger(__name__)
 
 
 def evaluate_variants(
@@ -35,6 +38,9 @@ def evaluate_variants(
     if not variants:
         return []
     spec = get_model(model)
+    if spec.is_replay:  # a predictions file answers only the questions it was made for
+        logger.warning("%s replays a predictions file: it cannot answer robustness variants; none measured", model)
+        return []
     cases = [v.case for v in variants]
     records = generate_candidates(
         cases,
