@@ -302,3 +302,20 @@ def test_a_rewording_identical_to_the_question_or_to_another_paraphrase_is_not_a
     found = paraphrases_for("c1", question, 6)
     assert len(found) == 6 and {p.family for p in found} == {"template", "typo"}
     assert len({p.question for p in found}) == 6 and question not in {p.question for p in found}
+
+
+def test_a_system_answers_variants_too_the_reference_system_with_gold_echo_behind_it_stays_exact(seeded_home):
+    from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
+    from nl2sql_pipeline.robustness.evaluate import evaluate_variants
+    from nl2sql_pipeline.robustness.variant_cases import paraphrase_oracle, paraphrase_variants, perturbation_variants
+    from nl2sql_pipeline.stages import run_oracle
+
+    cases = [c for c in load_gold_set("multidomain-v1") if not c.is_probe][:4]
+    resolve = case_databases("multidomain-v1")
+    oracle = run_oracle(cases, resolve)
+    paraphrased = paraphrase_variants(cases, 2)
+    perturbed, perturbed_oracle, _ = perturbation_variants(cases, ["camel_case"], resolve, oracle)
+    verdicts = evaluate_variants(
+        paraphrased, paraphrase_oracle(paraphrased, oracle), "reference-python", resolve
+    ) + evaluate_variants(perturbed, perturbed_oracle, "reference-python", resolve)
+    assert len(verdicts) == 12 and all(v.correct for v in verdicts), [v for v in verdicts if not v.correct]

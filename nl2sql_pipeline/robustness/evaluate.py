@@ -46,7 +46,7 @@ def evaluate_variants(
         cases,
         spec,
         cache=GenerationCache() if use_cache else None,
-        context=None if spec.is_system else prompt_context_for_cases(cases, resolve_database=resolve_database),
+        context=prompt_context_for_cases(cases, resolve_database=resolve_database),
         samples=1,
         resolve_database=resolve_database,
     )
