@@ -41,9 +41,8 @@ class ReferenceSystemError(Exception):
 def _schema(request: SystemRequest) -> SchemaContext:
     if request.schema_context is not None:
         return request.schema_context
-    from nl2sql_pipeline.generation.prompt_context import build_prompt_context
-
     from nl2sql_pipeline.databases.resolve import require_database
+    from nl2sql_pipeline.generation.prompt_context import build_prompt_context
 
     texts = build_prompt_context([request.database], resolve_database=require_database).databases[request.database]
     return SchemaContext(texts.schema_text, texts.semantic_text, texts.reference_date)
