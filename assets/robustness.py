@@ -71,6 +71,7 @@ def paraphrase_verdicts(
         policy=eval_settings.policy,
         limits=eval_settings.limits(),
         config=eval_settings.compare_config(),
+        isolated=eval_settings.isolated,
     )
     frame = variant_verdicts_to_frame(verdicts, gold_set=gold, model=model, run_id=context.run_id)
     metadata = _summary_metadata(frame, case_verdicts, "paraphrase")
@@ -113,6 +114,7 @@ def perturbation_verdicts(
         policy=eval_settings.policy,
         limits=eval_settings.limits(),
         config=eval_settings.compare_config(),
+        isolated=eval_settings.isolated,
     )
     frame = variant_verdicts_to_frame(verdicts, gold_set=gold, model=model, run_id=context.run_id)
     failed = [f"{c.case_id} ({c.kind}): {c.reason}" for c in checks if not c.ok]

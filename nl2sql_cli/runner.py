@@ -278,7 +278,9 @@ def evaluate(
             continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
     if paraphrases > 0 or perturb:
-        _measure_robustness(instance, gold_set, list(outcome.scores), outcome, policy, isolated, paraphrases, perturb)
+        _measure_robustness(
+            instance, gold_set, list(outcome.scores), outcome, policy, isolated, paraphrases, perturb, lock_wait_s
+        )
     return outcome
 
 
@@ -291,8 +293,10 @@ def _measure_robustness(
     isolated: bool,
     paraphrases: int,
     perturb: str,
+    lock_wait_s: float | None = DEFAULT_LOCK_WAIT_S,
 ) -> None:
-    """Materialize the switched-on robustness assets of each model (downstream of its case verdicts)."""
+    """Materialize the switched-on robustness assets of each model (downstream of its case verdicts), holding
+    the partition's lock as its evaluation does."""
     from assets.robustness import paraphrase_verdicts, perturbation_verdicts
 
     selection = [
@@ -302,9 +306,14 @@ def _measure_robustness(
     for slug in slugs:
         key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
         started = time.perf_counter()
-        result = _materialize(
-            selection, instance, partition_key=key, settings=settings, tags=run_tags_for_partition(key)
-        )
+        try:
+            with partition_lock(gold_set, slug, timeout_s=lock_wait_s, what_for="robustness"):
+                result = _materialize(
+                    selection, instance, partition_key=key, settings=settings, tags=run_tags_for_partition(key)
+                )
+        except LockTimeoutError as exc:
+            outcome.failures.append(f"{slug}: robustness: {exc}")
+            continue
         outcome.stage_seconds[f"robustness:{slug}"] = time.perf_counter() - started
         if not result.success:
             outcome.failures.append(f"{slug}: robustness: {_failure_text(result)}")

@@ -33,8 +33,10 @@ def evaluate_variants(
     limits: SandboxLimits = SandboxLimits(),
     config: CompareConfig = CompareConfig(),
     use_cache: bool = True,
+    isolated: bool = False,
 ) -> list[VariantVerdict]:
-    """Generate, execute and judge every variant for ``model``; one verdict per variant, in order."""
+    """Generate, execute and judge every variant for ``model``; one verdict per variant, in order (``isolated``:
+    candidates run in a killable worker process, as ``execute_attempts`` says)."""
     if not variants:
         return []
     spec = get_model(model)
@@ -51,7 +53,7 @@ def evaluate_variants(
         resolve_database=resolve_database,
     )
     gate = PolicyGate(resolve_database, policy)
-    executed = execute_attempts(cases, attempts_from_candidates(records), gate, limits)
+    executed = execute_attempts(cases, attempts_from_candidates(records), gate, limits, isolated=isolated)
     verdicts = {v.case_id: v for v in judge(cases, oracle, executed, config, resolve_database, limits)}
     out = []
     for variant in variants:
