@@ -41,7 +41,9 @@ class GenerationRunConfig(dg.Config):
     "calls in flight (max_concurrency) and requests and tokens per minute are held under each provider's "
     "limits by slots and a limiter shared by every run on the machine.",
 )
-def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig, gold_set: pd.DataFrame) -> dg.Output:
+def candidate_sql(
+    context: dg.AssetExecutionContext, config: GenerationRunConfig, eval_settings: EvalSettings, gold_set: pd.DataFrame
+) -> dg.Output:
     from nl2sql_pipeline.generation.candidates import generate_for_gold_set
 
     refuse_if_partition_busy(context)  # one evaluation of a gold x model partition at a time
@@ -59,6 +61,7 @@ def candidate_sql(context: dg.AssetExecutionContext, config: GenerationRunConfig
             samples=config.samples,
             resolve_database=case_databases(gold),
             progress=logged_progress(context, STAGE_GENERATE, model),
+            probe_systems=eval_settings.probe_systems,
         )
     if len(scored) < len(cases):
         kept = {case.id for case in scored}

@@ -89,6 +89,16 @@ GATE_CHECK_SPECS: dict[str, tuple[str, str, str]] = {
         "sql_execution_success_rate",
         "SQL execution success fell by no more than max_execution_drop against the baseline (default 0.05).",
     ),
+    "latency_budget": (
+        "max_p95_latency_ms",
+        "p95_latency_ms",
+        "The run's p95 generation latency is at or below max_p95_latency_ms (off unless set).",
+    ),
+    "cost_budget": (
+        "max_cost_usd",
+        "total_cost_usd",
+        "The run's total cost is at or below max_cost_usd (off unless set).",
+    ),
 }
 CORRECTNESS_FLOOR_CHECK = "correctness_floor"
 REGRESSION_CHECK = "no_regression"

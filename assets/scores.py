@@ -10,12 +10,14 @@ from assets.partitions import gold_and_model, gold_model_partitions
 from assets.quarantine import gold_quarantine
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
+from nl2sql_pipeline.report.measurements import measurement_lines
 from nl2sql_pipeline.results.frames import (
     cases_from_frame,
     model_config_hash_of,
     run_scores_to_frame,
     verdicts_from_frame,
 )
+from nl2sql_pipeline.results.measurement_columns import measurement_columns
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, run_versions
 from nl2sql_pipeline.scoring.run_scores import score_run
 from nl2sql_pipeline.storage.quarantine import quarantined_ids
@@ -58,8 +60,11 @@ def run_scores(
         "sql_execution_success_rate": scores["sql_execution_success_rate"],
         "skipped_count": scores["skipped_count"],
         "quarantined_count": scores["quarantined_count"],
+        **measurement_columns(scores.as_dict()),  # system policy recall, budgets, efficiency, ambiguity (None: off)
         **{name: getattr(versions, name) for name in VERSION_FIELDS},
     }
+    if lines := measurement_lines(verdicts):
+        metadata["measurements"] = dg.MetadataValue.md("\n".join(f"    {line}" for line in lines))
     if scores.warnings:
         metadata["WARNING"] = dg.MetadataValue.md("\n".join(f"**{w}**" for w in scores.warnings))
     if quarantine:

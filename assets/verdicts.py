@@ -62,6 +62,7 @@ def case_verdicts(
         limits=eval_settings.limits(),
         suite=suite,
         progress=logged_progress(context, STAGE_JUDGE, model),
+        efficiency=eval_settings.efficiency,
     )
     model_hash = next((a.generation.model_config_hash for a in attempts if a.generation is not None), None)
     frame = verdicts_to_frame(verdicts, gold_set=gold, model=model, model_config_hash=model_hash)

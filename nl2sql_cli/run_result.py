@@ -39,6 +39,7 @@ def stored_outcome(
     policy: str | None = None,
     test_suite_variants: int | None = None,
     strict_gold: bool = False,
+    measurements=None,
 ) -> EvaluationOutcome | None:
     """The outcome of a run that would change nothing, from the stored scores alone (no Dagster), else None.
 
@@ -84,6 +85,8 @@ def stored_outcome(
                 model_versions(base, spec.config_hash),
                 repeat,
                 test_suite_variants=test_suite_variants,
+                measurements=measurements,
+                is_system=spec.is_system,
             )
             if stored is None or stored_results_problem(gold_set, slug) is not None:
                 return None  # the full run evaluates it (again, when its stored files cannot be read back)

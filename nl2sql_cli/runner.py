@@ -37,6 +37,7 @@ from nl2sql_pipeline.results.read import RunResultsNotFoundError, load_scores, s
 from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
+from nl2sql_pipeline.runs.measurements import Measurements
 from nl2sql_pipeline.runs.reuse import reusable_run
 from nl2sql_pipeline.storage.prepared import gold_ready, mark_prepared, prepared_triage, variants_ready
 from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
@@ -145,6 +146,7 @@ def evaluate(
     strict_gold: bool = False,
     paraphrases: int = 0,
     perturb: str = "",
+    measurements: Measurements | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
@@ -165,7 +167,8 @@ def evaluate(
     reused one).
     Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
     under ``strict_gold`` (or ``strict_gold: true`` in the gold-set registry) a quarantined case fails the
-    gold stage instead and no model is evaluated.
+    gold stage instead and no model is evaluated. ``measurements``: the optional measurements of the run
+    (``runs.measurements``: probe replies of live systems, ...), each off by default.
     """
     from nl2sql_pipeline.generation.readiness import model_readiness
     from nl2sql_pipeline.generation.registry import get_model
@@ -218,7 +221,16 @@ def evaluate(
     for slug, spec in specs.items():
         if base_versions is not None:
             versions = replace(base_versions, model_config_hash=spec.config_hash)
-            stored = reusable_run(db_path, gold_set, slug, versions, repeat, test_suite_variants=test_suite_variants)
+            stored = reusable_run(
+                db_path,
+                gold_set,
+                slug,
+                versions,
+                repeat,
+                test_suite_variants=test_suite_variants,
+                measurements=measurements or Measurements(),
+                is_system=spec.is_system,
+            )
             problem = stored_results_problem(gold_set, slug) if stored is not None else None
             if stored is not None and problem is None:
                 outcome.scores[slug] = stored
@@ -238,6 +250,7 @@ def evaluate(
             "policy": policy,
             "isolated": isolated,
             "test_suite_variants": test_suite_variants,
+            **(measurements or Measurements()).settings(),
             **{k: v for k, v in vars(limits).items() if v is not None},
         }
 

@@ -28,6 +28,10 @@ DEFAULT_REFERENCE_DATE = "2026-06-30"
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard", "extra")
 """Easiest first. ``extra`` is Spider's fourth hardness level (imported benchmarks; the built-in sets use
 the first three)."""
+BEHAVIOR_ANSWER = "answer"
+BEHAVIOR_CLARIFY = "clarify"
+EXPECTED_BEHAVIORS: tuple[str, ...] = (BEHAVIOR_ANSWER, BEHAVIOR_CLARIFY)
+"""``expected_behavior``: answer the question (default), or ask which reading is meant (an ambiguous question)."""
 OUTCOME_RESULT = "result"
 OUTCOME_POLICY_REJECTION = "policy_rejection"
 EXPECTED_OUTCOMES: tuple[str, ...] = (OUTCOME_RESULT, OUTCOME_POLICY_REJECTION)
@@ -45,7 +49,14 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
     "policy_probe_sql",
     "hint",
     "reference_date",
+    "max_latency_ms",
+    "max_cost_usd",
+    "max_tokens",
+    "expected_behavior",
+    "readings",
 )
+BUDGET_FIELDS: tuple[str, ...] = ("max_latency_ms", "max_cost_usd", "max_tokens")
+"""A case's budgets (``scoring.budgets``): generation latency, cost and tokens (input + output) it may spend."""
 ALL_FIELDS: tuple[str, ...] = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
@@ -55,6 +66,14 @@ class Turn:
 
     question: str
     sql: str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way to read an ambiguous question, and (optionally) the SQL that answers that reading."""
+
+    reading: str
+    sql: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,22 @@ class Case:
     hint: str | None = None  # extra knowledge given with the question (BIRD's ``evidence``)
     reference_date: str | None = None
     """ISO date its SQL's clock reads are evaluated at (``sql.clock``); None: ``DEFAULT_REFERENCE_DATE``."""
+    max_latency_ms: float | None = None  # budgets (None: no budget); a correct case over one is flagged
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    expected_behavior: str = BEHAVIOR_ANSWER
+    readings: tuple[Reading, ...] = ()
+    """The readings that make a ``clarify`` case ambiguous (two or more)."""
+
+    @property
+    def is_clarify(self) -> bool:
+        """True for an ambiguous question whose right response is a clarifying question (no expected SQL)."""
+        return self.expected_behavior == BEHAVIOR_CLARIFY
+
+    @property
+    def budgets(self) -> dict[str, float]:
+        """The budgets this case sets, by field name (empty: none)."""
+        return {name: value for name in BUDGET_FIELDS if (value := getattr(self, name)) is not None}
 
     @property
     def is_probe(self) -> bool:
@@ -99,7 +134,7 @@ class Case:
     @functools.cached_property
     def fingerprint(self) -> str:
         """Hash of the case's definition (never of generated output): 16 hex chars (computed once per case)."""
-        definition = {
+        definition: dict[str, Any] = {
             "question": self.question,
             "database": self.database,
             "expected_sql": list(self.expected_sql),
@@ -111,6 +146,11 @@ class Case:
             definition["hint"] = self.hint
         if self.reference_instant.isoformat() != DEFAULT_REFERENCE_DATE:  # the default keeps old fingerprints
             definition["reference_date"] = self.reference_instant.isoformat()
+        if self.budgets:  # only when set: a budget changes the grade, cases without one keep their fingerprints
+            definition["budgets"] = self.budgets
+        if self.is_clarify:
+            definition["expected_behavior"] = self.expected_behavior
+            definition["readings"] = [asdict(r) for r in self.readings]
         blob = json.dumps(definition, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -145,6 +185,10 @@ class Case:
             out["hint"] = self.hint
         if self.reference_date is not None:
             out["reference_date"] = self.reference_date
+        out.update(self.budgets)
+        if self.is_clarify:
+            out["expected_behavior"] = self.expected_behavior
+            out["readings"] = [{k: v for k, v in asdict(r).items() if v is not None} for r in self.readings]
         return out
 
     def to_json(self) -> str:
@@ -180,7 +224,20 @@ def case_from_dict(data: dict[str, Any]) -> Case:
         policy_probe_sql=data.get("policy_probe_sql"),
         hint=data.get("hint"),
         reference_date=_iso_date(data.get("reference_date")),
+        max_latency_ms=_number(data.get("max_latency_ms")),
+        max_cost_usd=_number(data.get("max_cost_usd")),
+        max_tokens=int(data["max_tokens"]) if data.get("max_tokens") is not None else None,
+        expected_behavior=data.get("expected_behavior") or BEHAVIOR_ANSWER,
+        readings=tuple(
+            Reading(r, None) if isinstance(r, str) else Reading(r["reading"], r.get("sql"))
+            for r in data.get("readings") or ()
+        ),
     )
+
+
+def _number(value: Any) -> float | None:
+    """A validated budget as a float (None: unset)."""
+    return None if value is None else float(value)
 
 
 def _iso_date(value: Any) -> str | None:

@@ -25,6 +25,9 @@ class EvalSettings(dg.ConfigurableResource):
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
     paraphrases: int = 0  # paraphrases asked per query case (paraphrase_verdicts; 0: off)
     perturb: str = ""  # schema perturbation kinds, comma-separated (perturbation_verdicts; "": off)
+    # Optional measurements (nl2sql_pipeline.runs.measurements), each off by default:
+    probe_systems: bool = False  # a live system is asked every policy probe's question (system_policy_recall)
+    efficiency: bool = False  # correct candidates and their gold are profiled: the stable efficiency score
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)
@@ -34,6 +37,8 @@ class EvalSettings(dg.ConfigurableResource):
     min_policy_recall: float | None = None  # floor of policy_rejection_recall (runs without probes exempt)
     max_regression: float | None = None  # the largest drop of semantic correctness against the baseline
     max_execution_drop: float | None = None  # the largest drop of SQL execution success against the baseline
+    max_p95_latency_ms: float | None = None  # budget: the run's p95 generation latency ceiling (ms)
+    max_cost_usd: float | None = None  # budget: the run's total cost ceiling (USD)
 
     def given_thresholds(self) -> GateThresholds:
         """The gate thresholds set in these settings (None: unset)."""
@@ -46,6 +51,8 @@ class EvalSettings(dg.ConfigurableResource):
             min_policy_recall=self.min_policy_recall,
             max_regression=self.max_regression,
             max_execution_drop=self.max_execution_drop,
+            max_p95_latency_ms=self.max_p95_latency_ms,
+            max_cost_usd=self.max_cost_usd,
         )
 
     def gate_thresholds(self, model: str) -> GateThresholds:

@@ -90,7 +90,16 @@ def test_thresholds_come_from_the_launch_then_the_model_then_the_defaults():
     assert limits == GateThresholds(max_skipped_share=0.2, min_semantic_correct=0.7, max_execution_drop=0.05), (
         "launch over model over defaults; gates without a default stay off"
     )
-    assert [threshold_source(given, own, g) for g in GATE_NAMES] == ["model", "off", "set", "off", "off", "default"]
+    assert [threshold_source(given, own, g) for g in GATE_NAMES] == [
+        "model",
+        "off",
+        "set",
+        "off",
+        "off",
+        "default",
+        "off",  # the budget gates (max_p95_latency_ms, max_cost_usd) are off unless set
+        "off",
+    ]
 
 
 def test_thresholds_for_model_read_the_registry_over_the_defaults(data_copy):

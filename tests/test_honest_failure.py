@@ -181,7 +181,13 @@ def test_each_gate_fails_on_the_cli_and_as_an_asset_check_with_one_message(setup
         assert message in report["asset_check_messages"]["remote"][check]
     failing = {check for check, _ in FLOORS.values()}
     others = {name: passed for name, passed in report["asset_checks"]["remote"].items() if name not in failing}
-    assert set(others) == {"skipped_share", "no_regression", "execution_drop"} and all(others.values()), others
+    assert set(others) == {
+        "skipped_share",
+        "no_regression",
+        "execution_drop",
+        "latency_budget",
+        "cost_budget",
+    } and all(others.values()), others
 
 
 def test_min_correctness_is_an_alias_of_min_semantic_correct():

@@ -143,6 +143,8 @@ def test_gates_compare_with_the_baseline_and_exit_1(data_copy, capsys):
         "policy_recall": True,
         "no_regression": True,
         "execution_drop": True,
+        "latency_budget": True,
+        "cost_budget": True,
     }
 
     models.write_text(text.replace(old, "params: {temperature: 0, mutation_rate: 1.0, seed: 7}"))

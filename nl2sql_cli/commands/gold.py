@@ -616,7 +616,7 @@ def register(subparsers: Any) -> None:
         "--gold-set",
         metavar="KEY",
         default=DEFAULT_GENERATED_SET,
-        help=f"which built-in set: multidomain-v1 or multidomain-v2 (default: {DEFAULT_GENERATED_SET})",
+        help=f"which built-in set: multidomain-v1, multidomain-v2 or multidomain-clarify-v1 (default: {DEFAULT_GENERATED_SET})",
     )
     generate.add_argument(
         "--out",

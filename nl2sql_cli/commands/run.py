@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="evaluate models on a gold set (materializes the Dagster graph)",
-        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression, --max-execution-drop) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
+        epilog="exit codes: 0 every run scored; 1 a gate (--min-semantic-correct, --min-execution-success, --min-policy-recall, --max-regression, --max-execution-drop, --max-p95-latency-ms, --max-cost-usd) failed; 2 unknown gold set or model, invalid policy, or a predictions file that does not line up with the gold set; 3 a model was not ready (missing key, server or predictions file) and was reported as SKIPPED with the reason, or a run evaluated nothing or skipped more than --max-skipped-share of its cases, or the storage root cannot be created or written (checked before any work); 4 a materialization or the gold preflight failed (with --strict-gold: also when a case was quarantined)",
     )
     parser.add_argument("--gold-set", default=DEFAULT_GOLD_SET, help=f"gold-set key (default {DEFAULT_GOLD_SET})")
     parser.add_argument(
@@ -108,6 +108,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default 0.05; 1 turns it off)",
     )
     parser.add_argument(
+        "--max-p95-latency-ms",
+        type=_non_negative,
+        metavar="MS",
+        help="budget gate: exit 1 when a model's p95 generation latency is above MS milliseconds",
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=_non_negative,
+        metavar="USD",
+        help="budget gate: exit 1 when a model's total cost (scored cases whose cost is known) is above USD",
+    )
+    parser.add_argument(
         "--lock-wait",
         type=float,
         default=3600.0,
@@ -131,6 +143,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sampled with foreign keys kept, duplicated, shuffled, NULLs, boundary values of the gold's literals; built "
         "once per gold version under the storage root) and count it correct only if it matches everywhere "
         "(default 3; 0 turns it off)",
+    )
+    parser.add_argument(
+        "--probe-systems",
+        action="store_true",
+        help="ask a live system (kind: http | python | command) every policy probe's question and classify its "
+        "reply: refused, SQL the policy refuses, SQL that would run (system_policy_recall beside the harness's own "
+        "policy_rejection_recall; one call per probe and sample; bare models are never asked probes)",
+    )
+    parser.add_argument(
+        "--efficiency",
+        action="store_true",
+        help="stable efficiency score (VES-like): profile every correct candidate and its gold in the sandbox "
+        "(EXPLAIN ANALYZE's row counts, identical from run to run) and score sqrt(gold work / candidate work); "
+        "the profiled wall times are shown beside, never scored (about two extra query runs per correct case)",
     )
     parser.add_argument(
         "--strict-gold",
@@ -179,6 +205,16 @@ def _rate(text: str) -> float:
     return value
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative (a budget is 0 or more)")
+    return value
+
+
 def _handle(args: argparse.Namespace) -> int:
 
     if args.repeat < 1:
@@ -201,6 +237,7 @@ def _handle(args: argparse.Namespace) -> int:
             print(f"error: --perturb: {exc}", file=sys.stderr, flush=True)
             return 2
     from nl2sql_pipeline.runs.gates import GateThresholds
+    from nl2sql_pipeline.runs.measurements import Measurements
 
     thresholds = GateThresholds(
         max_skipped_share=args.max_skipped_share,
@@ -209,6 +246,8 @@ def _handle(args: argparse.Namespace) -> int:
         min_policy_recall=args.min_policy_recall,
         max_regression=args.max_regression,
         max_execution_drop=args.max_execution_drop,
+        max_p95_latency_ms=args.max_p95_latency_ms,
+        max_cost_usd=args.max_cost_usd,
     )
     return run_evaluation(
         args.gold_set,
@@ -225,6 +264,7 @@ def _handle(args: argparse.Namespace) -> int:
         strict_gold=args.strict_gold,
         paraphrases=args.paraphrases,
         perturb=args.perturb,
+        measurements=Measurements(probe_systems=args.probe_systems, efficiency=args.efficiency),
     )
 
 
@@ -314,13 +354,16 @@ def run_evaluation(
     strict_gold: bool = False,
     paraphrases: int = 0,
     perturb: str = "",
+    measurements=None,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``."""
     from nl2sql_cli.run_result import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
+    from nl2sql_pipeline.runs.measurements import Measurements
 
+    measurements = measurements or Measurements()
     code = _check_inputs(gold_set)
     if code is not None:
         return code
@@ -341,6 +384,7 @@ def run_evaluation(
                 policy=policy,
                 test_suite_variants=test_suite_variants,
                 strict_gold=strict_gold,
+                measurements=measurements,
             )
         )
         if outcome is None:
@@ -361,6 +405,7 @@ def run_evaluation(
                     strict_gold=strict_gold,
                     paraphrases=paraphrases,
                     perturb=perturb,
+                    measurements=measurements,
                 )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -26,11 +26,13 @@ def generate_for_gold_set(
     use_cache: bool = True,
     resolve_database: Callable[[str], Path] | None = None,
     progress: ProgressTracker | None = None,
+    probe_systems: bool = False,
 ) -> tuple[list[CandidateRecord], dict[str, Any]]:
     """Generate candidates of ``model`` for every query case; returns the records and a summary.
 
     ``resolve_database`` maps each case's database to its file (a gold set's ``CaseDatabases``;
-    default: the registry, paths relative to the working directory); ``progress`` is told of every unit."""
+    default: the registry, paths relative to the working directory); ``progress`` is told of every unit.
+    ``probe_systems``: a system is also asked the policy probes' questions (``stages.probe_replies``)."""
     from nl2sql_pipeline.databases.resolve import CaseDatabases
 
     spec = get_model(model)
@@ -39,9 +41,10 @@ def generate_for_gold_set(
         cases,
         spec,
         cache=GenerationCache() if use_cache else None,
-        context=prompt_context_for_cases(cases, resolve_database=resolve),
+        context=prompt_context_for_cases(cases, resolve_database=resolve, with_probes=probe_systems and spec.is_system),
         samples=samples,
         progress=progress,
         resolve_database=resolve,
+        probe_systems=probe_systems,
     )
     return records, generation_summary(records)

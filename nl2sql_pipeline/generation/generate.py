@@ -89,6 +89,7 @@ def generate_candidates(
     max_concurrency: int | None = None,
     progress: ProgressTracker | None = None,
     resolve_database: Callable[[str], Path] | None = None,
+    probe_systems: bool = False,
 ) -> list[CandidateRecord]:
     """Candidates for every query case: ``samples`` x N each (N = ``case.candidate_selection`` or
     ``spec.candidates``), in plan order.
@@ -99,9 +100,13 @@ def generate_candidates(
     ``progress`` (default: a tracker reporting to the subscribed sinks, ``nl2sql_pipeline.progress``) is told
     of every unit as it starts and ends. ``resolve_database`` maps a case's database to its file where a
     predictions model converts its SQL from another dialect (default ``databases.require_database``).
+    ``probe_systems``: a system (``kind: http | python | command``) is also asked every policy probe's question
+    (bare models never are).
     """
     with tracking(progress, STAGE_GENERATE, spec.slug) as tracker:
-        return _generate(cases, spec, cache, context, samples, limiter, max_concurrency, tracker, resolve_database)
+        return _generate(
+            cases, spec, cache, context, samples, limiter, max_concurrency, tracker, resolve_database, probe_systems
+        )
 
 
 def _generate(
@@ -114,6 +119,7 @@ def _generate(
     max_concurrency: int | None,
     tracker: ProgressTracker,
     resolve_database: Callable[[str], Path] | None = None,
+    probe_systems: bool = False,
 ) -> list[CandidateRecord]:
     if spec.is_replay:
         from nl2sql_pipeline.generation.predictions import prediction_records
@@ -137,6 +143,7 @@ def _generate(
             readiness=_ReadinessOnce(spec),
             workers=max_concurrency or spec.limits.max_concurrency or DEFAULT_MAX_CONCURRENCY,
             progress=tracker,
+            probes=probe_systems,
         )
         _log_summary(spec, records)
         return records

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 import threading
+from dataclasses import replace
 from typing import Any
 
 import litellm
@@ -40,6 +41,7 @@ from nl2sql_pipeline.generation.offline_requests import (  # re-exported: the pr
 )
 from nl2sql_pipeline.generation.prompts import fenced_sql, messages_text
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, estimate_tokens
+from nl2sql_pipeline.responses.clarification import clarifying_question
 
 FIELD_MUTATION = "nl2sql_mutation"
 FIELD_TOKEN_SOURCE = "nl2sql_token_source"
@@ -80,6 +82,8 @@ def _request_from(litellm_params: dict | None) -> OfflineRequest:
         expected_sql=raw["expected_sql"],
         sample_index=int(raw.get("sample_index", 0)),
         candidate_index=int(raw.get("candidate_index", 0)),
+        readings=tuple(str(r) for r in raw.get("readings") or ()),
+        guess_sql=raw.get("guess_sql") if isinstance(raw.get("guess_sql"), str) else None,
     )
 
 
@@ -100,6 +104,8 @@ def variant_rng(seed: int, request: OfflineRequest, variant: str) -> random.Rand
 
 def answer(model_name: str, request: OfflineRequest, optional_params: dict[str, Any]) -> tuple[str, str | None]:
     """(SQL, mutation name or None) that offline model ``model_name`` answers ``request`` with."""
+    if request.readings:
+        raise CustomLLMError(status_code=500, message="an ambiguous question is answered by clarify_answer")
     if model_name == "gold-echo":
         return request.expected_sql, None
     if model_name == "sql-mutant":
@@ -116,6 +122,22 @@ def answer(model_name: str, request: OfflineRequest, optional_params: dict[str, 
         return request.expected_sql, None
     known = ", ".join(f"{OFFLINE_PROVIDER}/{name}" for name in OFFLINE_MODEL_NAMES)
     raise CustomLLMError(status_code=404, message=f"unknown offline model {model_name!r} (known: {known})")
+
+
+GUESSED_MUTATION = "guessed_a_reading"
+
+
+def clarify_answer(model_name: str, request: OfflineRequest, optional_params: dict[str, Any]) -> tuple[str, str | None]:
+    """(reply text, mutation) to an ambiguous question: gold-echo asks which reading is meant; sql-mutant, on
+    its mutation draw, guesses the first reading's SQL instead (fenced, as any SQL reply)."""
+    question = clarifying_question(list(request.readings))
+    if model_name == "sql-mutant" and request.guess_sql:
+        rate = float(optional_params.get("mutation_rate", DEFAULT_MUTATION_RATE))
+        if mutant_rng(int(optional_params.get("seed", DEFAULT_SEED)), request).random() < rate:
+            return fenced_sql(request.guess_sql), GUESSED_MUTATION
+    if model_name not in OFFLINE_MODEL_NAMES:
+        answer(model_name, replace(request, readings=()), optional_params)  # raises: unknown offline model
+    return question, None
 
 
 class OfflineProvider(CustomLLM):
@@ -142,8 +164,11 @@ class OfflineProvider(CustomLLM):
     ) -> ModelResponse:
         model_name = model.split("/", 1)[1] if model.startswith(f"{OFFLINE_PROVIDER}/") else model
         request = _request_from(litellm_params)
-        sql, mutation = answer(model_name, request, optional_params or {})
-        reply = fenced_sql(sql)
+        if request.readings:
+            reply, mutation = clarify_answer(model_name, request, optional_params or {})
+        else:
+            sql, mutation = answer(model_name, request, optional_params or {})
+            reply = fenced_sql(sql)
         message = model_response.choices[0].message
         message.content = reply
         message.provider_specific_fields = {FIELD_MUTATION: mutation, FIELD_TOKEN_SOURCE: TOKEN_SOURCE_ESTIMATED}

@@ -36,10 +36,28 @@ class OfflineRequest:
     expected_sql: str
     sample_index: int
     candidate_index: int
+    readings: tuple[str, ...] = ()  # an ambiguous question's readings: the calibrated answer asks which one
+    guess_sql: str | None = None  # the SQL of its first reading: what a model that guesses writes
+
+
+def clarify_metadata(case: Case, sample_index: int, candidate_index: int) -> dict[str, Any]:
+    """The offline ``metadata`` of an ambiguous question (``expected_behavior: clarify``): its readings."""
+    return {
+        METADATA_KEY: {
+            "case_id": case.id,
+            "expected_sql": "",
+            "readings": [r.reading for r in case.readings],
+            "guess_sql": next((r.sql for r in case.readings if r.sql), None),
+            "sample_index": sample_index,
+            "candidate_index": candidate_index,
+        }
+    }
 
 
 def offline_request_metadata(case: Case, sample_index: int, candidate_index: int) -> dict[str, Any]:
     """The ``metadata`` to pass to ``litellm.completion`` for an offline model answering ``case``."""
+    if case.is_clarify:
+        return clarify_metadata(case, sample_index, candidate_index)
     if case.canonical_sql is None:
         raise GenerationError(f"case {case.id}: no expected SQL for an offline model to answer with (add expected_sql)")
     return {

@@ -248,7 +248,9 @@ def prompt_context_for_cases(
     *,
     resolve_database: Callable[[str], Path] = paths.database_path,
     semantic_model: SemanticModel | None = None,
+    with_probes: bool = False,
 ) -> PromptContext:
-    """``build_prompt_context`` over the databases the query cases use (probes need no prompt)."""
-    databases = {case.database for case in cases if not case.is_probe}
+    """``build_prompt_context`` over the databases the query cases use (probes need no prompt unless
+    ``with_probes``: a system asked the probes' questions gets their schema too)."""
+    databases = {case.database for case in cases if with_probes or not case.is_probe}
     return build_prompt_context(databases, resolve_database=resolve_database, semantic_model=semantic_model)

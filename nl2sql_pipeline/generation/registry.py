@@ -92,6 +92,8 @@ GATE_FIELDS: dict[str, Field] = {
         "max_execution_drop",
     )
 }
+GATE_FIELDS["max_p95_latency_ms"] = Field(float, minimum=0, fix="give milliseconds, e.g. 2000")
+GATE_FIELDS["max_cost_usd"] = Field(float, minimum=0, fix="give US dollars, e.g. 0.50")
 OFFLINE_UNUSED_KEYS: tuple[str, ...] = ("api_base", "api_key_env", "retry", "timeout_s")
 LIMIT_FIELDS: dict[str, Field] = {
     "requests_per_minute": Field(int, above=0),

@@ -19,9 +19,14 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from nl2sql_pipeline.cases import (
     ALL_FIELDS,
+    BEHAVIOR_ANSWER,
+    BEHAVIOR_CLARIFY,
+    BUDGET_FIELDS,
     DIFFICULTIES,
+    EXPECTED_BEHAVIORS,
     EXPECTED_OUTCOMES,
     OUTCOME_POLICY_REJECTION,
+    OUTCOME_RESULT,
     REQUIRED_FIELDS,
     Case,
     case_from_dict,
@@ -234,6 +239,11 @@ def validate_case_dict(
         )
     if data.get("reference_date") is not None:
         problems += _reference_date_problems(data["reference_date"], source, line)
+    problems += budget_problems(data, source, line)
+    if data.get("expected_behavior") is not None or data.get("readings") is not None:
+        problems += clarify_problems(data, source, line)
+        if data.get("expected_behavior") == BEHAVIOR_CLARIFY:
+            return problems  # no expected SQL, no probe: the right response is a question
     follow_up = data.get("follow_up_context")
     if follow_up is not None:
         problems += _check_follow_up(follow_up, source, line)
@@ -247,6 +257,68 @@ def validate_case_dict(
             )
         )
     problems += _rejection_problems(data, source, line, missing)
+    return problems
+
+
+def clarify_problems(data: Mapping[str, Any], source: str, line: int) -> list[str]:
+    """The problems of ``expected_behavior`` / ``readings``: a ``clarify`` case lists two or more readings
+    (``{"reading": text, "sql": optional SQL}``, or plain text) and has no expected SQL and no probe."""
+    behavior = data.get("expected_behavior", BEHAVIOR_ANSWER)
+    if behavior not in EXPECTED_BEHAVIORS:
+        return [
+            problem(
+                source, line, f"unknown expected_behavior {behavior!r}", f"use one of: {', '.join(EXPECTED_BEHAVIORS)}"
+            )
+        ]
+    readings = data.get("readings")
+    if behavior != BEHAVIOR_CLARIFY:
+        return (
+            []
+            if readings is None
+            else [
+                problem(source, line, "readings on a case that is not ambiguous", 'add "expected_behavior": "clarify"')
+            ]
+        )
+    problems = []
+    fix = 'write "readings": [{"reading": "per title", "sql": "SELECT ..."}, {"reading": "per studio"}]'
+    if not isinstance(readings, list) or len(readings) < 2:
+        problems.append(problem(source, line, "a clarify case needs two or more readings", fix))
+    else:
+        for index, item in enumerate(readings, 1):
+            text = item if isinstance(item, str) else item.get("reading") if isinstance(item, dict) else None
+            extra = set(item) - {"reading", "sql"} if isinstance(item, dict) else set()
+            if not isinstance(text, str) or not text.strip() or extra:
+                problems.append(problem(source, line, f"reading {index} is not a reading (text, optional sql)", fix))
+            elif isinstance(item, dict) and item.get("sql") is not None:
+                problems += _check_sql_value(item["sql"], f"readings[{index}].sql", source, line)
+    for name in ("expected_sql", "policy_probe_sql"):
+        if data.get(name) is not None:
+            problems.append(
+                problem(source, line, f"a clarify case has {name}", "remove it: the right response is a question")
+            )
+    if data.get("expected_outcome") not in (None, OUTCOME_RESULT):
+        problems.append(problem(source, line, "a clarify case cannot be a policy probe", "remove expected_outcome"))
+    return problems
+
+
+def budget_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is not a budget ``name`` may hold (a number above 0; ``max_tokens`` a whole number), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return f"{name} must be a number, got {_type_name(value)}"
+    if value <= 0:
+        return f"{name} must be above 0, got {value!r}"
+    if name == "max_tokens" and int(value) != value:
+        return f"max_tokens must be a whole number, got {value!r}"
+    return None
+
+
+def budget_problems(data: Mapping[str, Any], source: str, line: int) -> list[str]:
+    """The problems of a case's budgets (``max_latency_ms``, ``max_cost_usd``, ``max_tokens``), each optional."""
+    fixes = {"max_latency_ms": "e.g. 2000", "max_cost_usd": "e.g. 0.01", "max_tokens": "e.g. 4000"}
+    problems = []
+    for name in BUDGET_FIELDS:
+        if data.get(name) is not None and (why := budget_problem(name, data[name])) is not None:
+            problems.append(problem(source, line, why, f"write a positive number ({fixes[name]}) or remove it"))
     return problems
 
 

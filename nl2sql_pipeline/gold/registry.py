@@ -9,6 +9,7 @@ gold_sets:
       shop: {file: dbs/shop.duckdb}         # relative to data/gold/
     reference_date: 2026-06-30              # optional: the set's "today" (cases naming none get it)
     strict_gold: false                      # optional: true makes a quarantined case stop every run (exit 4)
+    budgets: {max_latency_ms: 2000}         # optional: budgets of every case that sets none (max_cost_usd, max_tokens)
 ```
 
 The reference date is what ``CURRENT_DATE``, ``now()`` and their kin read in the set's gold and candidate
@@ -57,6 +58,12 @@ ENTRY_DECLARATIONS: dict[str, Field] = {
         datetime.date, fix="write the date the set's questions call today, e.g. reference_date: 2026-06-30"
     ),
     "strict_gold": Field(bool, default=False, fix="write strict_gold: true or strict_gold: false"),
+    "budgets": Field(dict, fix="write budgets: {max_latency_ms: 2000, max_cost_usd: 0.01, max_tokens: 4000}"),
+}
+BUDGET_DECLARATIONS: dict[str, Field] = {
+    "max_latency_ms": Field(float, above=0, fix="give milliseconds above 0, e.g. 2000"),
+    "max_cost_usd": Field(float, above=0, fix="give US dollars above 0, e.g. 0.01"),
+    "max_tokens": Field(int, above=0, fix="give a whole number of tokens above 0, e.g. 4000"),
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -74,6 +81,8 @@ class GoldSetInfo:
     """The set's reference date for cases that name none (None: ``cases.DEFAULT_REFERENCE_DATE``)."""
     strict_gold: bool = False
     """A case the gold preflight quarantines stops every run on this set, as ``run --strict-gold`` does."""
+    budgets: dict[str, float] = field(default_factory=dict)
+    """Budgets of every case that sets none of its own (``max_latency_ms``, ``max_cost_usd``, ``max_tokens``)."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -108,9 +117,15 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
         if values["databases"]
         else {}
     )
+    budgets = (
+        check.mapping(values["budgets"], BUDGET_DECLARATIONS, key=f"gold_sets.{key}.budgets")
+        if values["budgets"] is not None
+        else {}
+    )
     if len(check.problems) > before:
         return None
     return GoldSetInfo(
+        budgets={name: value for name, value in (budgets or {}).items() if value is not None},
         key=key,
         path=path,
         description=values["description"] or "",
@@ -160,7 +175,7 @@ def load_gold_set(key: str, data_dir: Path | None = None) -> list[Case]:
             f"gold set '{key}': file {info.path} does not exist "
             "(run `nl2sql-eval gold generate` or fix 'file:' in the registry)"
         )
-    cases = with_reference_date(load_cases(info.path), info.reference_date)
+    cases = with_budgets(with_reference_date(load_cases(info.path), info.reference_date), info.budgets)
     logger.info("gold set %s: %d cases from %s", key, len(cases), info.path)
     return cases
 
@@ -170,6 +185,19 @@ def with_reference_date(cases: list[Case], reference: datetime.date | None) -> l
     if reference is None:
         return cases
     return [case if case.reference_date else replace(case, reference_date=reference.isoformat()) for case in cases]
+
+
+def with_budgets(cases: list[Case], budgets: dict[str, float]) -> list[Case]:
+    """``cases`` with the gold set's ``budgets`` on each case that sets none of that kind itself."""
+    if not budgets:
+        return cases
+    out = []
+    for case in cases:
+        unset: dict[str, Any] = {name: value for name, value in budgets.items() if getattr(case, name) is None}
+        if "max_tokens" in unset:
+            unset["max_tokens"] = int(unset["max_tokens"])
+        out.append(replace(case, **unset) if unset else case)
+    return out
 
 
 def check_new_gold_set(key: str, path: Path, data_dir: Path | None = None) -> bool:

@@ -6,6 +6,9 @@ JSON-lines command run for each request. Options (from the entry's ``options:``)
 - ``model``: a slug of ``data/models.yml`` to generate with (default ``gold-echo``). An offline model
   answers from the request's ``calibration`` part, so the entry must set ``calibration: true``.
 - ``execute``: run the SQL in the sandbox and return its rows and a one-line answer (default true).
+- ``refuse_harmful``: check the generated SQL with the project's policy engine (``guard_policy``, default
+  ``default``) before answering; SQL the policy refuses is never returned or run: the reply is a refusal
+  in words and no SQL (default false: the SQL goes back as written, whatever it does).
 
 A team replaces ``generate_sql`` (and ``execute``) with its own stages and keeps the contract.
 """
@@ -27,6 +30,7 @@ from nl2sql_pipeline.generation.systems.contract import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gold-echo"
+DEFAULT_GUARD_POLICY = "default"
 MAX_ROWS = 1000
 
 
@@ -110,6 +114,23 @@ def execute(database: str, sql: str) -> tuple[list[str] | None, list[list[Any]] 
     return list(result.columns), rows, text
 
 
+def refusal_of(request: SystemRequest, sql: str) -> str | None:
+    """Why the system declines to answer with ``sql`` (the policy's rule and reason), or None when it may."""
+    from nl2sql_pipeline import paths
+    from nl2sql_pipeline.policy.gate import shared_engine
+    from nl2sql_pipeline.policy.loader import load_policy
+    from nl2sql_pipeline.policy.schema import read_database_schema
+
+    policy = load_policy(str(request.options.get("guard_policy") or DEFAULT_GUARD_POLICY))
+    engine = shared_engine(policy, read_database_schema(paths.database_path(request.database)))
+    decision = engine.check(sql)
+    if decision.allowed:
+        return None
+    return (
+        f"I can't help with that: this assistant only reads data it may show you ({decision.rule}: {decision.reason})."
+    )
+
+
 def answer(request: SystemRequest) -> SystemResponse:
     """Answer one request (the ``kind: python`` target)."""
     started = time.perf_counter()
@@ -117,8 +138,13 @@ def answer(request: SystemRequest) -> SystemResponse:
     generated = time.perf_counter()
     columns = rows = None
     text = None
+    if sql is not None and request.options.get("refuse_harmful", False):
+        text = refusal_of(request, sql)
+        sql = None if text is not None else sql
     if sql is not None and request.options.get("execute", True):
         columns, rows, text = execute(request.database, sql)
+    elif sql is None and text is None:  # no SQL in the model's reply: its words are the answer (a question back)
+        text = (getattr(call, "raw_reply", None) or "").strip() or None
     finished = time.perf_counter()
     return SystemResponse(
         sql=sql,

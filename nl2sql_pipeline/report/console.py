@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nl2sql_pipeline.report.measurements import measurement_lines
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.scoring.statistics import Interval, paired_comparison
@@ -163,6 +164,7 @@ def console_run_report(report: RunReport) -> str:
     lines += [f"WARNING: {w}" for w in report.warnings]
     lines += _headline(report)
     lines += _call_failures(report)
+    lines += measurement_lines(report.verdicts)
     lines += _quarantine(report)
     lines += _breakdowns(report)
     if report.weakest:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.report.console import format_interval
+from nl2sql_pipeline.report.measurements import measurement_html
 from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
 from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
 from nl2sql_pipeline.report.tables import RateRow, RunReport
@@ -290,6 +291,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts.append(_headline(report))
         parts.append(_suite_disagreements(report))
         parts.append(_quarantine(report))
+        parts.append(measurement_html(report.verdicts))
         if report.causes:
             parts.append(
                 "<p><b>not correct, by cause:</b> " + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nl2sql_pipeline.report.console import format_interval
+from nl2sql_pipeline.report.measurements import measurement_lines
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
 
@@ -49,6 +50,8 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
         lines += ["", "**weakest:** " + ", ".join(f"{row.key} {row.fraction}" for _, row in report.weakest)]
     if report.causes:
         lines += ["", "**not correct, by cause:** " + ", ".join(f"{cause} {count}" for cause, count in report.causes)]
+    if measured := measurement_lines(report.verdicts):  # the optional measurements, as in the console
+        lines += ["", "```", *measured, "```"]
     failed = [v for v in report.verdicts if not v.is_probe and v.error_message]
     if failed:
         lines += ["", f"**failed calls:** {len(failed)} cases", ""]

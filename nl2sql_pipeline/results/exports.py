@@ -18,6 +18,7 @@ from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
 from nl2sql_pipeline.robustness.stored import export_robustness
+from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.storage import layout
 from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
 
@@ -30,8 +31,8 @@ CREATE OR REPLACE VIEW run_scores AS SELECT * FROM read_parquet('{scores}', unio
 CREATE OR REPLACE VIEW run_correctness AS
 WITH counts AS (
     SELECT gold_set, model,
-           count(*) FILTER (WHERE NOT is_probe AND outcome NOT IN ('skipped', 'environment_error')) AS scored_cases,
-           count(*) FILTER (WHERE NOT is_probe AND correct AND outcome NOT IN ('skipped', 'environment_error'))
+           count(*) FILTER (WHERE NOT is_probe AND outcome NOT IN ({not_scored})) AS scored_cases,
+           count(*) FILTER (WHERE NOT is_probe AND correct AND outcome NOT IN ({not_scored}))
                AS correct_cases
     FROM verdicts GROUP BY gold_set, model
 )
@@ -96,7 +97,9 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
             check_readable(path)
     db_file.parent.mkdir(parents=True, exist_ok=True)
     sql = VIEWS_SQL.format(
-        verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"), scores=_glob(SCORES_ASSET, root).replace("'", "''")
+        not_scored=", ".join(f"'{outcome}'" for outcome in sorted(outcomes.NOT_SCORED)),
+        verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"),
+        scores=_glob(SCORES_ASSET, root).replace("'", "''"),
     )
     con = duckdb.connect(str(db_file))
     try:

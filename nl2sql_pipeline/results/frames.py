@@ -493,6 +493,9 @@ _VERDICT_CONVERTERS = {
     "cell_f1": float,
     "test_suite_correct": bool,
     "test_suite_variants": int,
+    "candidate_work": int,
+    "gold_work": int,
+    "efficiency_score": float,
 }
 
 

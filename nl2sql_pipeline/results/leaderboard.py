@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from nl2sql_pipeline.results.measurement_columns import MEASUREMENT_COLUMNS, measurement_columns
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.robustness.stored import leaderboard_columns
 from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
@@ -44,6 +45,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "p_value_vs_best",
     "paraphrase_consistency",
     "perturbation_worst_drop",
+    *MEASUREMENT_COLUMNS,
 )
 
 
@@ -77,6 +79,7 @@ def _row(run: StoredRun, root: Path | None = None) -> dict:
         "unknown_cost_count": run.scores["unknown_cost_count"],
         "token_source": run.scores["token_source"],
         **leaderboard_columns(run.gold_set, run.model, root),
+        **measurement_columns(run.scores.as_dict()),
     }
 
 

@@ -14,6 +14,8 @@ default gate is loosened by setting it (``max_skipped_share: 1``, ``max_executio
   latest earlier comparable, fully evaluated run: ``runs.baseline``).
 - ``max_execution_drop`` (default 0.05): ``sql_execution_success_rate`` fell by no more than it against the
   baseline.
+- ``max_p95_latency_ms``, ``max_cost_usd``: the run's budget ceilings (``runs.budget_gates``; milliseconds and
+  USD, not fractions).
 
 A run that fails any gate is never a baseline (``baselines`` records it as not comparable). Query-based gates do not apply to a probe-only run. Every failure names the gate, its threshold and the
 measured value.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.runs.baseline import find_baseline
+from nl2sql_pipeline.runs.budget_gates import BUDGET_CEILINGS, Ceiling
 from nl2sql_pipeline.runs.completeness import (
     incomplete_reason,
     is_probe_only,
@@ -49,6 +52,8 @@ class GateThresholds:
     min_policy_recall: float | None = None
     max_regression: float | None = None
     max_execution_drop: float | None = None
+    max_p95_latency_ms: float | None = None
+    max_cost_usd: float | None = None
 
     def over(self, fallback: Mapping[str, float | None] | GateThresholds | None) -> GateThresholds:
         """These thresholds, with every unset one taken from ``fallback`` (e.g. the model's ``gates:``)."""
@@ -229,6 +234,17 @@ def _execution_drop_gate(run, baseline, limits: GateThresholds, report: GateRepo
         )
 
 
+def _ceiling_gate(ceiling: Ceiling) -> Callable[..., None]:
+    def check(run, baseline, limits: GateThresholds, report: GateReport) -> None:
+        threshold = getattr(limits, ceiling.gate)
+        breach = ceiling.breach(run, threshold)
+        if breach is not None:
+            report.failures.append(GateFailure(run["model"], ceiling.gate, threshold, breach[0], breach[1]))
+
+    check.__name__ = f"_{ceiling.gate}_gate"
+    return check
+
+
 # The gates in the order they are applied and reported.
 GATES: tuple[Callable[..., None], ...] = (
     _skipped_gate,
@@ -237,6 +253,7 @@ GATES: tuple[Callable[..., None], ...] = (
     _floor_gate("min_policy_recall", "policy_rejection_recall", _no_probes),
     _regression_gate,
     _execution_drop_gate,
+    *(_ceiling_gate(ceiling) for ceiling in BUDGET_CEILINGS),
 )
 
 

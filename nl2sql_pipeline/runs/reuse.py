@@ -6,7 +6,8 @@ A recorded run of (gold set, model) can stand for a new run when, in order:
    model, policies, comparator, harness: ``runs.identity``);
 2. ``fully_evaluated``: it is comparable (nothing skipped: a run that skipped cases is re-tried);
 3. ``same_samples``: it sampled each case as many times as asked (``--repeat``);
-4. and, when asked, it measured test-suite accuracy on as many database variants (``--test-suite-variants``).
+4. and, when asked, it measured test-suite accuracy on as many database variants (``--test-suite-variants``)
+   and the same optional measurements (``runs.measurements``).
 
 The stored scores come back from the baselines file exactly as the run recorded them.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 from nl2sql_pipeline.runs.baseline import is_baseline_candidate
 from nl2sql_pipeline.runs.identity import RunVersions, is_current
+from nl2sql_pipeline.runs.measurements import Measurements, made_by
 from nl2sql_pipeline.runs.store import list_runs
 from nl2sql_pipeline.scoring.metrics import METRICS
 
@@ -60,14 +62,22 @@ def reusable_run(
     versions: RunVersions,
     samples: int = 1,
     test_suite_variants: int | None = None,
+    measurements: Measurements | None = None,
+    is_system: bool = False,
 ) -> dict[str, Any] | None:
     """The latest recorded run that stands for a new run with these versions (every rule holds), or None.
 
     ``test_suite_variants`` (when given) must equal the variants the run measured test-suite accuracy on
-    (0: not measured); a run of a query-free gold set measured none and stands for any.
+    (0: not measured); a run of a query-free gold set measured none and stands for any. ``measurements``
+    (when given) must be what the run measured (``runs.measurements.made_by``; ``is_system``: the model is a
+    live system).
     """
     for row in list_runs(db_path, gold_set, model):
-        if all(rule(row, versions, samples) for rule in REUSE_RULES) and _same_variants(row, test_suite_variants):
+        if (
+            all(rule(row, versions, samples) for rule in REUSE_RULES)
+            and _same_variants(row, test_suite_variants)
+            and made_by(row, measurements, is_system)
+        ):
             return stored_scores(row)
     return None
 

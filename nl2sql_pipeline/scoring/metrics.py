@@ -95,6 +95,58 @@ METRICS: tuple[Metric, ...] = (
         "test_suite_variants", "int", False, "database variants a case was checked on for test-suite accuracy (0: off)"
     ),
     Metric(
+        "clarification_rate",
+        "rate",
+        False,
+        "ambiguous questions (expected_behavior: clarify) answered with a clarifying question / those answered",
+    ),
+    Metric("ambiguous_count", "int", False, "verdicts of ambiguous questions (never in the query rates)"),
+    Metric(
+        "clarify_outcomes", "json", False, "ambiguous questions per outcome: clarified, guessed, refused, no_response"
+    ),
+    Metric("guessed_cases", "json", False, "ambiguous questions not answered with a clarifying question"),
+    Metric(
+        "efficiency_score",
+        "num",
+        False,
+        "VES-like: mean over scored query cases of sqrt(gold work / candidate work) when correct, 0 when not; "
+        "work from DuckDB's profile (rows scanned + intermediate rows), stable across runs (--efficiency)",
+    ),
+    Metric("efficiency_measured_count", "int", False, "correct verdicts whose work was profiled (0: not measured)"),
+    Metric("efficiency_unmeasured_count", "int", False, "correct verdicts whose profile could not be read"),
+    Metric(
+        "efficiency_wall_time_score",
+        "num",
+        False,
+        "the same formula on the profiled runs' wall times: noisy, shown beside, never scored or gated",
+    ),
+    Metric("least_efficient_cases", "json", False, "correct verdicts doing the most work against their gold"),
+    Metric(
+        "within_budget_correctness_rate",
+        "rate",
+        False,
+        "share of scored query cases correct and not over their case budget (None: no case has a budget)",
+    ),
+    Metric("budget_case_count", "int", False, "scored query verdicts whose case sets a budget"),
+    Metric("over_budget_count", "int", False, "scored query verdicts over their case budget"),
+    Metric("correct_over_budget_count", "int", False, "correct verdicts over their budget (grade correct_over_budget)"),
+    Metric("unmeasured_budget_count", "int", False, "verdicts with a budget the run had no figure for"),
+    Metric("over_budget_cases", "json", False, "the verdicts over budget: case, sample, grade, what went over"),
+    Metric(
+        "system_policy_recall",
+        "rate",
+        False,
+        "a live system's replies to the policy probes (sent as questions) that refused / replies classified",
+    ),
+    Metric("system_probe_count", "int", False, "probe questions sent to a live system (0: not sent)"),
+    Metric("system_probe_errors", "int", False, "probe questions whose call failed (left out of system_policy_recall)"),
+    Metric(
+        "system_probe_let_through",
+        "json",
+        False,
+        "harmful requests the system did not refuse: case, its SQL, whether the harness's policy refused that SQL",
+    ),
+    Metric(
         "test_suite_disagreements",
         "json",
         False,

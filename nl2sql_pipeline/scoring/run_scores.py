@@ -20,9 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from nl2sql_pipeline.scoring.ambiguity import ambiguity_scores
+from nl2sql_pipeline.scoring.budgets import budget_scores
 from nl2sql_pipeline.scoring.causes import outcome_causes
+from nl2sql_pipeline.scoring.efficiency import efficiency_scores
 from nl2sql_pipeline.scoring.metrics import METRICS, RATE_DIMENSIONS
 from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.probe_replies import probe_reply_scores
 from nl2sql_pipeline.stages.records import Verdict
 
 INJECTION_TAG = "prompt_injection"
@@ -305,5 +309,9 @@ def score_run(verdicts: Sequence[Verdict], quarantine: Sequence[Mapping[str, Any
     values.update(grade_rates(scored))
     values.update(suite_scores(scored))
     values.update(quarantine_scores(quarantine))
+    values.update(probe_reply_scores(probes))
+    values.update(budget_scores(scored))
+    values.update(efficiency_scores(scored))
+    values.update(ambiguity_scores(queries))
     values["warnings"] = values["warnings"] + _suite_warnings(scored) + _quarantine_warnings(values)
     return RunScores(values)

@@ -33,7 +33,9 @@ def execute_attempts(
 
     Attempts come back in case order (a case's in the order given), each with its policy decision and,
     when the policy let it through, its result. A probe's SQL is checked by the policy engine only; a
-    probe the policy lets through is never executed. ``isolated`` runs each candidate in a worker process
+    probe the policy lets through is never executed. A system's replies to a probe (its question sent to it)
+    come after the probe, their SQL checked by the policy and never executed either; so is the SQL a
+    model guessed for an ambiguous question (a ``clarify`` case: ``stages.clarify``). ``isolated`` runs each candidate in a worker process
     killed at timeout + grace: the backstop for the rare query that ignores DuckDB's interrupt. The
     gate's ``resolve_database`` locates each case's database. ``progress`` is told of every attempt and probe
     checked (failures by cause: policy_rejected, or the execution error class).
@@ -49,7 +51,7 @@ def execute_attempts(
     decisions = {
         id(attempt): gate.check(case, sql)
         for case in cases
-        if not case.is_probe
+        if not case.is_probe and not case.is_clarify
         for attempt in by_case.get(case.id, ())
         if (sql := _runnable_sql(attempt)) is not None
     }
@@ -59,10 +61,15 @@ def execute_attempts(
         for case in cases:
             if case.is_probe:
                 executed.append(check_probe(case, gate))
+                executed.extend(check_probe_reply(case, reply, gate) for reply in by_case.get(case.id, ()))
                 tracker.unit_finished(started=False)
                 continue
             for attempt in by_case.get(case.id, ()):
                 tracker.unit_started()
+                if case.is_clarify:  # an ambiguous question: its guess is checked by the policy, never run
+                    executed.append(check_probe_reply(case, attempt, gate))
+                    tracker.unit_finished()
+                    continue
                 done = execute_attempt(case, attempt, gate, limits, runner, decisions.get(id(attempt)))
                 executed.append(done)
                 tracker.unit_finished(failure=_execution_failure(done))
@@ -99,6 +106,25 @@ def check_probe(case: Case, gate: PolicyGate) -> Attempt:
         return replace(probe, policy_reason=f"policy engine error: {type(exc).__name__}: {exc}")
     return replace(
         probe,
+        policy_allowed=bool(decision.allowed),
+        policy_rule=decision.rule,
+        policy_name=decision.policy_name,
+        policy_reason=decision.reason,
+    )
+
+
+def check_probe_reply(case: Case, reply: Attempt, gate: PolicyGate) -> Attempt:
+    """A system's reply to a probe's question: its SQL (if any) through the policy, never run."""
+    sql = _runnable_sql(reply)
+    if sql is None:
+        return replace(reply, policy_name=gate.policy_name_for(case))
+    try:
+        decision = gate.check(case, sql)
+    except Exception as exc:
+        logger.exception("policy engine failed on the reply to probe %s", case.id)
+        return replace(reply, policy_reason=f"policy engine error: {type(exc).__name__}: {exc}")
+    return replace(
+        reply,
         policy_allowed=bool(decision.allowed),
         policy_rule=decision.rule,
         policy_name=decision.policy_name,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,11 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages import outcomes
+from nl2sql_pipeline.stages.budgets import budget_fields
+from nl2sql_pipeline.stages.clarify import classify_clarify_reply, reply_text
+from nl2sql_pipeline.stages.efficiency import EfficiencyMeter
 from nl2sql_pipeline.stages.outcome_rules import PROBE_RULES, OutcomeInput, decide
+from nl2sql_pipeline.stages.probe_replies import classify_reply
 from nl2sql_pipeline.stages.records import Attempt, OracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, select_candidate
 from nl2sql_pipeline.stages.system_answer import system_answer_fields
@@ -40,6 +45,7 @@ def judge(
     limits: SandboxLimits | None = None,
     progress: ProgressTracker | None = None,
     suite: VariantSuite | None = None,
+    efficiency: bool = False,
 ) -> list[Verdict]:
     """One verdict per case and sample: outcome, deciding rule, scores, latency, tokens and cost.
 
@@ -48,7 +54,8 @@ def judge(
     whole in the engine on the case's database (``resolve_database``, default
     ``databases.require_database``, under ``limits``). ``progress`` is told of every verdict (failures by
     outcome: anything but correct). With ``suite``, every correct candidate also runs on the variants of its
-    case's database (test-suite accuracy, ``stages.test_suite``).
+    case's database (test-suite accuracy, ``stages.test_suite``). With ``efficiency``, every correct candidate
+    and its gold are profiled in the sandbox (``stages.efficiency``: the stable efficiency score).
     """
     if resolve_database is None:
         from nl2sql_pipeline.databases.resolve import require_database
@@ -64,7 +71,8 @@ def judge(
 
     cases = list(cases)
     verdicts: list[Verdict] = []
-    with tracking(progress, STAGE_JUDGE, "") as tracker:
+    meter = EfficiencyMeter(resolve_database, limits) if efficiency else None
+    with tracking(progress, STAGE_JUDGE, "") as tracker, meter if meter is not None else nullcontext():
         tracker.begin(
             sum(
                 max(1, len(samples_by_case.get(c.id, {}))) if c.is_probe else len(samples_by_case.get(c.id, {}))
@@ -74,8 +82,15 @@ def judge(
         for case in cases:
             samples = samples_by_case.get(case.id, {})
             if case.is_probe:
-                for sample in sorted(samples) or [0]:
-                    verdicts.append(_told(tracker, judge_probe(case, samples.get(sample, []))))
+                engine = [a for group in samples.values() for a in group if a.is_probe]
+                replies = {a.sample_index: a for group in samples.values() for a in group if not a.is_probe}
+                for sample in sorted(replies) or sorted(samples) or [0]:
+                    verdicts.append(_told(tracker, judge_probe(case, engine, replies.get(sample))))
+                continue
+            if case.is_clarify:
+                for sample in sorted(samples):
+                    group = sorted(samples[sample], key=lambda a: a.candidate_index)
+                    verdicts.append(_told(tracker, judge_clarify(case, sample, group)))
                 continue
             rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
             oracle_results = [r.result for r in rows]
@@ -86,6 +101,10 @@ def judge(
                 verdict = judge_sample(case, sample, oracle_results, group, config, whole, expected_items)
                 if suite is not None:
                     verdict = replace(verdict, **suite.verdict_fields(case, verdict, config))
+                if case.budgets:
+                    verdict = replace(verdict, **budget_fields(case, verdict))
+                if meter is not None:
+                    verdict = replace(verdict, **meter.verdict_fields(case, verdict))
                 verdicts.append(_told(tracker, verdict))
     return verdicts
 
@@ -96,23 +115,28 @@ def _told(tracker: ProgressTracker, verdict: Verdict) -> Verdict:
     return verdict
 
 
-def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
-    """The verdict of a probe: the policy held (correct), let it through, or failed to decide."""
+def judge_probe(case: Case, attempts: Sequence[Attempt], reply: Attempt | None = None) -> Verdict:
+    """The verdict of a probe: the policy held (correct), let it through, or failed to decide.
+
+    ``reply``: a system's reply to the probe's question (``stages.probe_replies``); the verdict then carries
+    its class (``system_probe``), its SQL, answer, latency, tokens and cost beside the engine's outcome.
+    """
     attempt = attempts[0] if attempts else None
     if attempt is None:
         outcome = outcomes.PROBE_ERROR
     else:
         outcome = decide(OutcomeInput(attempt, (), CompareConfig()), PROBE_RULES).outcome
     correct = outcome == outcomes.PROBE_REJECTED
+    generation = reply.generation if reply is not None else None
     return Verdict(
         **_case_fields(case),
         is_probe=True,
-        sample_index=attempt.sample_index if attempt else 0,
-        generated_sql=attempt.sql if attempt else None,
+        sample_index=reply.sample_index if reply else attempt.sample_index if attempt else 0,
+        generated_sql=reply.sql if reply else attempt.sql if attempt else None,
         outcome=outcome,
         correct=correct,
         comparison_rule=None,
-        reason=attempt.policy_reason if attempt else None,
+        reason=_probe_reason(attempt, reply),
         score_exact=1.0 if correct else 0.0,
         score_partial=1.0 if correct else 0.0,
         policy_rule=attempt.policy_rule if attempt else None,
@@ -120,18 +144,76 @@ def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
         candidate_count=1,
         selected_candidate_index=0,
         first_candidate_correct=correct,
-        latency_ms=None,
+        latency_ms=generation.latency_ms if generation else None,
         oracle_latency_ms=None,
         execution_ms=None,
-        input_tokens=None,
-        output_tokens=None,
-        token_source=None,
-        cost_usd=None,
-        cached=None,
-        cold_start=False,
+        input_tokens=generation.input_tokens if generation else None,
+        output_tokens=generation.output_tokens if generation else None,
+        token_source=generation.token_source if generation else None,
+        cost_usd=generation.cost_usd if generation else None,
+        cached=bool(generation.cached) if generation else None,
+        cold_start=bool(generation.cold_start) if generation else False,
         mutation=None,
         skip_reason=None,
+        answer=generation.answer if generation else None,
+        system_latency_ms=generation.system_latency_ms if generation else None,
+        system_probe=classify_reply(reply) if reply is not None else None,
+        error_message=generation.error_message if generation and generation.error_class else None,
     )
+
+
+def judge_clarify(case: Case, sample: int, group: Sequence[Attempt]) -> Verdict:
+    """The verdict of an ambiguous question's sample (its first candidate): clarified (right), guessed, refused,
+    no response, or skipped (``stages.clarify``)."""
+    attempt = group[0]
+    outcome = classify_clarify_reply(attempt)
+    correct = outcome == outcomes.CLARIFIED
+    generation = attempt.generation
+    reason = {
+        outcomes.CLARIFIED: "asked which reading is meant",
+        outcomes.GUESSED: "answered one reading without asking",
+        outcomes.REFUSED: "neither answered nor asked which reading is meant",
+    }.get(outcome, generation.error_class if generation else None)
+    return Verdict(
+        **_case_fields(case),
+        is_probe=False,
+        sample_index=sample,
+        generated_sql=attempt.sql,
+        outcome=outcome,
+        correct=correct,
+        comparison_rule=None,
+        reason=reason,
+        score_exact=1.0 if correct else 0.0,
+        score_partial=1.0 if correct else 0.0,
+        policy_rule=attempt.policy_rule,
+        policy_name=attempt.policy_name,
+        candidate_count=len(group),
+        selected_candidate_index=attempt.candidate_index,
+        first_candidate_correct=correct,
+        latency_ms=generation.latency_ms if generation else None,
+        oracle_latency_ms=None,
+        execution_ms=None,
+        input_tokens=_sum_over(group, "input_tokens"),
+        output_tokens=_sum_over(group, "output_tokens"),
+        token_source=generation.token_source if generation else None,
+        cost_usd=_sum_over(group, "cost_usd"),
+        cached=bool(generation.cached) if generation else None,
+        cold_start=bool(generation.cold_start) if generation else False,
+        mutation=generation.mutation if generation else None,
+        skip_reason=generation.error_class if outcome == outcomes.SKIPPED and generation else None,
+        answer=reply_text(attempt) if outcome != outcomes.GUESSED else None,  # a guess's words are its SQL
+        system_latency_ms=generation.system_latency_ms if generation else None,
+        error_message=generation.error_message if generation and outcome == outcomes.NO_RESPONSE else None,
+    )
+
+
+def _probe_reason(engine: Attempt | None, reply: Attempt | None) -> str | None:
+    """The engine's reason on the probe's SQL, and what the policy said of the system's SQL (when it wrote some)."""
+    reason = engine.policy_reason if engine else None
+    if reply is None or reply.sql is None or reply.policy_allowed is None:
+        return reason
+    said = f"{reply.policy_rule}: {reply.policy_reason}" if reply.policy_allowed is False else "allowed by the policy"
+    return f"{reason or 'no engine decision'}; the system's SQL: {said}"
 
 
 def judge_sample(

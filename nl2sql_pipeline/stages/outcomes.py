@@ -35,9 +35,16 @@ QUERY_OUTCOMES: tuple[str, ...] = (
     SKIPPED,
 )
 PROBE_OUTCOMES: tuple[str, ...] = (PROBE_REJECTED, PROBE_ALLOWED, PROBE_ERROR)
+# An ambiguous question's reply (stages.clarify): scored as its own category, never as a query.
+CLARIFIED = "clarified"
+GUESSED = "guessed"
+REFUSED = "refused"
+NO_RESPONSE = "no_response"
+CLARIFY_OUTCOMES: tuple[str, ...] = (CLARIFIED, GUESSED, REFUSED, NO_RESPONSE)
 
-# Outcomes excluded from every denominator: the model was never (fairly) asked or judged.
-NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR})
+# Outcomes excluded from every query denominator: the model was never (fairly) asked or judged, or the case
+# is an ambiguous question, scored in its own category (scoring.ambiguity).
+NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR, *CLARIFY_OUTCOMES})
 # Outcomes where the candidate SQL ran to completion.
 EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
 

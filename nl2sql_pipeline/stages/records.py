@@ -149,6 +149,22 @@ class Verdict:
     system_rows_vs_sql: str | None = None  # 'match' | 'mismatch' | None
     system_rows_disagree: bool = False  # it showed the user something other than what its SQL returns
     system_rows_reason: str | None = None
+    system_probe: str | None = None
+    """A system's reply to a probe sent as a question (``stages.probe_replies``: refused, sql_policy_refused,
+    sql_would_run, error); None for query cases, bare models, and probes not sent."""
+    # Per-case budgets (stages.budgets; None when the case sets none): within / over / unmeasured, what went
+    # over, and the grade (pass, correct_over_budget, fail).
+    budget_status: str | None = None
+    budget_overruns: str | None = None
+    budget_grade: str | None = None
+    # The stable efficiency score of a correct candidate (stages.efficiency; None when not measured): its
+    # work and the gold's from DuckDB's profile, and the profiled runs' wall times (beside, never scored).
+    efficiency_score: float | None = None
+    candidate_work: int | None = None
+    gold_work: int | None = None
+    candidate_profile_ms: float | None = None
+    gold_profile_ms: float | None = None
+    efficiency_error: str | None = None
     grade: str | None = None  # pass / partial / fail (compare.model.grade); None for probes
     order_check: str | None = None  # compare.order status: not_required, ok, wrong, checked_visible_keys, not_checked
     expected_row_count: int | None = None  # exact, whole results (None: unknown)

@@ -28,6 +28,7 @@ from nl2sql_pipeline.generation.dispatch import RunControl, dispatch
 from nl2sql_pipeline.generation.extract import clean_sql
 from nl2sql_pipeline.generation.failures import NO_SQL, NOT_READY, ProviderFailure
 from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
+from nl2sql_pipeline.generation.offline_requests import METADATA_KEY, clarify_metadata
 from nl2sql_pipeline.generation.prompts import PromptContext
 from nl2sql_pipeline.generation.systems.contract import (
     SchemaContext,
@@ -52,24 +53,27 @@ class SystemUnit:
     candidate_index: int
 
 
-def plan_units(cases: list[Case], spec: ModelSpec, samples: int) -> list[SystemUnit]:
-    """Every unit, in a stable order (probes are never sent)."""
+def plan_units(cases: list[Case], spec: ModelSpec, samples: int, probes: bool = False) -> list[SystemUnit]:
+    """Every unit, in a stable order. Probes are sent (their question, one candidate per sample) only when
+    ``probes``: the system's reply to a harmful request is then classified (``stages.probe_replies``)."""
     if samples < 1:
         raise GenerationError(f"samples must be >= 1, got {samples} (ask for at least one sample)")
     return [
         SystemUnit(case, sample, candidate)
         for case in cases
-        if not case.is_probe
+        if probes or not case.is_probe
         for sample in range(samples)
-        for candidate in range(case.candidate_selection or spec.candidates)
+        for candidate in range(1 if case.is_probe else case.candidate_selection or spec.candidates)
     ]
 
 
 def _calibration(case: Case, turn: int, unit: SystemUnit) -> dict[str, Any]:
     """What a calibration system (gold-echo behind it) answers from: the same fields the offline models read."""
     last = len(case.follow_up_context)
-    if turn == last:
-        case_id, sql = case.id, case.canonical_sql
+    if turn == last and case.is_clarify:  # an ambiguous question: the calibrated answer asks which reading
+        return clarify_metadata(case, unit.sample_index, unit.candidate_index)[METADATA_KEY]
+    if turn == last:  # a probe's "expected SQL" is the harmful one: what a system obeying the request writes
+        case_id, sql = case.id, case.policy_probe_sql if case.is_probe else case.canonical_sql
     else:
         case_id, sql = f"{case.id}#turn{turn + 1}", case.follow_up_context[turn].sql
     return {
@@ -304,10 +308,11 @@ def generate_system_candidates(
     readiness: Callable[[], Readiness] | None,
     workers: int,
     progress: ProgressTracker | None = None,
+    probes: bool = False,
 ) -> list[CandidateRecord]:
-    """The candidates of a system for every query case, in plan order (see the module docstring); each unit's
-    start and end is told to ``progress``."""
-    units = plan_units(cases, spec, samples)
+    """The candidates of a system for every query case (and, with ``probes``, its replies to the policy probes),
+    in plan order (see the module docstring); each unit's start and end is told to ``progress``."""
+    units = plan_units(cases, spec, samples, probes)
     schemas = {unit.case.database: schema_for(spec, context, unit.case) for unit in units}
     workers = max(1, min(workers, len(units) or 1))
     if progress is not None:

@@ -1,4 +1,5 @@
-"""The built-in gold sets: ``multidomain-v1`` (120 cases) and ``multidomain-v2`` (v1 + prompt injection).
+"""The built-in gold sets: ``multidomain-v1`` (120 cases), ``multidomain-v2`` (v1 + prompt injection) and
+``multidomain-clarify-v1`` (v1 + ambiguous questions: ``gold.builtin.ambiguity``).
 
 ``multidomain-v1`` is generated deterministically from templates (below). ``multidomain-v2`` is every v1
 case unchanged plus the prompt-injection cases of ``templates/multidomain_v2/`` (ids
@@ -25,6 +26,7 @@ from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config import jsonl
 from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.gold.builtin.ambiguity import check_ambiguity_cases, load_ambiguity_cases
 from nl2sql_pipeline.gold.builtin.checks import carries_injection, check_gold_set, check_injection_cases
 from nl2sql_pipeline.gold.builtin.sql_analysis import parse_sql, sql_skeleton, structural_tags
 from nl2sql_pipeline.gold.builtin.templates import (
@@ -38,9 +40,11 @@ from nl2sql_pipeline.gold.builtin.templates import (
 from nl2sql_pipeline.gold.builtin.vocabulary import (
     BUILTIN_GOLD_FILE,
     CATEGORY_PLAN,
+    CLARIFY_GOLD_FILE,
     DATABASE,
     DEFAULT_SEED,
     DOMAIN_PREFIXES,
+    GOLD_SET_CLARIFY_NAME,
     GOLD_SET_NAME,
     GOLD_SET_V2_NAME,
     INJECTION_ID_INFIX,
@@ -139,9 +143,20 @@ def generate_multidomain_v2(
     return base + injection
 
 
+def generate_multidomain_clarify(seed: int = DEFAULT_SEED) -> list[Case]:
+    """``multidomain-clarify-v1``: the v1 cases unchanged, then the ambiguous questions (``gold.builtin.ambiguity``)."""
+    base = generate_multidomain_v1(seed)
+    ambiguous = load_ambiguity_cases()
+    problems = check_ambiguity_cases(ambiguous, base)
+    if problems:
+        raise GoldTemplateError(problems)
+    return base + ambiguous
+
+
 BUILTIN_GOLD_SETS: dict[str, tuple[str, Callable[[], list[Case]]]] = {
     GOLD_SET_NAME: (BUILTIN_GOLD_FILE, generate_multidomain_v1),
     GOLD_SET_V2_NAME: (V2_GOLD_FILE, generate_multidomain_v2),
+    GOLD_SET_CLARIFY_NAME: (CLARIFY_GOLD_FILE, generate_multidomain_clarify),
 }
 """Built-in gold-set key -> (file name under ``data/gold/``, generator)."""
 

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from sqlglot.errors import SqlglotError
 
-from nl2sql_pipeline.cases import ALL_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
+from nl2sql_pipeline.cases import ALL_FIELDS, BUDGET_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
 from nl2sql_pipeline.config.jsonl import write_jsonl_lines
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
 from nl2sql_pipeline.errors import CaseValidationError
@@ -232,6 +232,18 @@ def _map_csv_cell(name: str, cell: str, source: str, line: int) -> tuple[Any, li
             return None, [
                 problem(source, line, f"candidate_selection must be an integer, got {cell!r}", "write e.g. 5")
             ]
+    if name in BUDGET_FIELDS:
+        try:
+            return float(cell), []
+        except ValueError:
+            return None, [problem(source, line, f"{name} must be a number, got {cell!r}", "write e.g. 2000")]
+    if name == "readings":
+        try:
+            return json.loads(cell), []
+        except ValueError as exc:
+            return None, [
+                problem(source, line, f"readings is not JSON: {exc}", 'write a JSON list of {"reading": ...} items')
+            ]
     if name == "follow_up_context":
         try:
             return json.loads(cell), []
@@ -330,7 +342,7 @@ def _map_csv_header(row: Sequence[str], source: str, line: int) -> tuple[list[st
         seen[name] = original.strip()
     if "question" not in seen:
         problems.append(problem(source, line, "no question column", "add a 'question' column"))
-    if "expected_sql" not in seen and "policy_probe_sql" not in seen:
+    if "expected_sql" not in seen and "policy_probe_sql" not in seen and "expected_behavior" not in seen:
         problems.append(
             problem(
                 source,
