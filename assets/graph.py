@@ -9,6 +9,7 @@ from assets.candidates import candidate_results, candidate_sql
 from assets.checks import GATE_CHECKS, GOLD_CHECKS
 from assets.gold import database_variants, gold_set, oracle_results, sample_database
 from assets.leaderboard import leaderboard
+from assets.robustness import ROBUSTNESS_ASSETS
 from assets.scores import run_scores
 from assets.verdicts import case_verdicts
 
@@ -23,6 +24,7 @@ ALL_ASSETS = [
     run_scores,
     baselines,
     leaderboard,
+    *ROBUSTNESS_ASSETS,
 ]
 ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results, database_variants]

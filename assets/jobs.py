@@ -60,3 +60,18 @@ evaluate_model_job = dg.define_asset_job(
     ),
     description="Generate, execute, judge and score one model on one gold version (gold x model partition).",
 )
+
+measure_robustness_job = dg.define_asset_job(
+    "measure_robustness",
+    selection=dg.AssetSelection.keys("paraphrase_verdicts", "perturbation_verdicts"),
+    partitions_def=gold_model_partitions,
+    config=dg.PartitionedConfig(
+        partitions_def=gold_model_partitions,
+        run_config_for_partition_key_fn=lambda _key: {
+            "resources": {"eval_settings": {"config": {"paraphrases": 4, "perturb": "all"}}}
+        },
+        tags_for_partition_key_fn=run_tags_for_partition,
+    ),
+    description="Paraphrase consistency and schema perturbation of one evaluated model (gold x model partition); "
+    "set eval_settings.paraphrases and eval_settings.perturb in the launchpad (defaults here: 4 and all).",
+)

@@ -144,6 +144,8 @@ def evaluate(
     force: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
+    paraphrases: int = 0,
+    perturb: str = "",
     measurements: Measurements | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
@@ -160,6 +162,9 @@ def evaluate(
     evaluated again (the generation cache serves what was asked before).
     ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
     built once per gold version (``database_variants``) and reused by every model.
+    ``paraphrases`` (K per query case) and ``perturb`` (kinds, comma-separated) switch the robustness assets
+    on (``assets.robustness``): materialized for every model that has scores, after its run (or beside its
+    reused one).
     Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
     under ``strict_gold`` (or ``strict_gold: true`` in the gold-set registry) a quarantined case fails the
     gold stage instead and no model is evaluated. ``measurements``: the optional measurements of the run
@@ -285,7 +290,46 @@ def evaluate(
             outcome.failures.append(f"{slug}: {exc}")
             continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
+    if paraphrases > 0 or perturb:
+        _measure_robustness(
+            instance, gold_set, list(outcome.scores), outcome, policy, isolated, paraphrases, perturb, lock_wait_s
+        )
     return outcome
+
+
+def _measure_robustness(
+    instance: dg.DagsterInstance,
+    gold_set: str,
+    slugs: list[str],
+    outcome: EvaluationOutcome,
+    policy: str | None,
+    isolated: bool,
+    paraphrases: int,
+    perturb: str,
+    lock_wait_s: float | None = DEFAULT_LOCK_WAIT_S,
+) -> None:
+    """Materialize the switched-on robustness assets of each model (downstream of its case verdicts), holding
+    the partition's lock as its evaluation does."""
+    from assets.robustness import paraphrase_verdicts, perturbation_verdicts
+
+    selection = [
+        a.key for a, on in ((paraphrase_verdicts, paraphrases > 0), (perturbation_verdicts, bool(perturb))) if on
+    ]
+    settings = {"policy": policy, "isolated": isolated, "paraphrases": paraphrases, "perturb": perturb}
+    for slug in slugs:
+        key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
+        started = time.perf_counter()
+        try:
+            with partition_lock(gold_set, slug, timeout_s=lock_wait_s, what_for="robustness"):
+                result = _materialize(
+                    selection, instance, partition_key=key, settings=settings, tags=run_tags_for_partition(key)
+                )
+        except LockTimeoutError as exc:
+            outcome.failures.append(f"{slug}: robustness: {exc}")
+            continue
+        outcome.stage_seconds[f"robustness:{slug}"] = time.perf_counter() - started
+        if not result.success:
+            outcome.failures.append(f"{slug}: robustness: {_failure_text(result)}")
 
 
 def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:

@@ -23,6 +23,8 @@ class EvalSettings(dg.ConfigurableResource):
     test_suite_variants: int = 3  # database variants per case for test-suite accuracy (0: off)
     test_suite_seed: int = 0  # the seed the variants are drawn from
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
+    paraphrases: int = 0  # paraphrases asked per query case (paraphrase_verdicts; 0: off)
+    perturb: str = ""  # schema perturbation kinds, comma-separated (perturbation_verdicts; "": off)
     # Optional measurements (nl2sql_pipeline.runs.measurements), each off by default:
     probe_systems: bool = False  # a live system is asked every policy probe's question (system_policy_recall)
     efficiency: bool = False  # correct candidates and their gold are profiled: the stable efficiency score
@@ -57,6 +59,12 @@ class EvalSettings(dg.ConfigurableResource):
         """The gate thresholds of a run of ``model``: these settings over the model's own ``gates:`` over the
         defaults (``runs.gates.DEFAULT_GATES``)."""
         return thresholds_for_model(self.given_thresholds(), model)
+
+    def perturb_kinds(self) -> tuple[str, ...]:
+        """The perturbation kinds of ``perturb`` (validated: an unknown kind raises PerturbationError)."""
+        from nl2sql_pipeline.robustness.perturb import parse_kinds
+
+        return parse_kinds(self.perturb)
 
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""

@@ -20,6 +20,8 @@ EXPECTED_ASSETS = {
     "run_scores": "gold|model",
     "baselines": "gold|model",
     "leaderboard": None,
+    "paraphrase_verdicts": "gold|model",
+    "perturbation_verdicts": "gold|model",
 }
 
 
@@ -71,6 +73,15 @@ def test_lineage_follows_the_architecture():
     assert parents["database_variants"] == {"gold_set"}
     assert parents["run_scores"] >= {"case_verdicts"}
     assert parents["baselines"] == {"run_scores"}
+    assert (
+        parents["paraphrase_verdicts"]
+        == parents["perturbation_verdicts"]
+        == {
+            "gold_set",
+            "oracle_results",
+            "case_verdicts",
+        }
+    )
 
 
 def test_parquet_io_manager_writes_one_file_per_partition(tmp_path):
@@ -124,3 +135,14 @@ def test_evaluate_model_runs_are_tagged_with_their_provider_and_limited_per_prov
     with dg.DagsterInstance.get() as instance:
         limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
     assert {"key": "nl2sql/provider", "value": {"applyLimitPerUniqueValue": True}, "limit": 2} in limits
+
+
+def test_the_robustness_job_measures_both_with_its_settings_in_the_run_config():
+    job = defs.resolve_job_def("measure_robustness")
+    key = dg.MultiPartitionKey({"gold": "g", "model": "m"})
+    config = job.partitioned_config.get_run_config_for_partition_key(key)
+    assert config["resources"]["eval_settings"]["config"] == {"paraphrases": 4, "perturb": "all"}
+    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} >= {
+        "paraphrase_verdicts",
+        "perturbation_verdicts",
+    }

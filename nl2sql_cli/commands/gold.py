@@ -478,6 +478,28 @@ def _generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _paraphrase(args: argparse.Namespace) -> int:
+    """``gold paraphrase``: model paraphrases of a gold set, stored once as a versioned file."""
+    from nl2sql_pipeline.errors import ConfigError, GenerationError
+    from nl2sql_pipeline.gold.registry import load_gold_set
+    from nl2sql_pipeline.robustness.stored_paraphrases import generate_paraphrases
+
+    if args.count < 1:
+        print("error: --count must be >= 1", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        cases = load_gold_set(args.gold_set)
+        path = generate_paraphrases(args.gold_set, args.model, cases, count=args.count, new_version=args.new_version)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except GenerationError as exc:
+        print(f"error: {exc}; nothing was stored", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    print(f"wrote {path}; `nl2sql-eval run --paraphrases K` asks them after the deterministic families")
+    return EXIT_OK
+
+
 def _reference_date(text: str) -> Any:
     """``--reference-date``: a ``datetime.date`` from ``YYYY-MM-DD`` (argparse reports a bad one, exit 2)."""
     import datetime
@@ -602,3 +624,17 @@ def register(subparsers: Any) -> None:
         help=f"where to write it (default: data/gold/<the set's file>, e.g. {DEFAULT_GENERATED_FILE})",
     )
     generate.set_defaults(handler=_generate)
+
+    paraphrase = actions.add_parser(
+        "paraphrase",
+        help="ask a model once for paraphrases of every question; stored as a new version beside the gold set",
+    )
+    paraphrase.add_argument("--gold-set", metavar="KEY", required=True, help="the registered gold set")
+    paraphrase.add_argument("--model", metavar="SLUG", required=True, help="a chat model of data/models.yml")
+    paraphrase.add_argument("--count", type=int, default=2, metavar="N", help="paraphrases per case (default 2)")
+    paraphrase.add_argument(
+        "--new-version",
+        action="store_true",
+        help="write the next version when one is stored (stored versions are never overwritten or regenerated)",
+    )
+    paraphrase.set_defaults(handler=_paraphrase)

@@ -50,6 +50,10 @@ def _handle(args: argparse.Namespace) -> int:
     runs = [load_run_by_id(args.run_id)] if args.run_id else [load_run(args.gold_set, slug) for slug in args.models]
     reports = [report_of(run) for run in runs]
     print(console_full_report(reports))
+    from nl2sql_pipeline.robustness.report import stored_robustness_lines
+
+    for line in stored_robustness_lines(runs):
+        print(line)
     if args.html:
         from nl2sql_pipeline.report.html import run_html
 
@@ -58,6 +62,9 @@ def _handle(args: argparse.Namespace) -> int:
             cases.update(load_cases(gold))
         path = Path(args.html)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(run_html(reports, cases, console_pairwise(reports)), encoding="utf-8")
+        from nl2sql_pipeline.robustness.report import stored_robustness_html
+
+        page = run_html(reports, cases, console_pairwise(reports), stored_robustness_html(runs))
+        path.write_text(page, encoding="utf-8")
         print(f"HTML report: {path}")
     return EXIT_OK

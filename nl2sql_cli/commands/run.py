@@ -166,6 +166,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cases are left out of the scores, listed and counted (quarantined_count). A gold set's registry entry "
         "may ask for it with strict_gold: true",
     )
+    parser.add_argument(
+        "--paraphrases",
+        type=int,
+        default=0,
+        metavar="K",
+        help="paraphrase consistency: also ask every query case in K other phrasings (templated, reordered "
+        "clauses, synonyms, typos, then stored model paraphrases; seeded by case id) and judge them against the "
+        "same gold: accuracy per family, consistency, flipping cases. Costs K more model calls per case "
+        "(cached). Default 0: off",
+    )
+    parser.add_argument(
+        "--perturb",
+        default="",
+        metavar="KIND[,KIND]",
+        help="schema perturbation: also ask every query case over perturbed copies of its database "
+        "(abbreviate, synonym, camel_case, reorder_columns, distractors, or all), the gold rewritten for each and "
+        "checked by running it: accuracy drop per kind. Costs one more model call per case and kind. Default: off",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
         "-q",
@@ -207,6 +225,17 @@ def _handle(args: argparse.Namespace) -> int:
             "error: --test-suite-variants must be >= 0 (0 turns test-suite accuracy off)", file=sys.stderr, flush=True
         )
         return 2
+    if args.paraphrases < 0:
+        print("error: --paraphrases must be >= 0 (0 turns paraphrase consistency off)", file=sys.stderr, flush=True)
+        return 2
+    if args.perturb:
+        from nl2sql_pipeline.robustness.perturb import PerturbationError, parse_kinds
+
+        try:
+            args.perturb = ",".join(parse_kinds(args.perturb))
+        except PerturbationError as exc:
+            print(f"error: --perturb: {exc}", file=sys.stderr, flush=True)
+            return 2
     from nl2sql_pipeline.runs.gates import GateThresholds
     from nl2sql_pipeline.runs.measurements import Measurements
 
@@ -233,6 +262,8 @@ def _handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
         strict_gold=args.strict_gold,
+        paraphrases=args.paraphrases,
+        perturb=args.perturb,
         measurements=Measurements(probe_systems=args.probe_systems, efficiency=args.efficiency),
     )
 
@@ -245,6 +276,24 @@ def _detailed_report(gold_set: str, runs: list[dict]) -> str:
 
     reports = [load_run_report(gold_set, r["model"], with_samples=False) for r in runs]
     return f"{console_full_report(reports)}\n\n== side by side ==\n{console_report(runs, with_warnings=False, with_breakdowns=False)}"
+
+
+def _robustness_report(gold_set: str, runs: list[dict]) -> str:
+    """Each model's stored robustness results (paraphrase consistency, perturbation drop)."""
+    from types import SimpleNamespace
+
+    from nl2sql_pipeline.robustness.report import stored_robustness_lines
+
+    parts = [SimpleNamespace(gold_set=gold_set, model=run["model"]) for run in runs]
+    return "\n".join(["", "== robustness ==", *stored_robustness_lines(parts)])
+
+
+def _robustness_summary(gold_set: str, runs: list[dict]) -> dict[str, dict]:
+    """Each model's robustness headline numbers (consistency, accuracy per family, drop per kind) for --json."""
+    from nl2sql_pipeline.robustness.scores import scores_summary
+    from nl2sql_pipeline.robustness.stored import load_robustness
+
+    return {run["model"]: scores_summary(*load_robustness(gold_set, run["model"])) for run in runs}
 
 
 def _check_inputs(gold_set: str) -> int | None:
@@ -303,6 +352,8 @@ def run_evaluation(
     quiet: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
+    paraphrases: int = 0,
+    perturb: str = "",
     measurements=None,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
@@ -325,7 +376,7 @@ def run_evaluation(
     try:
         outcome = (
             None
-            if force
+            if force or paraphrases > 0 or perturb  # robustness is measured by the graph, beside reused scores
             else stored_outcome(
                 gold_set,
                 models,
@@ -352,6 +403,8 @@ def run_evaluation(
                     force=force,
                     test_suite_variants=test_suite_variants,
                     strict_gold=strict_gold,
+                    paraphrases=paraphrases,
+                    perturb=perturb,
                     measurements=measurements,
                 )
     except ConfigError as exc:
@@ -404,6 +457,7 @@ def run_evaluation(
                     "asset_check_messages": outcome.check_messages,
                     "reused": outcome.reused,
                     "re_evaluated": outcome.unreadable,
+                    **({"robustness": _robustness_summary(gold_set, runs)} if paraphrases > 0 or perturb else {}),
                 },
                 default=str,
                 indent=2,
@@ -412,6 +466,8 @@ def run_evaluation(
     else:
         if runs:
             print(_detailed_report(gold_set, runs))
+            if paraphrases > 0 or perturb:
+                print(_robustness_report(gold_set, runs))
         for line in gates.lines:
             print(f"BASELINE {line}")
     for slug, reason in outcome.skipped_models.items():

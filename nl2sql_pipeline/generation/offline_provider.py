@@ -9,7 +9,10 @@ remote provider): see ``offline_request_metadata`` (in ``offline_requests``, whi
   turn of a follow-up conversation with that turn's SQL: ``offline_turn_metadata``).
 - ``nl2sql-offline/sql-mutant`` answers with the expected SQL after one seeded mutation with
   probability ``mutation_rate`` (else verbatim). The draw depends only on (seed, case id, sample index,
-  candidate index), never on call order.
+  candidate index), never on call order. Asked a robustness variant of a case (a paraphrased question, a
+  perturbed schema: ``split_variant``), it keeps the mistake it makes on the case itself and, where it
+  answered the case right, makes a new one with the same probability from a draw of its own (seeded by the
+  variant too): a model sensitive to wording and naming, so paraphrases flip and perturbations cost accuracy.
 
 Replies are a ```sql fenced block. ``usage`` is estimated at chars/4 (there is no tokenizer behind an
 offline model) and flagged as such, with the applied mutation, in the reply message's
@@ -34,6 +37,7 @@ from nl2sql_pipeline.generation.offline_requests import (  # re-exported: the pr
     OfflineRequest,
     offline_request_metadata,
     offline_turn_metadata,
+    split_variant,
 )
 from nl2sql_pipeline.generation.prompts import fenced_sql, messages_text
 from nl2sql_pipeline.generation.usage import TOKEN_SOURCE_ESTIMATED, estimate_tokens
@@ -84,8 +88,18 @@ def _request_from(litellm_params: dict | None) -> OfflineRequest:
 
 
 def mutant_rng(seed: int, request: OfflineRequest) -> random.Random:
-    """The rng of one mutant answer: a function of (seed, case id, sample, candidate) only."""
-    return random.Random(f"sql-mutant|{seed}|{request.case_id}|{request.sample_index}|{request.candidate_index}")
+    """The rng of one mutant answer: a function of (seed, case id, sample, candidate) only (a variant's
+    case id is its gold case's: see ``variant_rng``)."""
+    case_id, _ = split_variant(request.case_id)
+    return random.Random(f"sql-mutant|{seed}|{case_id}|{request.sample_index}|{request.candidate_index}")
+
+
+def variant_rng(seed: int, request: OfflineRequest, variant: str) -> random.Random:
+    """The rng of the mutant's extra draw on robustness variant ``variant`` of a case."""
+    case_id, _ = split_variant(request.case_id)
+    return random.Random(
+        f"sql-mutant-variant|{seed}|{case_id}|{variant}|{request.sample_index}|{request.candidate_index}"
+    )
 
 
 def answer(model_name: str, request: OfflineRequest, optional_params: dict[str, Any]) -> tuple[str, str | None]:
@@ -96,10 +110,16 @@ def answer(model_name: str, request: OfflineRequest, optional_params: dict[str, 
         return request.expected_sql, None
     if model_name == "sql-mutant":
         rate = float(optional_params.get("mutation_rate", DEFAULT_MUTATION_RATE))
-        rng = mutant_rng(int(optional_params.get("seed", DEFAULT_SEED)), request)
-        if rng.random() >= rate:
-            return request.expected_sql, None
-        return mutate(request.expected_sql, rng)
+        seed = int(optional_params.get("seed", DEFAULT_SEED))
+        rng = mutant_rng(seed, request)
+        if rng.random() < rate:
+            return mutate(request.expected_sql, rng)
+        _, variant = split_variant(request.case_id)
+        if variant is not None:
+            extra = variant_rng(seed, request, variant)
+            if extra.random() < rate:
+                return mutate(request.expected_sql, extra)
+        return request.expected_sql, None
     known = ", ".join(f"{OFFLINE_PROVIDER}/{name}" for name in OFFLINE_MODEL_NAMES)
     raise CustomLLMError(status_code=404, message=f"unknown offline model {model_name!r} (known: {known})")
 

@@ -13,6 +13,19 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import GenerationError
 
 METADATA_KEY = "nl2sql_case"
+VARIANT_MARK = "~v:"
+"""Joins a case id and a variant's label in the id of a robustness variant (``robustness.variant_cases``)."""
+
+
+def split_variant(case_id: str) -> tuple[str, str | None]:
+    """(the gold case's id, the variant's label or None) of a case id: ``c1~v:typo-1`` -> ``("c1", "typo-1")``.
+
+    An earlier turn's suffix (``#turn1``) stays with the case id: ``c1~v:x#turn1`` -> ``("c1#turn1", "x")``."""
+    base, mark, rest = case_id.partition(VARIANT_MARK)
+    if not mark:
+        return case_id, None
+    label, turn_mark, turn = rest.partition("#turn")
+    return base + turn_mark + turn, label
 
 
 @dataclass(frozen=True)

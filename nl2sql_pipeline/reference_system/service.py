@@ -45,9 +45,10 @@ class ReferenceSystemError(Exception):
 def _schema(request: SystemRequest) -> SchemaContext:
     if request.schema_context is not None:
         return request.schema_context
+    from nl2sql_pipeline.databases.resolve import require_database
     from nl2sql_pipeline.generation.prompt_context import build_prompt_context
 
-    texts = build_prompt_context([request.database]).databases[request.database]
+    texts = build_prompt_context([request.database], resolve_database=require_database).databases[request.database]
     return SchemaContext(texts.schema_text, texts.semantic_text, texts.reference_date)
 
 
@@ -98,10 +99,11 @@ def generate_sql(request: SystemRequest) -> tuple[str | None, Any]:
 
 def execute(database: str, sql: str) -> tuple[list[str] | None, list[list[Any]] | None, str]:
     """(columns, rows, one-line answer) of ``sql`` run in the evaluation sandbox."""
-    from nl2sql_pipeline import paths
+    from nl2sql_pipeline.databases.resolve import resolve_database
     from nl2sql_pipeline.execution import SandboxLimits, run_query
 
-    result = run_query(paths.database_path(database), sql, SandboxLimits())
+    # a registered name or the path of a file (a robustness variant's perturbed copy)
+    result = run_query(resolve_database(database).path, sql, SandboxLimits())
     if not result.ok:
         return None, None, f"The query failed: {result.error_message}"
     rows = [[jsonable(value) for value in row] for row in result.rows[:MAX_ROWS]]

@@ -303,9 +303,13 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
 
 
 def run_html(
-    reports: Sequence[RunReport], cases: Mapping[str, Case] | None = None, pairwise: Sequence[str] = ()
+    reports: Sequence[RunReport],
+    cases: Mapping[str, Case] | None = None,
+    pairwise: Sequence[str] = (),
+    sections: str = "",
 ) -> str:
-    """The HTML page of one or more runs (``pairwise``: the significance lines between them)."""
+    """The HTML page of one or more runs (``pairwise``: the significance lines between them; ``sections``: more
+    HTML after the runs', e.g. ``robustness.report.stored_robustness_html``)."""
     title = "nl2sql-eval report: " + ", ".join(f"{r.model} on {r.gold_set}" for r in reports)
     extra = ""
     if pairwise:
@@ -314,7 +318,7 @@ def run_html(
             + "".join(f"<li>{escape(line)}</li>" for line in pairwise)
             + "</ul>"
         )
-    return _page(title, extra + _run_sections(reports, cases or {}))
+    return _page(title, extra + _run_sections(reports, cases or {}) + sections)
 
 
 def comparison_html(comparison, reports: Sequence[RunReport], cases: Mapping[str, Case] | None = None) -> str:

@@ -17,6 +17,7 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
+from nl2sql_pipeline.robustness.stored import export_robustness
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.storage import layout
 from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
@@ -66,7 +67,8 @@ def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
 
 
 def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None) -> list[Path]:
-    """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt``."""
+    """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt`` (and
+    ``robustness_verdicts`` when any robustness result is stored)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; one of {', '.join(FORMATS)}")
     _require_runs(root)
@@ -79,7 +81,8 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     return [
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
-        _write(build_leaderboard(runs), out_dir / f"leaderboard.{fmt}", fmt),
+        _write(build_leaderboard(runs, root), out_dir / f"leaderboard.{fmt}", fmt),
+        *export_robustness(out_dir, fmt, _write, root),
     ]
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from nl2sql_pipeline.results.measurement_columns import MEASUREMENT_COLUMNS, measurement_columns
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
+from nl2sql_pipeline.robustness.stored import leaderboard_columns
 from nl2sql_pipeline.scoring.statistics import paired_comparison, wilson_interval
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.storage import layout
@@ -42,6 +43,8 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "token_source",
     "vs_best",
     "p_value_vs_best",
+    "paraphrase_consistency",
+    "perturbation_worst_drop",
     *MEASUREMENT_COLUMNS,
 )
 
@@ -57,7 +60,7 @@ def stored_runs(root: Path | None = None) -> list[StoredRun]:
     return runs
 
 
-def _row(run: StoredRun) -> dict:
+def _row(run: StoredRun, root: Path | None = None) -> dict:
     scored = [v for v in run.verdicts if not v.is_probe and v.outcome not in outcomes.NOT_SCORED]
     correct = sum(bool(v.correct) for v in scored)
     interval = wilson_interval(correct, len(scored))
@@ -75,19 +78,21 @@ def _row(run: StoredRun) -> dict:
         "total_cost_usd": run.scores["total_cost_usd"],
         "unknown_cost_count": run.scores["unknown_cost_count"],
         "token_source": run.scores["token_source"],
+        **leaderboard_columns(run.gold_set, run.model, root),
         **measurement_columns(run.scores.as_dict()),
     }
 
 
-def build_leaderboard(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """The leaderboard frame (``LEADERBOARD_COLUMNS``), best first within each gold set."""
+def build_leaderboard(runs: Sequence[StoredRun], root: Path | None = None) -> pd.DataFrame:
+    """The leaderboard frame (``LEADERBOARD_COLUMNS``), best first within each gold set (robustness columns
+    read from the storage ``root``'s robustness results; None where not measured)."""
     rows = []
     by_gold: dict[str, list[StoredRun]] = {}
     for run in runs:
         by_gold.setdefault(run.gold_set, []).append(run)
     for gold in sorted(by_gold):
         ranked = sorted(
-            ((run, _row(run)) for run in by_gold[gold]),
+            ((run, _row(run, root)) for run in by_gold[gold]),
             key=lambda item: (-(item[1]["semantic_correctness_rate"] or -1.0), item[1]["model"]),
         )
         best_run = ranked[0][0]
