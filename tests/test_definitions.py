@@ -17,6 +17,8 @@ EXPECTED_ASSETS = {
     "candidate_sql": "gold|model",
     "candidate_results": "gold|model",
     "case_verdicts": "gold|model",
+    "candidate_answers": "gold|model",
+    "answer_judgements": "gold|model",
     "run_scores": "gold|model",
     "baselines": "gold|model",
     "leaderboard": None,
@@ -68,6 +70,9 @@ def test_lineage_follows_the_architecture():
     assert parents["candidate_sql"] == {"gold_set"}
     assert parents["candidate_results"] >= {"candidate_sql"}
     assert parents["case_verdicts"] >= {"oracle_results", "candidate_results", "database_variants"}
+    # answers and judgements follow candidate_results: turning them on never re-runs generation
+    assert parents["candidate_answers"] == {"gold_set", "candidate_results"}
+    assert parents["answer_judgements"] == {"gold_set", "oracle_results", "candidate_answers"}
     assert parents["database_variants"] == {"gold_set"}
     assert parents["run_scores"] >= {"case_verdicts"}
     assert parents["baselines"] == {"run_scores"}
