@@ -210,7 +210,7 @@ def test_a_402_stops_the_judging_and_the_sql_verdicts_stand(world):
     assert section.stopped is not None and "payment_required" in section.stopped
 
 
-def test_the_report_shows_the_answers_section(world):
+def test_the_report_shows_the_answers_section(world, tmp_path):
     from nl2sql_pipeline.report.console import console_run_report
     from nl2sql_pipeline.report.html import run_html
     from nl2sql_pipeline.report.markdown import markdown_summary
@@ -220,3 +220,7 @@ def test_the_report_shows_the_answers_section(world):
     assert "answer judge judge-oracle: correctness" in text and "answer grades:" in text
     assert "answer judge judge-oracle" in markdown_summary(report)
     assert "<h4>answer judge judge-oracle</h4>" in run_html([report])
+    assert cli.main(["export", "--out", str(tmp_path), "--format", "json"]) == 0
+    exported = json.loads((tmp_path / "answer_judgements.json").read_text(encoding="utf-8"))
+    assert {(row["model"], row["judge"]) for row in exported} >= {("sql-mutant", "judge-oracle")}
+    assert (tmp_path / "answers.json").is_file()
