@@ -24,16 +24,13 @@ def _plural(count: int, noun: str) -> str:
 
 def summarize(cases: Sequence[Any]) -> str:
     """One-line summary: ``120 cases (3 domains, 6 categories)``, and how many are judged on their answer alone
-    (``..., 2 answer-only``) and carry an expected answer beside their SQL."""
+    (``..., 2 answer-only``)."""
     domains = {case.domain for case in cases}
     categories = {case.category for case in cases}
     parts = [_plural(len(domains), "domain"), _plural(len(categories), "category")]
     answer_only = sum(case.is_answer_only for case in cases)
-    with_both = sum(bool(case.expected_sql) and case.expected_answer is not None for case in cases)
     if answer_only:
         parts.append(f"{answer_only} answer-only")
-    if with_both:
-        parts.append(f"{with_both} with an expected answer beside the SQL")
     return f"{_plural(len(cases), 'case')} ({', '.join(parts)})"
 
 
