@@ -200,10 +200,23 @@ def test_a_bare_model_answers_through_litellm_cached_and_accounted(isolated_home
 
 
 def test_offline_models_and_systems_answer_without_a_call():
+    from nl2sql_pipeline.generation.system_spec import SystemConfig
+
     case = case_from_dict(answer_only("a1", 412))
     offline = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
     [record] = answer_candidates([case], [attempt(case, [[412]])], offline, registry={})
     assert (record.answer, record.source, record.calls) == ("The answer is 412.", SOURCE_TEMPLATE, 0)
+    system = ModelSpec(
+        slug="team-bot", kind="python", model="", system=SystemConfig(kind="python", target="team.bot:answer")
+    )
+    own, silent = answer_candidates(
+        [case],
+        [attempt(case, [[412]], answer="We had 412 sessions."), attempt(case, [[412]])],
+        system,
+        registry={},
+    )
+    assert (own.answer, own.source, own.answerer, own.calls) == ("We had 412 sessions.", "system", "team-bot", 0)
+    assert silent.answer is None and silent.error_class == "no_answer"
 
 
 # ------------------------------------------------------------------------------------------- the answer judge
@@ -330,3 +343,21 @@ def test_gold_validate_counts_answer_only_cases(tmp_path: Path, capsys, seeded_h
     path.write_text(json.dumps(answer_only("a1", 412)) + "\n", encoding="utf-8")
     assert cli.main(["gold", "validate", str(path)]) == 0
     assert "1 case (1 domain, 1 category, 1 answer-only)" in capsys.readouterr().out
+
+
+def test_the_report_shows_only_answers_of_the_verdicts_it_explains():
+    from dataclasses import replace
+
+    from nl2sql_pipeline.report.answers import build_answers_report, console_answers
+
+    case = case_from_dict({**answer_only("s1", None), "expected_sql": "SELECT 3"})
+    gold = OracleRow("s1", case.fingerprint, 0, QueryResult(True, ["n"], ["INTEGER"], [(3,)]))
+    answers = [_answers(case, "The answer is 4.", rows=((4,),))]
+    judged = judge_answers([case], answers, [gold], AnswerJudge(load_judges()["judge-oracle"]))
+    [verdict] = judge_stage([case], [gold], [attempt(case, [[4]])], resolve_database=lambda name: Path("/nowhere"))
+    report = build_answers_report(answers, judged, [verdict])
+    lines = "\n".join(console_answers(report))
+    assert "answer judge judge-oracle: correctness 0.0% (0/1)" in lines and "FAIL s1: correctness 1" in lines
+    later = replace(verdict, generated_sql="SELECT 4 -- evaluated again")
+    stale = build_answers_report(answers, judged, [later])
+    assert stale is not None and stale.candidates == 0 and stale.judges[0].correct.total == 0

@@ -72,6 +72,7 @@ class AnswerRecord:
     row_count: int | None
     rows_json: str | None
     """The columns and first rows the answer was given: ``{"columns", "rows", "row_count", "truncated"}``."""
+    sql: str | None = None  # the candidate SQL answered from (reports match answers to the verdicts they explain)
     latency_ms: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -195,6 +196,7 @@ class _Answerer:
             "answerer_config_hash": self.answer_spec.config_hash if self.answer_spec is not None else None,
             "row_count": payload["row_count"] if payload is not None else None,
             "rows_json": json.dumps(payload, ensure_ascii=False) if payload is not None else None,
+            "sql": attempt.sql,
             "answer": None,
             "error_class": None,
             "error_message": None,

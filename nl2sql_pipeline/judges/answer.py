@@ -104,6 +104,7 @@ class AnswerJudgement:
     groundedness_rationale: str | None
     completeness_rationale: str | None
     answer_grade: str | None
+    sql: str | None = None  # the candidate SQL the answer came from (never shown to the judge)
     error_class: str | None = None
     error_message: str | None = None
     latency_ms: float | None = None
@@ -165,6 +166,7 @@ class AnswerJudge:
             "method": method,
             "reference": reference,
             "answer": record.answer,
+            "sql": record.sql,
             **{name: None for name in CRITERIA},
             **{f"{name}_rationale": None for name in CRITERIA},
         }

@@ -80,8 +80,9 @@ def build_answers_report(
     if not answers and not judgements:
         return None
     selected = {(v.case_id, v.sample_index): v for v in verdicts if not v.is_probe}
-    chosen = {(k[0], k[1], v.selected_candidate_index) for k, v in selected.items()}
-    shown = [a for a in answers if (a.case_id, a.sample_index, a.candidate_index) in chosen]
+    # the selected candidate of each verdict, by its SQL too: answers of an earlier evaluation are not shown
+    chosen = {(k[0], k[1], v.selected_candidate_index, v.generated_sql) for k, v in selected.items()}
+    shown = [a for a in answers if (a.case_id, a.sample_index, a.candidate_index, a.sql) in chosen]
     costs = [a.cost_usd for a in shown if a.calls or a.cached]
     report = AnswersReport(
         answers=sum(a.answer is not None for a in shown),
@@ -91,9 +92,13 @@ def build_answers_report(
         answer_cost_usd=None if any(c is None for c in costs) else float(sum(c or 0.0 for c in costs)),
         answer_tokens=sum((a.input_tokens or 0) + (a.output_tokens or 0) for a in answers),
     )
-    report.judgements.extend(j for j in judgements if (j.case_id, j.sample_index, j.candidate_index) in chosen)
+    report.judgements.extend(j for j in judgements if (j.case_id, j.sample_index, j.candidate_index, j.sql) in chosen)
     for judge in dict.fromkeys(j.judge for j in judgements):
-        mine = [j for j in judgements if j.judge == judge and (j.case_id, j.sample_index, j.candidate_index) in chosen]
+        mine = [
+            j
+            for j in judgements
+            if j.judge == judge and (j.case_id, j.sample_index, j.candidate_index, j.sql) in chosen
+        ]
         judged = [j for j in mine if j.correctness is not None]
         combined: Counter[str] = Counter()
         for j in judged:
