@@ -361,3 +361,15 @@ def test_the_report_shows_only_answers_of_the_verdicts_it_explains():
     later = replace(verdict, generated_sql="SELECT 4 -- evaluated again")
     stale = build_answers_report(answers, judged, [later])
     assert stale is not None and stale.candidates == 0 and stale.judges[0].correct.total == 0
+
+
+def test_a_named_answer_model_answers_for_an_offline_model(isolated_home: Path):
+    case = case_from_dict(answer_only("a1", 412))
+    offline = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
+    with FakeLLMServer(default=Reply.text("412 sessions.")) as server:
+        registry = {"writer": _litellm_spec(server.api_base)}
+        [record] = answer_candidates(
+            [case], [attempt(case, [[412]])], offline, registry=registry, answer_model="writer"
+        )
+        assert server.hits == 1
+    assert (record.answer, record.source, record.answerer) == ("412 sessions.", "answer_model", "fake-answerer")

@@ -34,7 +34,7 @@ from nl2sql_pipeline.generation.model_spec import KIND_LITELLM, ModelSpec
 from nl2sql_pipeline.generation.prompts import prompt_hash
 from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.registry import prompts_dir
-from nl2sql_pipeline.generation.section_prompt import load_section_prompt
+from nl2sql_pipeline.generation.section_prompt import SectionPrompt, load_section_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +181,7 @@ class _Answerer:
     cache: GenerationCache | None
     control: RunControl | None
     ready: tuple[bool, str] | None = None
+    prompt: SectionPrompt | None = None  # read once per run
 
     def base(self, attempt: Any, payload: dict[str, Any] | None, **values: Any) -> AnswerRecord:
         answerer = self.answer_spec.slug if self.answer_spec is not None else SOURCE_TEMPLATE
@@ -205,6 +206,7 @@ class _Answerer:
         return AnswerRecord(**fields)
 
     def answer(self, case: Case, attempt: Any) -> AnswerRecord:
+        """The answer of one ``stages.records.Attempt`` (typed loosely: the stages package sits above this one)."""
         payload = rows_payload(attempt.result)
         if self.source == SOURCE_SYSTEM:
             own = attempt.generation.answer if attempt.generation is not None else None
@@ -220,8 +222,9 @@ class _Answerer:
 
     def _ask(self, case: Case, attempt: Any, payload: dict[str, Any]) -> AnswerRecord:
         assert self.answer_spec is not None and self.control is not None
-        prompt = load_section_prompt(prompts_dir() / f"{ANSWER_PROMPT}.txt", "answer prompt")
-        messages = prompt.render(
+        if self.prompt is None:
+            self.prompt = load_section_prompt(prompts_dir() / f"{ANSWER_PROMPT}.txt", "answer prompt")
+        messages = self.prompt.render(
             {
                 "question": case.question,
                 "sql": attempt.sql or "",
