@@ -37,8 +37,13 @@ def candidate_answers(
     candidate_results: pd.DataFrame,
 ) -> dg.Output:
     from nl2sql_pipeline.generation.answers import answer_candidates, answers_summary
+    from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, load_judges
 
     gold, model = gold_and_model(context)
+    judges = load_judges() if eval_settings.judges else {}
+    if not (eval_settings.answers or any(get_judge(s, judges).plays(ROLE_ANSWER) for s in eval_settings.judges)):
+        context.log.info("answers off: no --answers and no answer judge")  # a judge of SQL only needs none
+        return dg.Output(answers_to_frame([]), metadata={"answers": 0})
     cases = scored_cases(cases_from_frame(gold_set), gold_quarantine(gold, cases_from_frame(gold_set)))
     records = answer_candidates(
         cases, attempts_from_frame(candidate_results), get_model(model), answer_model=eval_settings.answer_model
