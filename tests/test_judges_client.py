@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ def judge_spec(api_base: str, **kwargs) -> JudgeSpec:
 
 
 def request(case_id: str = "c1", text: str = "judge this") -> JudgeRequest:
-    return JudgeRequest("answer", case_id, "0123456789abcdef", ({"role": "user", "content": text},), SCHEMA)
+    fingerprint = hashlib.sha256(case_id.encode()).hexdigest()[:16]  # each case its own (part of the cache key)
+    return JudgeRequest("answer", case_id, fingerprint, ({"role": "user", "content": text},), SCHEMA)
 
 
 def test_the_shipped_registry_loads_with_the_oracle():

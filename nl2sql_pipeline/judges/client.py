@@ -272,7 +272,7 @@ class JudgeClient:
         messages: list[Message] = list(request.messages)
         problem: str | None = None
         raw: str | None = None
-        for attempt in range(2):  # a malformed reply is asked again once
+        for _ in range(2):  # a malformed reply is asked again once
             sent = dispatch(spec, messages, self.control, case_id=request.case_id)
             tally.attempts += sent.attempts
             tally.calls += 1 if sent.attempts else 0
@@ -283,7 +283,7 @@ class JudgeClient:
             raw = sent.call.raw_reply
             judgement, problem = parse_judgement(raw, request.schema)
             if judgement is not None:
-                if self.cache is not None and attempt == 0:
+                if self.cache is not None:  # a judgement healed by the retry counts for the request too
                     self.cache.put(key, {"call": sent.call.to_dict(), "judgement": judgement})
                 return self._outcome(
                     request,
