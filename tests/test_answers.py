@@ -373,3 +373,24 @@ def test_a_named_answer_model_answers_for_an_offline_model(isolated_home: Path):
         )
         assert server.hits == 1
     assert (record.answer, record.source, record.answerer) == ("412 sessions.", "answer_model", "fake-answerer")
+
+
+def test_a_registry_entry_names_its_answer_model(tmp_path: Path):
+    from nl2sql_pipeline.errors import ConfigError
+    from nl2sql_pipeline.generation.registry import load_registry
+
+    path = tmp_path / "models.yml"
+    path.write_text(
+        "models:\n"
+        "  echo:\n    kind: offline\n    model: nl2sql-offline/gold-echo\n    answer_model: writer\n"
+        "  writer:\n    kind: litellm\n    model: openai/writer\n    api_base: http://127.0.0.1:9/v1\n",
+        encoding="utf-8",
+    )
+    specs = load_registry(path)
+    assert specs["echo"].answer_model == "writer"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("answer_model: writer", "answer_model: echo"), encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_registry(path)
+    assert f"{path}:5: model 'echo', key 'answer_model': 'echo' is not a kind: litellm model" in str(info.value)

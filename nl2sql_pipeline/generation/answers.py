@@ -292,7 +292,8 @@ def answer_candidates(
 ) -> list[AnswerRecord]:
     """An answer for every model attempt (``stages.records.Attempt``, executed) of the query cases, in order.
 
-    ``answer_model`` (a registry slug) answers instead of ``spec`` itself; a system keeps its own answers; the
+    ``answer_model`` (a registry slug; default the entry's own ``answer_model:``) answers instead of ``spec`` itself;
+    a system keeps its own answers; the
     offline models and replays use the offline answerer unless ``answer_model`` names a litellm model.
     """
     if registry is None:
@@ -301,6 +302,7 @@ def answer_candidates(
         registry = load_registry()
     by_id = {case.id: case for case in cases if not case.is_probe}
     todo = [a for a in attempts if not a.is_probe and a.case_id in by_id]
+    answer_model = answer_model or spec.answer_model  # the run's choice, else the registry entry's
     if spec.is_system:
         answer_spec, source = None, SOURCE_SYSTEM
     else:
