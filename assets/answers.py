@@ -9,8 +9,10 @@ import pandas as pd
 
 from assets.automation import CODE_VERSIONS
 from assets.partitions import gold_and_model, gold_model_partitions
+from assets.progress_log import logged_progress
 from assets.quarantine import gold_quarantine, scored_cases
 from nl2sql_pipeline.generation.registry import get_model
+from nl2sql_pipeline.progress import STAGE_ANSWER, STAGE_ANSWER_JUDGE
 from nl2sql_pipeline.results.frames import (
     answer_judgements_to_frame,
     answers_from_frame,
@@ -46,7 +48,11 @@ def candidate_answers(
         return dg.Output(answers_to_frame([]), metadata={"answers": 0})
     cases = scored_cases(cases_from_frame(gold_set), gold_quarantine(gold, cases_from_frame(gold_set)))
     records = answer_candidates(
-        cases, attempts_from_frame(candidate_results), get_model(model), answer_model=eval_settings.answer_model
+        cases,
+        attempts_from_frame(candidate_results),
+        get_model(model),
+        answer_model=eval_settings.answer_model,
+        progress=logged_progress(context, STAGE_ANSWER, model),
     )
     summary = answers_summary(records)
     context.log.info("answers of %s: %s", model, summary)
@@ -75,7 +81,7 @@ def answer_judgements(
     from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, load_judges
 
     registry = load_judges()
-    gold = gold_and_model(context)[0]
+    gold, model = gold_and_model(context)
     registered = list_gold_sets()
     given = registered[gold].answer_thresholds if gold in registered else {}
     defaults = AnswerThresholds()
@@ -93,7 +99,13 @@ def answer_judgements(
         if not spec.plays(ROLE_ANSWER):
             continue
         client = None if spec.is_offline else JudgeClient(spec, cache=judge_cache())
-        found = judge_answers(cases, answers, oracle_rows, AnswerJudge(spec, client, thresholds))
+        found = judge_answers(
+            cases,
+            answers,
+            oracle_rows,
+            AnswerJudge(spec, client, thresholds),
+            progress=logged_progress(context, STAGE_ANSWER_JUDGE, f"{model}/{slug}"),
+        )
         judgements.extend(found)
         summary = answer_summary(found)
         metadata[f"{slug}_answer_correct_rate"] = summary["answer_correct_rate"]

@@ -394,3 +394,28 @@ def test_a_registry_entry_names_its_answer_model(tmp_path: Path):
     with pytest.raises(ConfigError) as info:
         load_registry(path)
     assert f"{path}:5: model 'echo', key 'answer_model': 'echo' is not a kind: litellm model" in str(info.value)
+
+
+def test_the_answer_stage_and_the_judge_report_progress():
+    from nl2sql_pipeline.progress import STAGE_ANSWER, STAGE_ANSWER_JUDGE, ProgressTracker
+
+    case = case_from_dict(answer_only("a1", 412))
+    offline = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
+    seen: list = []
+    answers = answer_candidates(
+        [case],
+        [attempt(case, [[412]])],
+        offline,
+        registry={},
+        progress=ProgressTracker(STAGE_ANSWER, "gold-echo", sinks=(seen.append,)),
+    )
+    judge_answers(
+        [case],
+        answers,
+        [],
+        AnswerJudge(load_judges()["judge-oracle"]),
+        progress=ProgressTracker(STAGE_ANSWER_JUDGE, "gold-echo/judge-oracle", sinks=(seen.append,)),
+    )
+    last = {s.stage: s for s in seen}
+    assert last[STAGE_ANSWER].finished and (last[STAGE_ANSWER].done, last[STAGE_ANSWER].total) == (1, 1)
+    assert last[STAGE_ANSWER_JUDGE].finished and last[STAGE_ANSWER_JUDGE].done == 1

@@ -35,6 +35,7 @@ from nl2sql_pipeline.generation.prompts import prompt_hash
 from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.registry import prompts_dir
 from nl2sql_pipeline.generation.section_prompt import SectionPrompt, load_section_prompt
+from nl2sql_pipeline.progress import STAGE_ANSWER, ProgressTracker, tracking
 
 logger = logging.getLogger(__name__)
 
@@ -289,6 +290,7 @@ def answer_candidates(
     answer_model: str | None = None,
     cache: GenerationCache | None = None,
     workers: int | None = None,
+    progress: ProgressTracker | None = None,
 ) -> list[AnswerRecord]:
     """An answer for every model attempt (``stages.records.Attempt``, executed) of the query cases, in order.
 
@@ -322,10 +324,28 @@ def answer_candidates(
         control,
     )
     count = max(1, min(workers or (answer_spec.limits.max_concurrency if answer_spec else None) or 1, len(todo) or 1))
-    if count == 1:
-        return [answerer.answer(by_id[a.case_id], a) for a in todo]
-    with ThreadPoolExecutor(max_workers=count, thread_name_prefix=f"answer-{spec.slug}") as pool:
-        return list(pool.map(lambda a: answerer.answer(by_id[a.case_id], a), todo))
+    with tracking(progress, STAGE_ANSWER, spec.slug) as tracker:
+        tracker.begin(len(todo))
+
+        def answer_one(attempt: Any) -> AnswerRecord:
+            record = answerer.answer(by_id[attempt.case_id], attempt)
+            tracker.unit_finished(
+                calls=record.calls,
+                attempts=record.attempts,
+                cached=record.cached,
+                input_tokens=record.input_tokens,
+                output_tokens=record.output_tokens,
+                cost_usd=record.cost_usd,
+                cost_expected=record.calls > 0 or record.cached,
+                failure=record.error_class,
+                started=False,
+            )
+            return record
+
+        if count == 1:
+            return [answer_one(a) for a in todo]
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix=f"answer-{spec.slug}") as pool:
+            return list(pool.map(answer_one, todo))
 
 
 def answers_summary(records: Sequence[AnswerRecord]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from nl2sql_pipeline.judges.oracle import (
 from nl2sql_pipeline.judges.prompts import load_judge_prompt, load_rubric
 from nl2sql_pipeline.judges.registry import ROLE_ANSWER, JudgeSpec
 from nl2sql_pipeline.judges.values import expected_values
+from nl2sql_pipeline.progress import STAGE_ANSWER_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages.records import OracleRow
 
 CRITERIA: tuple[str, ...] = ("correctness", "groundedness", "completeness")
@@ -266,9 +267,21 @@ def judge_answers(
     answers: Iterable[AnswerRecord],
     oracle_rows: Iterable[OracleRow],
     judge: AnswerJudge,
+    progress: ProgressTracker | None = None,
 ) -> list[AnswerJudgement]:
     """Every answer judged by ``judge``, in the order of ``answers`` (LLM calls made together, bounded by the
-    judge's ``max_concurrency``)."""
+    judge's ``max_concurrency``); ``progress`` is told of each judgement (its calls, cost and failure class)."""
+    with tracking(progress, STAGE_ANSWER_JUDGE, judge.spec.slug) as tracker:
+        return _judge_answers(list(cases), list(answers), list(oracle_rows), judge, tracker)
+
+
+def _judge_answers(
+    cases: list[Case],
+    answers: list[AnswerRecord],
+    oracle_rows: list[OracleRow],
+    judge: AnswerJudge,
+    tracker: ProgressTracker,
+) -> list[AnswerJudgement]:
     by_id = {case.id: case for case in cases}
     oracle_by_case: dict[str, list[OracleRow]] = {}
     for row in oracle_rows:
@@ -277,6 +290,10 @@ def judge_answers(
     records = [r for r in answers if r.case_id in by_id]
     for record in records:
         decided.append(judge.decide(by_id[record.case_id], record, oracle_by_case.get(record.case_id, [])))
+    tracker.begin(len(decided))
+    for d in decided:
+        if isinstance(d, AnswerJudgement):
+            tracker.unit_finished(failure=d.error_class, started=False)
     pending = [(i, d) for i, d in enumerate(decided) if isinstance(d, JudgeRequest)]
     if pending:
         if judge.client is None:
@@ -287,6 +304,17 @@ def judge_answers(
             case = by_id[record.case_id]
             reference, _ = case_reference(case, oracle_by_case.get(case.id, []))
             decided[index] = judge.from_outcome(case, record, outcome, reference.source if reference else "none")
+            tracker.unit_finished(
+                calls=outcome.calls,
+                attempts=outcome.attempts,
+                cached=outcome.cached,
+                input_tokens=outcome.input_tokens,
+                output_tokens=outcome.output_tokens,
+                cost_usd=outcome.cost_usd,
+                cost_expected=outcome.ok,
+                failure=outcome.error_class,
+                started=False,
+            )
     return [d for d in decided if isinstance(d, AnswerJudgement)]
 
 
