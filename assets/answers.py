@@ -78,7 +78,7 @@ def answer_judgements(
     from nl2sql_pipeline.gold.registry import list_gold_sets
     from nl2sql_pipeline.judges.answer import AnswerJudge, AnswerThresholds, answer_summary, judge_answers
     from nl2sql_pipeline.judges.client import JudgeClient, judge_cache
-    from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, load_judges
+    from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, judges_config_hash, load_judges
 
     registry = load_judges()
     gold, model = gold_and_model(context)
@@ -114,6 +114,8 @@ def answer_judgements(
             context.log.warning("%s: %s; the SQL verdicts stand", slug, client.stop_reason)
             metadata[f"{slug}_stopped"] = client.stop_reason
     metadata["judgements"] = len(judgements)
+    # the identity of this judging: every judge's model, prompt and rubric versions and their texts
+    metadata["judges_config_hash"] = judges_config_hash([get_judge(s, registry) for s in eval_settings.judges])
     return dg.Output(
         answer_judgements_to_frame(judgements), metadata={k: v for k, v in metadata.items() if v is not None}
     )
