@@ -419,3 +419,15 @@ def test_the_answer_stage_and_the_judge_report_progress():
     last = {s.stage: s for s in seen}
     assert last[STAGE_ANSWER].finished and (last[STAGE_ANSWER].done, last[STAGE_ANSWER].total) == (1, 1)
     assert last[STAGE_ANSWER_JUDGE].finished and last[STAGE_ANSWER_JUDGE].done == 1
+
+
+def test_the_oracle_falls_back_to_the_gold_rows_for_a_sentence_and_abstains_without_them():
+    sentence = {**answer_only("s1", "Toei leads by far"), "expected_sql": "SELECT 'Toei'"}
+    case = case_from_dict(sentence)
+    gold = OracleRow("s1", case.fingerprint, 0, QueryResult(True, ["studio"], ["VARCHAR"], [("Toei",)]))
+    oracle = AnswerJudge(load_judges()["judge-oracle"])
+    [found] = judge_answers([case], [_answers(case, "Toei.", rows=(("Toei",),))], [gold], oracle)
+    assert (found.method, found.reference, found.answer_grade) == (METHOD_ORACLE, "gold_rows", "pass")
+    alone = case_from_dict(answer_only("p1", "Toei leads by far"))
+    [abstained] = judge_answers([alone], [_answers(alone, "Toei.")], [], oracle)
+    assert abstained.error_class == "undecidable" and abstained.correctness is None

@@ -123,15 +123,15 @@ class AnswerJudgement:
 
 def case_reference(case: Case, oracle_rows: Sequence[OracleRow]) -> tuple[Reference | None, str]:
     """The case's reference for the oracle and the value check, and its text for an LLM judge."""
+    canonical = next((r for r in oracle_rows if r.alternative_index == 0 and r.result.ok), None)
+    gold = reference_from_rows(canonical.result.rows, truncated=canonical.result.truncated) if canonical else None
     if case.expected_answer is not None:
         text = case.expected_answer if isinstance(case.expected_answer, str) else json.dumps(case.expected_answer)
-        return reference_from_expected(case.expected_answer), text
-    canonical = next((r for r in oracle_rows if r.alternative_index == 0 and r.result.ok), None)
+        # a sentence without a number is no reference for the oracle: the gold rows are, when the case has SQL
+        return reference_from_expected(case.expected_answer) or gold, text
     if canonical is None:
         return None, ""
-    result = canonical.result
-    reference = reference_from_rows(result.rows, truncated=result.truncated)
-    return reference, rows_text(rows_payload(result))
+    return gold, rows_text(rows_payload(canonical.result))
 
 
 def _candidate_rows(record: AnswerRecord) -> list[tuple]:

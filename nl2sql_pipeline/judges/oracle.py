@@ -10,8 +10,9 @@ costs nothing. For the ``answer`` role it scores the same rubric as an LLM judge
   the question; the row count counts) -> 5, else 2 (1 when the query returned nothing);
 - completeness: the share of reference rows whose every value is stated, on the same scale.
 
-A prose expected answer (``judges.values.expected_values`` is None) is checked on the numbers and dates
-it contains; one with none is ``undecidable`` for the oracle (left out of its scores, listed).
+A prose expected answer (``judges.values.expected_values`` is None) is checked on the numbers it contains;
+one with none is checked against the gold rows when the case has SQL, else it is ``undecidable`` for the
+oracle (left out of its scores, listed).
 """
 
 from __future__ import annotations
