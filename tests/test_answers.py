@@ -431,3 +431,19 @@ def test_the_oracle_falls_back_to_the_gold_rows_for_a_sentence_and_abstains_with
     alone = case_from_dict(answer_only("p1", "Toei leads by far"))
     [abstained] = judge_answers([alone], [_answers(alone, "Toei.")], [], oracle)
     assert abstained.error_class == "undecidable" and abstained.correctness is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--judge", "no-such-judge"], "unknown judge 'no-such-judge' (known judges: answer-judge, judge-oracle"),
+        (["--answers", "--answer-model", "nope"], "unknown model 'nope'"),
+        (["--judge", "judge-oracle", "--answer-pass-score", "9"], "--answer-pass-score 9 is outside 1..5"),
+    ],
+)
+def test_bad_answer_options_exit_2_before_any_run(options, message, seeded_home, capsys):
+    from nl2sql_cli import main as cli
+
+    assert cli.main(["run", "--model", "gold-echo", "-q", *options]) == 2
+    assert message in capsys.readouterr().err
+    assert not (seeded_home / "dagster_home" / "history").exists()  # nothing was materialized
