@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.answers import AnswerRecord, rows_payload, rows_text
 from nl2sql_pipeline.judges.client import JudgeClient, JudgeOutcome, JudgeRequest
 from nl2sql_pipeline.judges.oracle import (
@@ -297,7 +298,7 @@ def _judge_answers(
     pending = [(i, d) for i, d in enumerate(decided) if isinstance(d, JudgeRequest)]
     if pending:
         if judge.client is None:
-            raise ValueError(f"judge {judge.spec.slug} needs a JudgeClient for its LLM judgements")
+            raise ConfigError(f"judge {judge.spec.slug} needs a JudgeClient for its LLM judgements")
         outcomes = judge.client.judge_all([request for _, request in pending])
         for (index, _), outcome in zip(pending, outcomes):
             record = records[index]

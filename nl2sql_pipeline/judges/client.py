@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.cache import CacheKey, GenerationCache
 from nl2sql_pipeline.generation.candidate_record import ModelCall
 from nl2sql_pipeline.generation.dispatch import RunControl, dispatch, limiter_for, slots_for
@@ -174,7 +175,7 @@ class JudgeClient:
 
     def __post_init__(self) -> None:
         if self.spec.is_offline:
-            raise ValueError(f"judge {self.spec.slug} is offline: it is called through judges.oracle")
+            raise ConfigError(f"judge {self.spec.slug} is offline: it needs no client (judges.oracle decides)")
         base = self.spec.model_spec()
         if self.control is None:
             self.control = RunControl(limiter=limiter_for(base), slots=slots_for(base))
@@ -190,15 +191,16 @@ class JudgeClient:
 
     def _model_spec(self, request: JudgeRequest) -> ModelSpec:
         name = f"{request.role}_judgement"
+        key = f"{name}:{json.dumps(request.schema, sort_keys=True)}"
         with self._lock:
-            spec = self._model_specs.get(name)
+            spec = self._model_specs.get(key)
             if spec is None:
                 response_format = {
                     "type": "json_schema",
                     "json_schema": {"name": name, "schema": dict(request.schema), "strict": True},
                 }
                 spec = self.spec.model_spec(response_format=response_format)
-                self._model_specs[name] = spec
+                self._model_specs[key] = spec
             return spec
 
     def _ready(self, spec: ModelSpec) -> Readiness:
