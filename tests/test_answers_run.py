@@ -224,3 +224,13 @@ def test_the_report_shows_the_answers_section(world, tmp_path):
     exported = json.loads((tmp_path / "answer_judgements.json").read_text(encoding="utf-8"))
     assert {(row["model"], row["judge"]) for row in exported} >= {("sql-mutant", "judge-oracle")}
     assert (tmp_path / "answers.json").is_file()
+    assert cli.main(["export", "--duckdb", str(tmp_path / "results.duckdb")]) == 0
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "results.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT model, avg((correctness >= 4)::INT) FROM answer_judgements WHERE judge = 'judge-oracle' "
+            "AND gold_set = ? GROUP BY ALL ORDER BY 1",
+            [SQL_GOLD],
+        ).fetchall()
+    assert dict(rows)["gold-echo"] == 1.0 and dict(rows)["sql-mutant"] < 1.0

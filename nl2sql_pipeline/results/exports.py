@@ -99,7 +99,8 @@ def _answer_exports(out_dir: Path, fmt: str, root: Path | None) -> list[Path]:
 
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
-    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``.
+    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file`` (and
+    ``answers`` and ``answer_judgements``, with their ``gold_set`` and ``model`` columns, once a run answered).
 
     Every stored file the views read must open first (``StoredFileError`` naming the one that does not):
     DuckDB's own error would not say which partition is broken."""
@@ -114,6 +115,15 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
     con = duckdb.connect(str(db_file))
     try:
         con.execute(sql)
+        for asset, view in ((layout.CANDIDATE_ANSWERS, "answers"), (layout.ANSWER_JUDGEMENTS, "answer_judgements")):
+            if layout.model_partitions(asset, root):  # only once some run answered (an empty glob is an error)
+                pattern = _glob(asset, root).replace("'", "''")
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {view} AS SELECT "
+                    "regexp_extract(filename, 'gold=([^/]*)/', 1) AS gold_set, "
+                    "regexp_extract(filename, 'model=([^/]*)\\.parquet$', 1) AS model, * EXCLUDE (filename) "
+                    f"FROM read_parquet('{pattern}', filename = true, hive_partitioning = false, union_by_name = true)"
+                )
         return [
             row[0]
             for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
