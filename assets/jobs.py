@@ -75,3 +75,16 @@ measure_robustness_job = dg.define_asset_job(
     description="Paraphrase consistency and schema perturbation of one evaluated model (gold x model partition); "
     "set eval_settings.paraphrases and eval_settings.perturb in the launchpad (defaults here: 4 and all).",
 )
+
+answer_and_judge_job = dg.define_asset_job(
+    "answer_and_judge",
+    selection=dg.AssetSelection.keys("candidate_answers", "answer_judgements"),
+    partitions_def=gold_model_partitions,
+    config=dg.PartitionedConfig(
+        partitions_def=gold_model_partitions,
+        run_config_for_partition_key_fn=lambda _key: {},
+        tags_for_partition_key_fn=run_tags_for_partition,
+    ),
+    description="Answer and judge one evaluated model on one gold version (after evaluate_model; never re-runs "
+    "generation). Set eval_settings.answers, answer_model, judges and the answer thresholds in the run config.",
+)

@@ -5,6 +5,47 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class AnswerOptions:
+    """The answer stage and judges of a run (``--answers``, ``--answer-model``, ``--judge``, thresholds)."""
+
+    answers: bool = False
+    answer_model: str | None = None
+    judges: tuple[str, ...] = ()
+    pass_score: int | None = None  # None: the gold set's answer_thresholds, else judges.answer.AnswerThresholds
+    partial_score: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """True when the run materializes the answer assets (a judge needs answers to judge)."""
+        return self.answers or bool(self.judges)
+
+    def check(self) -> None:
+        """ConfigError on an unknown judge or answer model."""
+        from nl2sql_pipeline.errors import ConfigError
+        from nl2sql_pipeline.generation.registry import get_model
+        from nl2sql_pipeline.judges.registry import get_judge, load_judges
+
+        registry = load_judges() if self.judges else {}
+        for slug in self.judges:
+            get_judge(slug, registry)
+        if self.answer_model is not None:
+            get_model(self.answer_model)
+        for name, value in (("--answer-pass-score", self.pass_score), ("--answer-partial-score", self.partial_score)):
+            if value is not None and not 1 <= value <= 5:
+                raise ConfigError(f"{name} {value} is outside 1..5 (rubric scores run from 1 to 5)")
+
+    def settings(self) -> dict[str, object]:
+        """The ``EvalSettings`` fields of these options."""
+        return {
+            "answers": self.answers,
+            "answer_model": self.answer_model,
+            "judges": list(self.judges),
+            "answer_pass_score": self.pass_score,
+            "answer_partial_score": self.partial_score,
+        }
+
+
 @dataclass
 class EvaluationOutcome:
     """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures.
@@ -29,6 +70,7 @@ class EvaluationOutcome:
     # model -> why its current run's stored results could not stand (a file missing or unreadable): evaluated again
     unreadable: dict[str, str] = field(default_factory=dict)
     gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
+    answered: dict[str, str] = field(default_factory=dict)  # model -> run id of its answers and judgements
 
 
 def stored_outcome(

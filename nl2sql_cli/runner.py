@@ -26,10 +26,10 @@ import dagster as dg
 
 from assets.checks import PREFLIGHT_CHECK
 from assets.gold import database_variants, sample_database
-from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
+from assets.graph import ALL_ASSETS, ANSWER_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
-from nl2sql_cli.run_result import EvaluationOutcome
+from nl2sql_cli.run_result import AnswerOptions, EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
@@ -147,8 +147,13 @@ def evaluate(
     paraphrases: int = 0,
     perturb: str = "",
     measurements: Measurements | None = None,
+    answers: AnswerOptions | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
+
+    ``answers`` turns on the answer stage and the judges (``candidate_answers``, ``answer_judgements``,
+    downstream of ``candidate_results``): a model whose run is reused gets only those two assets, so turning
+    judges on after a run sends no generation call (``EvaluationOutcome.answered``).
 
     ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
     ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop);
@@ -180,6 +185,8 @@ def evaluate(
             f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(registered))} (data/gold/gold_sets.yml)"
         )
     specs = {slug: get_model(slug) for slug in models}  # raises ConfigError for unknown slugs
+    if answers is not None:
+        answers.check()  # unknown judges or answer model: a ConfigError before any run
     if policy is not None:
         from nl2sql_pipeline.policy import load_policy
 
@@ -235,6 +242,8 @@ def evaluate(
             if stored is not None and problem is None:
                 outcome.scores[slug] = stored
                 outcome.reused[slug] = str(stored["run_id"])
+                if answers is not None and answers.enabled:
+                    _answer_and_judge(instance, gold_set, slug, answers, outcome, lock_wait_s)
                 continue
             if problem is not None:  # its stored results cannot be read back: missing, evaluated again
                 logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
@@ -252,7 +261,11 @@ def evaluate(
             "test_suite_variants": test_suite_variants,
             **(measurements or Measurements()).settings(),
             **{k: v for k, v in vars(limits).items() if v is not None},
+            **(answers.settings() if answers is not None else {}),
         }
+        selected = [a.key for a in MODEL_ASSETS]
+        if answers is not None and answers.enabled:
+            selected += [a.key for a in ANSWER_ASSETS]
 
         def told(holder: str, slug: str = slug) -> None:
             if on_wait is not None:
@@ -267,7 +280,7 @@ def evaluate(
                 owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}",
             ):
                 result = _materialize(
-                    [a.key for a in MODEL_ASSETS],
+                    selected,
                     instance,
                     partition_key=key,
                     run_config=run_config,
@@ -290,6 +303,8 @@ def evaluate(
             outcome.failures.append(f"{slug}: {exc}")
             continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
+        if answers is not None and answers.enabled:
+            outcome.answered[slug] = result.run_id
     if paraphrases > 0 or perturb:
         _measure_robustness(
             instance, gold_set, list(outcome.scores), outcome, policy, isolated, paraphrases, perturb, lock_wait_s
@@ -330,6 +345,37 @@ def _measure_robustness(
         outcome.stage_seconds[f"robustness:{slug}"] = time.perf_counter() - started
         if not result.success:
             outcome.failures.append(f"{slug}: robustness: {_failure_text(result)}")
+
+
+def _answer_and_judge(
+    instance: dg.DagsterInstance,
+    gold_set: str,
+    slug: str,
+    answers: AnswerOptions,
+    outcome: EvaluationOutcome,
+    lock_wait_s: float | None,
+) -> None:
+    """Materialize only the answer assets of a reused run (its candidate results stand: nothing is generated)."""
+    key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
+    started = time.perf_counter()
+    owner = f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}"
+    try:
+        with partition_lock(gold_set, slug, timeout_s=lock_wait_s, owner=owner):
+            result = _materialize(
+                [a.key for a in ANSWER_ASSETS],
+                instance,
+                partition_key=key,
+                settings=answers.settings(),
+                tags=run_tags_for_partition(key),
+            )
+    except LockTimeoutError as exc:
+        outcome.failures.append(f"{slug}: {exc}")
+        return
+    outcome.stage_seconds[f"answers:{slug}"] = time.perf_counter() - started
+    if not result.success:
+        outcome.failures.append(f"{slug} answers: {_failure_text(result)}")
+        return
+    outcome.answered[slug] = result.run_id
 
 
 def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:

@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 STAGE_GENERATE = "generate"
 STAGE_EXECUTE = "execute"
 STAGE_JUDGE = "judge"
+STAGE_ANSWER = "answer"  # the answer stage (generation.answers)
+STAGE_ANSWER_JUDGE = "answer-judge"  # the answer judges (judges.answer)
 DEFAULT_EMIT_INTERVAL_S = 0.1  # the fastest any sink is told of a change (a terminal redraw)
 
 

@@ -28,6 +28,15 @@ class EvalSettings(dg.ConfigurableResource):
     # Optional measurements (nl2sql_pipeline.runs.measurements), each off by default:
     probe_systems: bool = False  # a live system is asked every policy probe's question (system_policy_recall)
     efficiency: bool = False  # correct candidates and their gold are profiled: the stable efficiency score
+    # Answers and judges (issue 19): what candidate_answers and answer_judgements do when a run selects them
+    # (`nl2sql-eval run --answers --judge SLUG`; in the UI, the answer_and_judge job).
+    answers: bool = False  # ask bare models for a prose answer from their rows (systems keep their own)
+    answer_model: str | None = None  # a models.yml slug answering instead of the evaluated model itself
+    judges: list[str] = []  # judge slugs from data/judges.yml; each does every role it has
+    # an answer passes when correctness, groundedness and completeness all reach answer_pass_score, earns partial
+    # credit when correctness reaches answer_partial_score (unset: the gold set's answer_thresholds, else 4 and 3)
+    answer_pass_score: int | None = None
+    answer_partial_score: int | None = None
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)

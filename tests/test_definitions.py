@@ -17,6 +17,8 @@ EXPECTED_ASSETS = {
     "candidate_sql": "gold|model",
     "candidate_results": "gold|model",
     "case_verdicts": "gold|model",
+    "candidate_answers": "gold|model",
+    "answer_judgements": "gold|model",
     "run_scores": "gold|model",
     "baselines": "gold|model",
     "leaderboard": None,
@@ -70,6 +72,9 @@ def test_lineage_follows_the_architecture():
     assert parents["candidate_sql"] == {"gold_set"}
     assert parents["candidate_results"] >= {"candidate_sql"}
     assert parents["case_verdicts"] >= {"oracle_results", "candidate_results", "database_variants"}
+    # answers and judgements follow candidate_results: turning them on never re-runs generation
+    assert parents["candidate_answers"] == {"gold_set", "candidate_results"}
+    assert parents["answer_judgements"] == {"gold_set", "oracle_results", "candidate_answers"}
     assert parents["database_variants"] == {"gold_set"}
     assert parents["run_scores"] >= {"case_verdicts"}
     assert parents["baselines"] == {"run_scores"}
@@ -115,6 +120,12 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
     assert graph.get(dg.AssetKey("candidate_sql")).pools == {"llm_generation"}
     assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
     assert defs.resolve_job_def("prepare_gold_set") is not None
+    answer_job = defs.resolve_job_def("answer_and_judge")  # answers and judges from the UI, after a run
+    assert answer_job.partitions_def == gold_model_partitions
+    assert {k.to_user_string() for k in answer_job.asset_layer.selected_asset_keys} == {
+        "candidate_answers",
+        "answer_judgements",
+    }
     assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor", "automation_sensor"}
     assert {s.name for s in defs.schedules} == {"nightly_evaluation"}
 

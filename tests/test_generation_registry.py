@@ -327,7 +327,7 @@ def test_every_problem_of_every_entry_is_reported_at_once_with_its_line(tmp_path
     assert problems == [
         f"{path}:6: model 'm1', key 'colour': unknown key (remove it; allowed keys: "
         "kind, model, description, prompt_template, params, version, api_base, api_key_env, price_input_per_mtok, "
-        "price_output_per_mtok, limits, candidates, few_shot, rerun, retry, timeout_s, gates)",
+        "price_output_per_mtok, limits, candidates, few_shot, rerun, retry, timeout_s, gates, answer_model)",
         f"{path}:5: model 'm1', key 'candidates': must be > 0, got 0 (use a value > 0)",
         f"{path}:11: model 'm2', key 'rerun': unknown value 'sometimes' (use one of: on_config_change, always, nightly, never)",
         f"{path}:10: model 'm2', key 'timeout_s': not used by offline models (remove it or use kind: litellm)",

@@ -184,6 +184,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(abbreviate, synonym, camel_case, reorder_columns, distractors, or all), the gold rewritten for each and "
         "checked by running it: accuracy drop per kind. Costs one more model call per case and kind. Default: off",
     )
+    parser.add_argument(
+        "--answers",
+        action="store_true",
+        help="answer stage: ask each bare model for a short prose answer from the first rows its SQL returned "
+        "(cached, accounted apart from generation; systems keep their own answers; offline models and replays use "
+        "the offline answerer's template). Runs after an existing run without generating again",
+    )
+    parser.add_argument(
+        "--answer-model",
+        metavar="SLUG",
+        help="a models.yml slug that writes the answers instead of the evaluated model itself",
+    )
+    parser.add_argument(
+        "--judge",
+        action="append",
+        dest="judges",
+        metavar="SLUG",
+        help="a judge from data/judges.yml (repeatable); it does every role it has (answer: the answer rubric, "
+        "which needs answers, so it turns the answer stage on). Turning judges on after a run generates nothing",
+    )
+    parser.add_argument(
+        "--answer-pass-score",
+        type=int,
+        metavar="N",
+        help="an answer passes when correctness, groundedness and completeness all reach N (1-5; default 4, or "
+        "the gold set's answer_thresholds)",
+    )
+    parser.add_argument(
+        "--answer-partial-score",
+        type=int,
+        metavar="N",
+        help="an answer that does not pass earns partial credit when its correctness reaches N (default 3)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
         "-q",
@@ -265,6 +298,23 @@ def _handle(args: argparse.Namespace) -> int:
         paraphrases=args.paraphrases,
         perturb=args.perturb,
         measurements=Measurements(probe_systems=args.probe_systems, efficiency=args.efficiency),
+        answers=_answer_options(args),
+    )
+
+
+def _answer_options(args: argparse.Namespace):
+    """The run's answer stage and judges (None when neither is asked for)."""
+    from nl2sql_cli.run_result import AnswerOptions
+
+    judges = tuple(dict.fromkeys(args.judges or ()))
+    if not (args.answers or judges):
+        return None
+    return AnswerOptions(
+        answers=args.answers,
+        answer_model=args.answer_model,
+        judges=judges,
+        pass_score=args.answer_pass_score,
+        partial_score=args.answer_partial_score,
     )
 
 
@@ -294,6 +344,21 @@ def _robustness_summary(gold_set: str, runs: list[dict]) -> dict[str, dict]:
     from nl2sql_pipeline.robustness.stored import load_robustness
 
     return {run["model"]: scores_summary(*load_robustness(gold_set, run["model"])) for run in runs}
+
+
+def _answer_scores(gold_set: str, answered: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Per model and answer judge: the answer summary of the run that answered it (``--json``)."""
+    from nl2sql_pipeline.judges.answer import answer_summary
+    from nl2sql_pipeline.results.read import load_answer_judgements
+
+    out: dict[str, dict[str, Any]] = {}
+    for slug, run_id in answered.items():
+        judgements = load_answer_judgements(gold_set, slug, run_id)
+        by_judge: dict[str, list] = {}
+        for judgement in judgements:
+            by_judge.setdefault(judgement.judge, []).append(judgement)
+        out[slug] = {judge: answer_summary(found) for judge, found in by_judge.items()}
+    return out
 
 
 def _check_inputs(gold_set: str) -> int | None:
@@ -355,9 +420,10 @@ def run_evaluation(
     paraphrases: int = 0,
     perturb: str = "",
     measurements=None,
+    answers=None,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
-    while it runs unless ``quiet``."""
+    while it runs unless ``quiet``. ``answers`` (``run_result.AnswerOptions``) turns the answer stage and judges on."""
     from nl2sql_cli.run_result import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
@@ -374,9 +440,14 @@ def run_evaluation(
         print(f"WAITING: {message}", file=sys.stderr, flush=True)
 
     try:
+        if answers is not None:
+            answers.check()  # an unknown judge or answer model, bad thresholds: exit 2 before any run
         outcome = (
             None
-            if force or paraphrases > 0 or perturb  # robustness is measured by the graph, beside reused scores
+            if force
+            or paraphrases > 0
+            or perturb
+            or answers is not None  # robustness, answers and judges run beside reused scores
             else stored_outcome(
                 gold_set,
                 models,
@@ -406,6 +477,7 @@ def run_evaluation(
                     paraphrases=paraphrases,
                     perturb=perturb,
                     measurements=measurements,
+                    answers=answers,
                 )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -458,6 +530,7 @@ def run_evaluation(
                     "reused": outcome.reused,
                     "re_evaluated": outcome.unreadable,
                     **({"robustness": _robustness_summary(gold_set, runs)} if paraphrases > 0 or perturb else {}),
+                    "answers": _answer_scores(gold_set, outcome.answered),
                 },
                 default=str,
                 indent=2,

@@ -112,6 +112,7 @@ class ModelSpec:
     predictions: PredictionsSource | None = None
     system: SystemConfig | None = None  # kind: http | python | command (generation.systems)
     gates: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # runs.gates thresholds
+    answer_model: str | None = None  # the slug that writes this model's answers (generation.answers); not hashed
 
     def canonical_config(self) -> dict[str, Any]:
         """Everything that can change the model's outputs (description, prices, limits, retries,

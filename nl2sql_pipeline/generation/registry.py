@@ -27,7 +27,7 @@ from nl2sql_pipeline.config.yaml_loader import read_yaml
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.generation.few_shot import NAME_RE as FEW_SHOT_NAME_RE
 from nl2sql_pipeline.generation.few_shot import FewShotSet, few_shot_dir, load_few_shot
-from nl2sql_pipeline.generation.model_spec import (  # noqa: F401 - re-exported: the registry's types
+from nl2sql_pipeline.generation.model_spec import (
     DEFAULT_PROMPT_TEMPLATE,
     DEFAULT_TIMEOUT_S,
     KIND_LITELLM,
@@ -74,10 +74,11 @@ ENTRY_FIELDS: dict[str, Field] = {
     "format": Field(str, default="jsonl", choices=PREDICTION_FORMATS),
     "source_dialect": Field(str, fix="write source_dialect: sqlite (or postgres, mysql, ...; omit it for DuckDB SQL)"),
     "gates": Field(dict, default={}, fix="write gates: {min_semantic_correct: 0.8}"),
+    "answer_model": Field(str, pattern=SLUG_RE, fix="name a model slug of this registry (kind: litellm)"),
 }
 ALLOWED_KEYS: frozenset[str] = frozenset(ENTRY_FIELDS)
 PREDICTIONS_KEYS: frozenset[str] = frozenset(
-    {"kind", "path", "format", "source_dialect", "description", "version", "rerun", "gates"}
+    {"kind", "path", "format", "source_dialect", "description", "version", "rerun", "gates", "answer_model"}
 )
 PREDICTIONS_ONLY: tuple[str, ...] = ("path", "format", "source_dialect")
 # The gates a model may set for itself (names of nl2sql_pipeline.runs.gates.GateThresholds; rates in 0..1).
@@ -288,6 +289,7 @@ def _parse_predictions(check: Checker, slug: str, entry: Mapping[str, Any]) -> M
         description=values["description"] or "",
         rerun=values["rerun"] or RERUN_ON_CONFIG_CHANGE,
         gates=_check_gates(check, values["gates"], line_of(entry, "gates")),
+        answer_model=values["answer_model"],
         predictions=PredictionsSource(file_path, values["format"], file_content_hash(file_path), dialect),
     )
 
@@ -379,6 +381,7 @@ def _parse_entry(check: Checker, slug: Any, entry: Any, line: int | None) -> Mod
         retry=_check_retry(check, values["retry"], line_of(entry, "retry")),
         timeout_s=values["timeout_s"] or DEFAULT_TIMEOUT_S,
         gates=_check_gates(check, values["gates"], line_of(entry, "gates")),
+        answer_model=values["answer_model"],
     )
     return spec
 
@@ -464,6 +467,16 @@ def _load_registry(registry_path: Path) -> dict[str, ModelSpec]:
         spec = _parse_entry(check, slug, entry, line_of(models, slug))
         if spec is not None:
             specs[slug] = spec
+    for slug, spec in specs.items():
+        target = specs.get(spec.answer_model) if spec.answer_model is not None else None
+        if spec.answer_model is not None and (target is None or target.kind != KIND_LITELLM):
+            entry = (models or {})[slug]
+            check.within(f"model {slug!r}").problem(
+                line_of(entry, "answer_model"),
+                "answer_model",
+                f"{spec.answer_model!r} is not a kind: litellm model of this registry",
+                "name a litellm model registered here (it writes the prose answers)",
+            )
     check.raise_if_problems()
     return specs
 

@@ -10,6 +10,7 @@ gold_sets:
     reference_date: 2026-06-30              # optional: the set's "today" (cases naming none get it)
     strict_gold: false                      # optional: true makes a quarantined case stop every run (exit 4)
     budgets: {max_latency_ms: 2000}         # optional: budgets of every case that sets none (max_cost_usd, max_tokens)
+    answer_thresholds: {pass_score: 4, partial_score: 3}   # optional: answer grades (judges.answer), 1-5
 ```
 
 The reference date is what ``CURRENT_DATE``, ``now()`` and their kin read in the set's gold and candidate
@@ -59,11 +60,16 @@ ENTRY_DECLARATIONS: dict[str, Field] = {
     ),
     "strict_gold": Field(bool, default=False, fix="write strict_gold: true or strict_gold: false"),
     "budgets": Field(dict, fix="write budgets: {max_latency_ms: 2000, max_cost_usd: 0.01, max_tokens: 4000}"),
+    "answer_thresholds": Field(dict, fix="write answer_thresholds: {pass_score: 4, partial_score: 3}"),
 }
 BUDGET_DECLARATIONS: dict[str, Field] = {
     "max_latency_ms": Field(float, above=0, fix="give milliseconds above 0, e.g. 2000"),
     "max_cost_usd": Field(float, above=0, fix="give US dollars above 0, e.g. 0.01"),
     "max_tokens": Field(int, above=0, fix="give a whole number of tokens above 0, e.g. 4000"),
+}
+ANSWER_THRESHOLD_FIELDS: dict[str, Field] = {
+    name: Field(int, minimum=1, maximum=5, fix="give a rubric score within 1..5")
+    for name in ("pass_score", "partial_score")
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -83,6 +89,8 @@ class GoldSetInfo:
     """A case the gold preflight quarantines stops every run on this set, as ``run --strict-gold`` does."""
     budgets: dict[str, float] = field(default_factory=dict)
     """Budgets of every case that sets none of its own (``max_latency_ms``, ``max_cost_usd``, ``max_tokens``)."""
+    answer_thresholds: dict[str, int] = field(default_factory=dict)
+    """The set's answer grade thresholds (``pass_score``, ``partial_score``); a run's own options win."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -122,6 +130,15 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
         if values["budgets"] is not None
         else {}
     )
+    thresholds = {}
+    if values["answer_thresholds"] is not None:
+        checked = check.mapping(
+            values["answer_thresholds"],
+            ANSWER_THRESHOLD_FIELDS,
+            key=f"gold_sets.{key}.answer_thresholds",
+            line=line_of(entry, "answer_thresholds") or line,
+        )
+        thresholds = {k: v for k, v in (checked or {}).items() if v is not None}
     if len(check.problems) > before:
         return None
     return GoldSetInfo(
@@ -132,6 +149,7 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
         databases=inline,
         reference_date=values["reference_date"],
         strict_gold=bool(values["strict_gold"]),
+        answer_thresholds=thresholds,
     )
 
 

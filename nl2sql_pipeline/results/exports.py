@@ -1,4 +1,5 @@
-"""Exports of every stored run's results: verdicts, scores and the leaderboard as Parquet, CSV or JSON files,
+"""Exports of every stored run's results: verdicts, scores and the leaderboard as Parquet, CSV or JSON files
+(and the answers and answer judgements of the runs that answered),
 and a DuckDB file of views over the stored Parquet (they read the current files at query time). A stored file that cannot be read back is a ``StoredFileError``
 naming it and its partition.
 
@@ -83,11 +84,27 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
         _write(build_leaderboard(runs, root), out_dir / f"leaderboard.{fmt}", fmt),
         *export_robustness(out_dir, fmt, _write, root),
+        *_answer_exports(out_dir, fmt, root),
     ]
 
 
+def _answer_exports(out_dir: Path, fmt: str, root: Path | None) -> list[Path]:
+    """``answers`` and ``answer_judgements`` of every run that answered (the latest per gold set and model),
+    with their partition keys; nothing when no run did."""
+    written = []
+    for asset, name in ((layout.CANDIDATE_ANSWERS, "answers"), (layout.ANSWER_JUDGEMENTS, "answer_judgements")):
+        frames = [
+            read_parquet(path).assign(gold_set=gold, model=model)
+            for gold, model, path in layout.model_partitions(asset, root)
+        ]
+        if frames:
+            written.append(_write(pd.concat(frames, ignore_index=True), out_dir / f"{name}.{fmt}", fmt))
+    return written
+
+
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
-    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``.
+    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file`` (and
+    ``answers`` and ``answer_judgements``, with their ``gold_set`` and ``model`` columns, once a run answered).
 
     Every stored file the views read must open first (``StoredFileError`` naming the one that does not):
     DuckDB's own error would not say which partition is broken."""
@@ -104,6 +121,15 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
     con = duckdb.connect(str(db_file))
     try:
         con.execute(sql)
+        for asset, view in ((layout.CANDIDATE_ANSWERS, "answers"), (layout.ANSWER_JUDGEMENTS, "answer_judgements")):
+            if layout.model_partitions(asset, root):  # only once some run answered (an empty glob is an error)
+                pattern = _glob(asset, root).replace("'", "''")
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {view} AS SELECT "
+                    "regexp_extract(filename, 'gold=([^/]*)/', 1) AS gold_set, "
+                    "regexp_extract(filename, 'model=([^/]*)\\.parquet$', 1) AS model, * EXCLUDE (filename) "
+                    f"FROM read_parquet('{pattern}', filename = true, hive_partitioning = false, union_by_name = true)"
+                )
         return [
             row[0]
             for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()

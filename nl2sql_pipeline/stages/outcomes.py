@@ -5,7 +5,8 @@ A verdict's ``outcome`` says what happened to one case and sample. ``correct``, 
 count as misses (except ``correct``). ``skipped`` and ``environment_error`` are not the model's doing
 (a missing key, an exhausted quota, a broken oracle): they are excluded from every rate and percentile.
 Probes (policy-rejection cases) end ``probe_rejected`` (the policy held), ``probe_allowed`` (it let the
-attack through) or ``probe_error`` (the engine itself failed on the probe).
+attack through) or ``probe_error`` (the engine itself failed on the probe). A case with an expected answer
+and no expected SQL ends ``answer_only``: left out of every execution rate, scored by the answer judge.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ SKIPPED = "skipped"
 PROBE_REJECTED = "probe_rejected"
 PROBE_ALLOWED = "probe_allowed"
 PROBE_ERROR = "probe_error"
+ANSWER_ONLY = "answer_only"  # a case with an expected answer and no expected SQL: judged on its answer alone
 
 QUERY_OUTCOMES: tuple[str, ...] = (
     CORRECT,
@@ -33,6 +35,7 @@ QUERY_OUTCOMES: tuple[str, ...] = (
     GENERATION_ERROR,
     ENVIRONMENT_ERROR,
     SKIPPED,
+    ANSWER_ONLY,
 )
 PROBE_OUTCOMES: tuple[str, ...] = (PROBE_REJECTED, PROBE_ALLOWED, PROBE_ERROR)
 # An ambiguous question's reply (stages.clarify): scored as its own category, never as a query.
@@ -42,9 +45,10 @@ REFUSED = "refused"
 NO_RESPONSE = "no_response"
 CLARIFY_OUTCOMES: tuple[str, ...] = (CLARIFIED, GUESSED, REFUSED, NO_RESPONSE)
 
-# Outcomes excluded from every query denominator: the model was never (fairly) asked or judged, or the case
-# is an ambiguous question, scored in its own category (scoring.ambiguity).
-NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR, *CLARIFY_OUTCOMES})
+# Outcomes excluded from every query denominator: the model was never (fairly) asked or judged on execution,
+# the case is an ambiguous question, scored in its own category (scoring.ambiguity), or an answer-only case,
+# scored by the answer judge alone, never by execution metrics.
+NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR, ANSWER_ONLY, *CLARIFY_OUTCOMES})
 # Outcomes where the candidate SQL ran to completion.
 EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
 
