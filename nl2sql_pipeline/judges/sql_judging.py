@@ -110,7 +110,7 @@ def _messages(role: str, verdict: Verdict, case: Case, schema: str) -> tuple[lis
 
 
 def _from_reply(base: dict[str, Any], role: str, reply: JudgeReply) -> SqlJudgement:
-    accounting = {
+    accounting: dict[str, Any] = {
         "latency_ms": reply.latency_ms,
         "input_tokens": reply.input_tokens,
         "output_tokens": reply.output_tokens,
