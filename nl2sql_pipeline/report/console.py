@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nl2sql_pipeline.report.sql_judges import console_sql_judges
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.scoring.statistics import Interval, paired_comparison
@@ -77,6 +78,7 @@ def _headline(report: RunReport) -> list[str]:
     lines.append(f"{'cost'.ljust(22)}  {cost_text}")
     lines.append(f"{'tokens'.ljust(22)}  {report.token_source or 'n/a (no scored call)'}")
     lines += _answers(report)
+    lines += console_sql_judges(report.sql_judges)
     return lines
 
 

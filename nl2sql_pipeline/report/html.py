@@ -15,6 +15,7 @@ from pathlib import Path
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.report.console import format_interval
 from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
+from nl2sql_pipeline.report.sql_judges import html_sql_judges
 from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
@@ -289,6 +290,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts += [f'<div class="warn">WARNING: {escape(w)}</div>' for w in report.warnings]
         parts.append(_headline(report))
         parts.append(_suite_disagreements(report))
+        parts.append(html_sql_judges(report.sql_judges))
         parts.append(_quarantine(report))
         if report.causes:
             parts.append(

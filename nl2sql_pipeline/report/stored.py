@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from nl2sql_pipeline.report.samples import load_result_samples
+from nl2sql_pipeline.report.sql_judges import build_sql_judge_report
 from nl2sql_pipeline.report.tables import RunReport, build_run_report
 from nl2sql_pipeline.results.read import StoredRun, load_run
+from nl2sql_pipeline.results.sql_judgements import load_sql_judgements
 
 
 def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = True) -> RunReport:
     """The report of a stored run (its run scores' warnings on top; with ``with_samples``, its result
     samples for the HTML case table, which the console report does not show)."""
     samples = load_result_samples(run.gold_set, run.model, run.verdicts, root) if with_samples else None
-    return build_run_report(
+    report = build_run_report(
         run.verdicts,
         model=run.model,
         gold_set=run.gold_set,
@@ -21,6 +24,8 @@ def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = Tru
         samples=samples,
         quarantined=run.scores.get("quarantined_cases") or [],
     )
+    judged = build_sql_judge_report(load_sql_judgements(run.gold_set, run.model, root), run.verdicts)
+    return replace(report, sql_judges=judged) if judged is not None else report
 
 
 def load_run_report(gold_set: str, model: str, root: Path | None = None, with_samples: bool = True) -> RunReport:

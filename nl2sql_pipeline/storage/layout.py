@@ -46,6 +46,7 @@ DATABASE_VARIANTS = "database_variants"
 CANDIDATE_RESULTS = "candidate_results"
 CASE_VERDICTS = "case_verdicts"
 RUN_SCORES = "run_scores"
+SQL_JUDGEMENTS = "sql_judgements"
 GOLD_QUARANTINE = "gold_quarantine"  # not an asset: the gold preflight's quarantine record per gold version
 
 
