@@ -7,7 +7,7 @@
 
 Every ``POST .../chat/completions`` is one *hit*: it takes the next queued ``Reply`` (else asks
 ``responder(hit_index, body)``, else uses ``default``) and answers with it: a chat completion (with or
-without ``usage``), an OpenAI-style error body with any status and headers (``Retry-After``), after an
+without ``usage``; ``Reply.json`` for a judge's structured reply), an OpenAI-style error body with any status and headers (``Retry-After``), after an
 optional delay, or by dropping the connection. ``hold`` blocks a reply until an event is set (to
 freeze a run half-way). The server listens on 127.0.0.1 with an ephemeral port, in a daemon thread;
 ``stop()`` closes the socket (clients then get *connection refused*) and ``start()`` binds the same
@@ -55,6 +55,11 @@ class Reply:
         else:
             usage_value = usage  # type: ignore[assignment]
         return cls(content=content, usage=usage_value, delay_s=delay_s)
+
+    @classmethod
+    def json(cls, value: Any, **kwargs: Any) -> Reply:
+        """A 200 whose content is ``value`` as JSON text (a judge's structured reply)."""
+        return cls.text(json.dumps(value), **kwargs)
 
     @classmethod
     def sql(cls, sql: str, **kwargs: Any) -> Reply:
