@@ -1,20 +1,24 @@
-"""The SQL equivalence judge, the diagnosis with recommendations and the judges' reliability (pure parts):
-judge-oracle's rules, the mapping of rule-based findings onto categories, the agreement table, repeat
-stability, and the stored frame."""
+"""The SQL equivalence judge, the diagnosis with recommendations and the judges' reliability: judge-oracle's
+rules, the mapping of rule-based findings onto categories, the agreement table, repeat stability, the stored
+frame, and LLM judges through litellm's real HTTP path against the scripted server (valid judgements, a
+malformed one, a 402 that stops the judging, repeats that disagree)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from fake_llm_server import FakeLLMServer, Reply
 from verdict_factory import make_verdict
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.judges import diagnosis
+from nl2sql_pipeline.judges.client import JudgeClient, judge_cache
+from nl2sql_pipeline.judges.registry import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE, JudgeSpec, load_judges
 from nl2sql_pipeline.judges.reliability import execution_agreement, judge_errors, repeat_stability
 from nl2sql_pipeline.judges.sql_equivalence import is_judged, oracle_equivalence
-from nl2sql_pipeline.judges.sql_judgement import JUDGE_ERROR, ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE, SqlJudgement
-from nl2sql_pipeline.judges.sql_judging import JUDGING_STOPPED, JudgeReply, judge_sql
+from nl2sql_pipeline.judges.sql_judgement import JUDGE_ERROR, SqlJudgement
+from nl2sql_pipeline.judges.sql_judging import JUDGING_STOPPED, judge_sql
 from nl2sql_pipeline.results.judgement_frames import sql_judgements_from_frame, sql_judgements_to_frame
 from nl2sql_pipeline.stages import outcomes
 
@@ -40,15 +44,9 @@ def _verdict(outcome: str, sql: str = "SELECT 1", **overrides: object):
     return make_verdict(**values)
 
 
-@dataclass(frozen=True)
-class _Judge:
-    slug: str
-    is_offline: bool
-    roles: tuple[str, ...]
-    version_label: str = "v1"
+pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
-
-ORACLE = _Judge("judge-oracle", True, ("answer", ROLE_SQL_EQUIVALENCE, ROLE_DIAGNOSIS))
+ORACLE = load_judges()["judge-oracle"]
 
 
 # ------------------------------------------------------------------------------------- judge-oracle: equivalence
@@ -120,11 +118,22 @@ def test_oracle_diagnosis_of_a_failed_candidate():
 # ------------------------------------------------------------------------------------- judging and reliability
 
 
-def _run(verdicts, judges, ask=None, repeat=1):
+def _run(verdicts, judges, repeat=1, client_for=None):
     cases = [_case(v.case_id) for v in verdicts]
     return judge_sql(
-        cases, verdicts, judges, schema_text=lambda case: "CREATE TABLE users (...)", ask=ask, repeat=repeat
+        cases,
+        verdicts,
+        judges,
+        schema_text=lambda case: "CREATE TABLE users (...)",
+        repeat=repeat,
+        client_for=client_for,
     )
+
+
+def _llm(server: FakeLLMServer, roles: tuple[str, ...]) -> JudgeSpec:
+    spec = JudgeSpec(slug="sql-judge", kind="litellm", roles=roles, model="openai/fake-judge", api_base=server.api_base)
+    assert {role: spec.plays(role) for role in roles}  # the shipped v1 prompts of both SQL roles are read below
+    return spec
 
 
 def test_oracle_judges_every_role_and_repeat_identically():
@@ -153,33 +162,75 @@ def test_oracle_judges_every_role_and_repeat_identically():
     assert group.cases == ("b",) and group.kind == diagnosis.JOIN_HINT
 
 
-def test_llm_judge_replies_errors_and_stop():
-    llm = _Judge("eq-judge", False, (ROLE_SQL_EQUIVALENCE,))
-    verdicts = [_verdict(outcomes.CORRECT, case_id=c) for c in ("a", "b", "c", "d")]
-    replies = iter(
-        [
-            JudgeReply({"equivalent": True, "reason": "same"}, input_tokens=10, cost_usd=0.01),
-            JudgeReply(None, error_class=JUDGE_ERROR, error_message="not JSON"),
-            JudgeReply(None, error_class="payment_required", error_message="402", stops_judging=True),
-        ]
-    )
-    asked = []
-
-    def ask(judge, role, messages, schema, repeat_index):
-        asked.append((judge.slug, role, repeat_index))
-        assert "CREATE TABLE users" in messages[-1]["content"] and schema["required"] == ["equivalent", "reason"]
-        return next(replies)
-
-    found = _run(verdicts, [llm], ask=ask)
-    assert len(asked) == 3  # the fourth case is not asked once the judging stopped
-    assert [(j.equivalent, j.error_class) for j in found] == [
-        (True, None),
-        (None, JUDGE_ERROR),
-        (None, "payment_required"),
-        (None, JUDGING_STOPPED),
+def test_llm_equivalence_through_litellm_with_a_malformed_reply_and_a_402(tmp_path: Path):
+    verdicts = [_verdict(outcomes.CORRECT, f"SELECT '{c}'", case_id=c) for c in ("a", "b", "c", "d")]
+    with FakeLLMServer() as server:
+        server.enqueue(
+            Reply.json({"equivalent": True, "reason": "same rows"}),
+            Reply.text("I think they are the same."),  # malformed: asked again once, saying what was wrong
+            Reply.json({"equivalent": "maybe"}),  # still not valid: judge_error
+            Reply.payment_required(),  # stops the judging: case d is never sent
+        )
+        found = _run(verdicts, [_llm(server, (ROLE_SQL_EQUIVALENCE,))], client_for=lambda j: JudgeClient(j))
+        assert server.hits == 4
+        first = server.requests[0].body
+        assert "CREATE TABLE users" in first["messages"][-1]["content"] and GOLD in first["messages"][-1]["content"]
+        assert first["response_format"]["json_schema"]["schema"]["required"] == ["equivalent", "reason"]
+        assert "not valid" in server.requests[2].body["messages"][-1]["content"]
+    assert [(j.case_id, j.equivalent, j.error_class) for j in found] == [
+        ("a", True, None),
+        ("b", None, JUDGE_ERROR),
+        ("c", None, "payment_required"),
+        ("d", None, JUDGING_STOPPED),
     ]
+    assert found[0].input_tokens == 111 and found[0].reason == "same rows" and not found[0].cached
+    assert "payment_required" in (found[3].error_message or "")
     [errors] = judge_errors(found)
     assert errors.errors == {JUDGE_ERROR: 1, "payment_required": 1, JUDGING_STOPPED: 1}
+
+
+def test_llm_diagnosis_and_repeats_that_disagree(tmp_path: Path):
+    verdicts = [
+        _verdict(
+            outcomes.WRONG_RESULT,
+            "SELECT count(*) FROM users LEFT JOIN orders USING (user_id)",
+            case_id="a",
+            diagnosis_detail=(("wrong_join", "join kinds inner expected"),),
+        ),
+        _verdict(outcomes.CORRECT, "SELECT 2", case_id="b"),
+    ]
+
+    def respond(index, body):
+        text = body["messages"][-1]["content"]
+        if "Rule-based diagnosis" in text:
+            return Reply.json(
+                {
+                    "category": "join_path",
+                    "explanation": "LEFT JOIN keeps users without orders",
+                    "recommendation_kind": "join_hint",
+                    "recommendation": "users join orders with an inner join on user_id",
+                }
+            )
+        # equivalence: asked the same thing again (a repeat), the judge changes its mind on the JOIN query
+        seen[text] = seen.get(text, 0) + 1
+        return Reply.json({"equivalent": not (seen[text] > 1 and "JOIN" in text), "reason": "r"})
+
+    seen: dict[str, int] = {}
+    cache = judge_cache(tmp_path / "judge-cache")
+    with FakeLLMServer(responder=respond) as server:
+        judge = _llm(server, (ROLE_SQL_EQUIVALENCE, ROLE_DIAGNOSIS))
+        found = _run(verdicts, [judge], repeat=2, client_for=lambda j: JudgeClient(j, cache=cache))
+        assert server.hits == 6  # 2 equivalence items x 2 repeats, 1 diagnosis x 2 repeats: repeats are not cached
+        again = _run(verdicts, [judge], repeat=2, client_for=lambda j: JudgeClient(j, cache=cache))
+        assert server.hits == 6 and all(j.cached for j in again)  # a re-run is served by the cache
+    diagnoses = [j for j in found if j.role == ROLE_DIAGNOSIS]
+    assert {(j.category, j.recommendation_kind) for j in diagnoses} == {("join_path", "join_hint")}
+    [group] = diagnosis.top_recommendations(found)
+    assert group.cases == ("a",) and group.text == "users join orders with an inner join on user_id"
+    stability = {s.role: s for s in repeat_stability(found)}
+    assert stability[ROLE_SQL_EQUIVALENCE].items == 2 and stability[ROLE_SQL_EQUIVALENCE].disagreement_rate == 0.5
+    assert [d.case_id for d in stability[ROLE_SQL_EQUIVALENCE].disagreements] == ["a"]
+    assert stability[ROLE_DIAGNOSIS].disagreement_rate == 0.0
 
 
 def test_repeat_disagreement_is_measured():

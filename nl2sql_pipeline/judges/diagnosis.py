@@ -1,7 +1,7 @@
 """Diagnosis with recommendations: for a case that is not correct, what went wrong and what a team can change.
 
 An LLM judge sees the schema text, the question, both queries, the execution verdict and the rule-based
-diagnosis (``compare.diagnosis``) and answers ``DIAGNOSIS_SCHEMA``: a ``category`` of ``CATEGORIES``, a
+diagnosis (``compare.diagnosis``; the prompt is ``data/prompts/judges/<prompt_version>/diagnosis.txt``) and answers ``DIAGNOSIS_SCHEMA``: a ``category`` of ``CATEGORIES``, a
 one-sentence ``explanation`` and one ``recommendation`` of a ``recommendation_kind`` a team can act on (a
 semantic-model description, a synonym, a join hint, a prompt rule). The offline ``judge-oracle`` maps the
 rule-based findings onto the same categories (``RULE_CATEGORIES``, the surest category first by
@@ -16,11 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nl2sql_pipeline.judges.sql_judgement import ROLE_DIAGNOSIS, SqlJudgement
+from nl2sql_pipeline.judges.registry import ROLE_DIAGNOSIS
+from nl2sql_pipeline.judges.sql_judgement import SqlJudgement
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import Verdict
-
-PROMPT_VERSION = "diagnosis-v1"
 
 SCHEMA_LINKING = "schema_linking"
 JOIN_PATH = "join_path"
@@ -41,37 +40,14 @@ DIAGNOSIS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "category": {"type": "string", "enum": list(CATEGORIES)},
-        "explanation": {"type": "string", "minLength": 1},
+        "explanation": {"type": "string"},
         "recommendation_kind": {"type": "string", "enum": list(RECOMMENDATION_KINDS)},
-        "recommendation": {"type": "string", "minLength": 1},
+        "recommendation": {"type": "string"},
     },
     "required": ["category", "explanation", "recommendation_kind", "recommendation"],
     "additionalProperties": False,
 }
 """The structured output of a diagnosis."""
-
-SYSTEM_PROMPT = f"""You diagnose why an NL2SQL system answered a question with wrong SQL on a DuckDB database.
-Pick one category: {", ".join(CATEGORIES)} (schema_linking: wrong table or column; join_path: wrong or
-missing join; aggregation: wrong aggregate, grouping or distinct; filter_value: wrong or missing condition
-or value; time: wrong date or period; ordering_limit: wrong order, direction or row limit; other).
-Then give ONE recommendation a team can act on, of one kind: {", ".join(RECOMMENDATION_KINDS)}
-(a description to add to the semantic model, a synonym mapping the question's words to a column or value,
-a join hint, or a rule for the prompt). Answer with one JSON object and nothing else:
-{{"category": "...", "explanation": "one sentence", "recommendation_kind": "...", "recommendation": "one sentence"}}"""
-
-USER_TEMPLATE = """Schema:
-{schema}
-
-Question: {question}
-
-Expected SQL:
-{expected}
-
-Candidate SQL:
-{candidate}
-
-Execution verdict: {outcome} ({reason})
-Rule-based diagnosis: {rules}"""
 
 DIAGNOSED_OUTCOMES: frozenset[str] = frozenset(
     {outcomes.WRONG_RESULT, outcomes.EXECUTION_ERROR, outcomes.TIMEOUT, outcomes.POLICY_REJECTED}
@@ -84,19 +60,20 @@ def is_diagnosed(verdict: Verdict) -> bool:
     return not verdict.is_probe and verdict.outcome in DIAGNOSED_OUTCOMES and bool(verdict.generated_sql)
 
 
-def diagnosis_messages(schema_text: str, question: str, expected_sql: str, verdict: Verdict) -> list[dict[str, str]]:
-    """The chat messages of one diagnosis (prompt ``PROMPT_VERSION``)."""
+def diagnosis_values(schema_text: str, question: str, expected_sql: str, verdict: Verdict) -> dict[str, str]:
+    """The placeholders of the ``diagnosis`` prompt (``data/prompts/judges/<version>/diagnosis.txt``)."""
     rules = "; ".join(f"{label}: {detail}" for label, detail in verdict.diagnosis_detail or ()) or "none"
-    user = USER_TEMPLATE.format(
-        schema=schema_text.strip(),
-        question=question.strip(),
-        expected=expected_sql.strip(),
-        candidate=(verdict.generated_sql or "").strip(),
-        outcome=verdict.outcome,
-        reason=verdict.reason or "no detail",
-        rules=rules,
-    )
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return {
+        "schema": schema_text.strip(),
+        "question": question.strip(),
+        "expected_sql": expected_sql.strip(),
+        "candidate_sql": (verdict.generated_sql or "").strip(),
+        "outcome": verdict.outcome,
+        "reason": verdict.reason or "no detail",
+        "rule_diagnosis": rules,
+        "categories": ", ".join(CATEGORIES),
+        "recommendation_kinds": ", ".join(RECOMMENDATION_KINDS),
+    }
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from nl2sql_pipeline.judges.sql_judgement import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE, SqlJudgement
+from nl2sql_pipeline.judges.registry import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE
+from nl2sql_pipeline.judges.sql_judgement import SqlJudgement
 from nl2sql_pipeline.stages import outcomes
 
 

@@ -1,7 +1,7 @@
 """The SQL equivalence judge: is the candidate query equivalent to the expected one, given the schema?
 
-An LLM judge sees the schema text, the question, the expected SQL and the candidate SQL (never any rows)
-and answers ``{"equivalent": true|false, "reason": "..."}`` (``EQUIVALENCE_SCHEMA``, validated by the judge
+An LLM judge sees the schema text, the question, the expected SQL and the candidate SQL (never any rows;
+the prompt is ``data/prompts/judges/<prompt_version>/sql_equivalence.txt``) and answers ``{"equivalent": true|false, "reason": "..."}`` (``EQUIVALENCE_SCHEMA``, validated by the judge
 client). The offline ``judge-oracle`` decides deterministically from what execution already established,
 by the ordered rules of ``ORACLE_RULES``: the candidate is equivalent when it is the expected SQL after
 normalization (AST identity), not equivalent when it failed where the gold ran, when its rows differ, or
@@ -21,36 +21,16 @@ from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import Verdict
 
-PROMPT_VERSION = "sql-equivalence-v1"
-
 EQUIVALENCE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "equivalent": {"type": "boolean"},
-        "reason": {"type": "string", "minLength": 1},
+        "reason": {"type": "string"},
     },
     "required": ["equivalent", "reason"],
     "additionalProperties": False,
 }
 """The structured output of an equivalence judgement."""
-
-SYSTEM_PROMPT = """You judge whether two SQL queries are semantically equivalent on a DuckDB database.
-Two queries are equivalent when they return the same result (the same rows, with the same multiplicity,
-in the same order when the expected query orders its rows) on EVERY possible content of the database
-described by the schema, not only on today's data. Column names and aliases do not matter; the values,
-their number of columns and rows do.
-Answer with one JSON object and nothing else: {"equivalent": true or false, "reason": "one sentence"}."""
-
-USER_TEMPLATE = """Schema:
-{schema}
-
-Question: {question}
-
-Expected SQL:
-{expected}
-
-Candidate SQL:
-{candidate}"""
 
 JUDGED_OUTCOMES: frozenset[str] = frozenset(
     {
@@ -69,17 +49,14 @@ def is_judged(verdict: Verdict) -> bool:
     return not verdict.is_probe and verdict.outcome in JUDGED_OUTCOMES and bool(verdict.generated_sql)
 
 
-def equivalence_messages(
-    schema_text: str, question: str, expected_sql: str, candidate_sql: str
-) -> list[dict[str, str]]:
-    """The chat messages of one equivalence judgement (prompt ``PROMPT_VERSION``)."""
-    user = USER_TEMPLATE.format(
-        schema=schema_text.strip(),
-        question=question.strip(),
-        expected=expected_sql.strip(),
-        candidate=candidate_sql.strip(),
-    )
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+def equivalence_values(schema_text: str, question: str, expected_sql: str, candidate_sql: str) -> dict[str, str]:
+    """The placeholders of the ``sql_equivalence`` prompt (``data/prompts/judges/<version>/sql_equivalence.txt``)."""
+    return {
+        "schema": schema_text.strip(),
+        "question": question.strip(),
+        "expected_sql": expected_sql.strip(),
+        "candidate_sql": candidate_sql.strip(),
+    }
 
 
 def parse_equivalence(payload: dict[str, Any]) -> tuple[bool, str]:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROLE_SQL_EQUIVALENCE = "sql_equivalence"
-ROLE_DIAGNOSIS = "diagnosis"
+from nl2sql_pipeline.judges.registry import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE
+
 SQL_ROLES: tuple[str, ...] = (ROLE_SQL_EQUIVALENCE, ROLE_DIAGNOSIS)
 
 JUDGE_ERROR = "judge_error"
-"""The error class of a reply that stayed malformed after one retry (no decision, never a crash)."""
+"""The error class of a reply that stayed malformed after one retry (``judges.client.JUDGE_ERROR``)."""
 
 
 @dataclass(frozen=True, slots=True)

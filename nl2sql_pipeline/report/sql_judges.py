@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from nl2sql_pipeline.judges.diagnosis import RecommendationGroup, categories_count, top_recommendations
+from nl2sql_pipeline.judges.registry import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE
 from nl2sql_pipeline.judges.reliability import (
     ExecutionAgreement,
     JudgeErrors,
@@ -22,7 +23,7 @@ from nl2sql_pipeline.judges.reliability import (
     judge_errors,
     repeat_stability,
 )
-from nl2sql_pipeline.judges.sql_judgement import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE, SqlJudgement
+from nl2sql_pipeline.judges.sql_judgement import SqlJudgement
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.stages.records import Verdict
 
