@@ -8,6 +8,7 @@ from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
 from assets.checks import GATE_CHECKS, GOLD_CHECKS
 from assets.gold import database_variants, gold_set, oracle_results, sample_database
+from assets.judges import sql_judgements
 from assets.leaderboard import leaderboard
 from assets.scores import run_scores
 from assets.verdicts import case_verdicts
@@ -23,7 +24,9 @@ ALL_ASSETS = [
     run_scores,
     baselines,
     leaderboard,
+    sql_judgements,
 ]
 ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results, database_variants]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]
+SQL_JUDGE_ASSETS = [sql_judgements]  # selected only when a judge with a SQL role is requested

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -26,7 +26,7 @@ import dagster as dg
 
 from assets.checks import PREFLIGHT_CHECK
 from assets.gold import database_variants, sample_database
-from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
+from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS, SQL_JUDGE_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_cli.run_result import EvaluationOutcome
@@ -143,6 +143,8 @@ def evaluate(
     force: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
+    judges: Sequence[str] = (),
+    judge_repeat: int = 1,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
@@ -161,10 +163,13 @@ def evaluate(
     Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
     under ``strict_gold`` (or ``strict_gold: true`` in the gold-set registry) a quarantined case fails the
     gold stage instead and no model is evaluated.
+    ``judges`` (slugs of ``data/judges.yml``) with a SQL role add ``sql_judgements`` to each model's run, ``judge_repeat``
+    times each; a model whose run is reused gets only its judgements (no generation, no execution).
     """
     from nl2sql_pipeline.generation.readiness import model_readiness
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
+    from nl2sql_pipeline.judges.sql_judging import requested_sql_judges
 
     registered = list_gold_sets()
     if gold_set not in registered:
@@ -177,6 +182,10 @@ def evaluate(
 
         load_policy(policy)  # fail fast, before any run, on a missing or invalid policy
     _check_prediction_files(gold_set, specs.values())
+    if judge_repeat < 1:
+        raise ConfigError(f"judge repeat must be at least 1, got {judge_repeat}")
+    sql_judging = bool(requested_sql_judges(judges)) if judges else False  # ConfigError for an unknown judge
+    judge_settings = {"judges": list(judges), "judge_repeat": judge_repeat} if judges else {}
     outcome = EvaluationOutcome()
     instance = instance or get_instance()
     outcome.reaped_runs = fail_dead_runs(instance)
@@ -218,6 +227,8 @@ def evaluate(
             if stored is not None and problem is None:
                 outcome.scores[slug] = stored
                 outcome.reused[slug] = str(stored["run_id"])
+                if sql_judging:
+                    _judge_stored_run(instance, gold_set, slug, outcome, judge_settings, lock_wait_s)
                 continue
             if problem is not None:  # its stored results cannot be read back: missing, evaluated again
                 logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
@@ -233,6 +244,7 @@ def evaluate(
             "policy": policy,
             "isolated": isolated,
             "test_suite_variants": test_suite_variants,
+            **judge_settings,
             **{k: v for k, v in vars(limits).items() if v is not None},
         }
 
@@ -249,7 +261,7 @@ def evaluate(
                 owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}",
             ):
                 result = _materialize(
-                    [a.key for a in MODEL_ASSETS],
+                    [a.key for a in [*MODEL_ASSETS, *(SQL_JUDGE_ASSETS if sql_judging else [])]],
                     instance,
                     partition_key=key,
                     run_config=run_config,
@@ -273,6 +285,35 @@ def evaluate(
             continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
     return outcome
+
+
+def _judge_stored_run(
+    instance: dg.DagsterInstance,
+    gold_set: str,
+    slug: str,
+    outcome: EvaluationOutcome,
+    settings: dict,
+    lock_wait_s: float | None,
+) -> None:
+    """Materialize only ``sql_judgements`` of a reused run (its stored verdicts are read back: nothing is
+    generated or executed again)."""
+    key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
+    started = time.perf_counter()
+    try:
+        with partition_lock(gold_set, slug, timeout_s=lock_wait_s, what_for="judging"):
+            result = _materialize(
+                [a.key for a in SQL_JUDGE_ASSETS],
+                instance,
+                partition_key=key,
+                settings=settings,
+                tags=run_tags_for_partition(key),
+            )
+    except LockTimeoutError as exc:
+        outcome.failures.append(f"{slug}: {exc}")
+        return
+    outcome.stage_seconds[f"judges:{slug}"] = time.perf_counter() - started
+    if not result.success:
+        outcome.failures.append(f"{slug}: {_failure_text(result)}")
 
 
 def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:

@@ -23,6 +23,8 @@ class EvalSettings(dg.ConfigurableResource):
     test_suite_variants: int = 3  # database variants per case for test-suite accuracy (0: off)
     test_suite_seed: int = 0  # the seed the variants are drawn from
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
+    judges: list[str] = []  # judge slugs of data/judges.yml (nl2sql-eval run --judge); each does every role it has
+    judge_repeat: int = 1  # every judgement asked N times (--judge-repeat): each judge's own disagreement rate
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)

@@ -140,6 +140,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cases are left out of the scores, listed and counted (quarantined_count). A gold set's registry entry "
         "may ask for it with strict_gold: true",
     )
+    parser.add_argument(
+        "--judge",
+        action="append",
+        dest="judges",
+        default=[],
+        metavar="SLUG",
+        help="a judge of data/judges.yml; repeatable. It does every role it has: sql_equivalence and diagnosis add "
+        "the sql_judgements of each model (equivalence beside execution and test-suite accuracy, the agreement "
+        "with execution, diagnoses with recommendations). On a run already stored it judges the stored verdicts "
+        "and generates nothing (judge-oracle is offline and free)",
+    )
+    parser.add_argument(
+        "--judge-repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="ask every judgement N times (fresh calls, not the cache) and report each judge's own disagreement "
+        "rate across the repeats (default 1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
         "-q",
@@ -165,6 +184,9 @@ def _handle(args: argparse.Namespace) -> int:
 
     if args.repeat < 1:
         print("error: --repeat must be >= 1", flush=True)
+        return 2
+    if args.judge_repeat < 1:
+        print("error: --judge-repeat must be >= 1", file=sys.stderr, flush=True)
         return 2
     if args.test_suite_variants < 0:
         print(
@@ -194,6 +216,8 @@ def _handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
         strict_gold=args.strict_gold,
+        judges=args.judges,
+        judge_repeat=args.judge_repeat,
     )
 
 
@@ -263,6 +287,8 @@ def run_evaluation(
     quiet: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
+    judges: list[str] | None = None,
+    judge_repeat: int = 1,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``."""
@@ -282,7 +308,7 @@ def run_evaluation(
     try:
         outcome = (
             None
-            if force
+            if force or judges  # judges read the stored verdicts through the graph (nothing is generated again)
             else stored_outcome(
                 gold_set,
                 models,
@@ -308,6 +334,8 @@ def run_evaluation(
                     force=force,
                     test_suite_variants=test_suite_variants,
                     strict_gold=strict_gold,
+                    judges=judges or (),
+                    judge_repeat=judge_repeat,
                 )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -191,3 +191,21 @@ def judge_sql(
         if client.stop_reason is not None:
             logger.warning("judge %s: %s; the SQL verdicts stand", judge.slug, client.stop_reason)
     return found
+
+
+def requested_sql_judges(slugs: Sequence[str], registry: dict[str, JudgeSpec] | None = None) -> list[JudgeSpec]:
+    """The registered judges among ``slugs`` that have a SQL role, in order (ConfigError for an unknown slug)."""
+    from nl2sql_pipeline.judges.registry import get_judge, load_judges
+
+    specs = registry if registry is not None else load_judges()
+    judges = [get_judge(slug, specs) for slug in dict.fromkeys(slugs)]
+    return [judge for judge in judges if judges_sql(judge)]
+
+
+def schema_texts(cases: Iterable[Case], resolve_database: Callable[[str], Any]) -> Callable[[Case], str]:
+    """``schema_text(case)``: the schema text the generation prompt gives for the case's database (its DDL
+    annotated by the semantic model, or its introspection), built once for the gold set."""
+    from nl2sql_pipeline.generation.prompt_context import prompt_context_for_cases
+
+    context = prompt_context_for_cases(list(cases), resolve_database=resolve_database)
+    return lambda case: context.for_case(case).schema_text

@@ -17,6 +17,7 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
+from nl2sql_pipeline.results.sql_judgements import sql_judgements_view_sql, stored_sql_judgements_frame
 from nl2sql_pipeline.storage import layout
 from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
 
@@ -65,7 +66,8 @@ def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
 
 
 def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None) -> list[Path]:
-    """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt``."""
+    """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt`` (and
+    ``sql_judgements`` when a run was judged)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; one of {', '.join(FORMATS)}")
     _require_runs(root)
@@ -75,15 +77,18 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     scores = pd.concat(
         [read_parquet(path) for _, _, path in layout.model_partitions(SCORES_ASSET, root)], ignore_index=True
     )
+    judged = stored_sql_judgements_frame(root)
     return [
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
         _write(build_leaderboard(runs), out_dir / f"leaderboard.{fmt}", fmt),
+        *([_write(judged, out_dir / f"sql_judgements.{fmt}", fmt)] if judged is not None else []),
     ]
 
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
-    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file``.
+    """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file`` (and
+    ``sql_judgements`` when a run was judged).
 
     Every stored file the views read must open first (``StoredFileError`` naming the one that does not):
     DuckDB's own error would not say which partition is broken."""
@@ -94,7 +99,7 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
     db_file.parent.mkdir(parents=True, exist_ok=True)
     sql = VIEWS_SQL.format(
         verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"), scores=_glob(SCORES_ASSET, root).replace("'", "''")
-    )
+    ) + (sql_judgements_view_sql(root) or "")
     con = duckdb.connect(str(db_file))
     try:
         con.execute(sql)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from nl2sql_pipeline.judges.sql_judgement import SqlJudgement
 from nl2sql_pipeline.results.judgement_frames import sql_judgements_from_frame
 from nl2sql_pipeline.storage import layout
-from nl2sql_pipeline.storage.parquet import read_parquet
+from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.storage.layout import AnyPath
@@ -30,3 +32,23 @@ def load_sql_judgements(gold_set: str, model: str, root: AnyPath | None = None) 
     except FileNotFoundError:
         return []
     return sql_judgements_from_frame(frame)
+
+
+def stored_sql_judgements_frame(root: AnyPath | None = None) -> pd.DataFrame | None:
+    """Every partition's latest SQL judgements as one frame (None when nothing was judged): the export."""
+    partitions = layout.model_partitions(layout.SQL_JUDGEMENTS, root)
+    if not partitions:
+        return None
+    return pd.concat([read_parquet(path) for _, _, path in partitions], ignore_index=True)
+
+
+def sql_judgements_view_sql(root: AnyPath | None = None) -> str | None:
+    """The DuckDB view ``sql_judgements`` over the stored Parquet (None when nothing was judged); every file
+    is checked readable first (``StoredFileError`` naming the one that is not)."""
+    partitions = layout.model_partitions(layout.SQL_JUDGEMENTS, root)
+    if not partitions:
+        return None
+    for _, _, path in partitions:
+        check_readable(path)
+    glob = str(layout.model_partition_glob(layout.SQL_JUDGEMENTS, root)).replace("'", "''")
+    return f"CREATE OR REPLACE VIEW sql_judgements AS SELECT * FROM read_parquet('{glob}', union_by_name = true);"
