@@ -8,9 +8,9 @@ from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
 from assets.checks import GATE_CHECKS, GOLD_CHECKS
 from assets.gold import database_variants, gold_set, oracle_results, sample_database
-from assets.sql_judges import sql_judgements
 from assets.leaderboard import leaderboard
 from assets.scores import run_scores
+from assets.sql_judges import sql_judgements
 from assets.verdicts import case_verdicts
 
 ALL_ASSETS = [
