@@ -72,6 +72,8 @@ CODE_VERSIONS: dict[str, str] = {
     "candidate_sql": HARNESS,
     "candidate_results": f"{HARNESS}-policy{POLICY_ENGINE_VERSION}",
     "case_verdicts": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
+    "candidate_answers": HARNESS,
+    "answer_judgements": HARNESS,
     "run_scores": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
     "baselines": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
     "leaderboard": f"{HARNESS}-cmp{COMPARATOR_VERSION}",

@@ -4,6 +4,7 @@ One Dagster run cannot mix partition definitions: the gold-partitioned assets ru
 gold x model ones (see ``nl2sql_cli.runner``).
 """
 
+from assets.answers import answer_judgements, candidate_answers
 from assets.baselines import baselines
 from assets.candidates import candidate_results, candidate_sql
 from assets.checks import GATE_CHECKS, GOLD_CHECKS
@@ -21,6 +22,8 @@ ALL_ASSETS = [
     candidate_sql,
     candidate_results,
     case_verdicts,
+    candidate_answers,
+    answer_judgements,
     run_scores,
     baselines,
     leaderboard,
@@ -29,4 +32,6 @@ ALL_ASSETS = [
 ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results, database_variants]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]
+# Selected only when a run turns answers or judges on: downstream of candidate_results, never re-running generation.
+ANSWER_ASSETS = [candidate_answers, answer_judgements]
 SQL_JUDGE_ASSETS = [sql_judgements]  # selected only when a judge with a SQL role is requested

@@ -5,6 +5,72 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class AnswerOptions:
+    """The answer stage and judges of a run (``--answers``, ``--answer-model``, ``--judge``, thresholds)."""
+
+    answers: bool = False
+    answer_model: str | None = None
+    judges: tuple[str, ...] = ()
+    pass_score: int = 4
+    partial_score: int = 3
+    judge_repeat: int = 1  # every judgement asked N times (--judge-repeat)
+
+    def _judge_roles(self) -> set[str]:
+        """Every role of the requested judges (the registry is read; unknown slugs are ``check``'s to report)."""
+        if not self.judges:
+            return set()
+        from nl2sql_pipeline.judges.registry import load_judges
+
+        registry = load_judges()
+        return {role for slug in self.judges if slug in registry for role in registry[slug].roles}
+
+    @property
+    def answering(self) -> bool:
+        """True when the run materializes the answer assets: answers asked for, or a judge with the answer role
+        (it needs answers to judge)."""
+        return self.answers or "answer" in self._judge_roles()
+
+    @property
+    def sql_judging(self) -> bool:
+        """True when the run materializes ``sql_judgements``: a judge with the sql_equivalence or diagnosis role."""
+        return bool({"sql_equivalence", "diagnosis"} & self._judge_roles())
+
+    @property
+    def enabled(self) -> bool:
+        """True when the run materializes anything beyond the evaluation (answers, judgements)."""
+        return self.answering or self.sql_judging
+
+    def check(self) -> None:
+        """ConfigError on an unknown judge or answer model."""
+        from nl2sql_pipeline.errors import ConfigError
+        from nl2sql_pipeline.generation.registry import get_model
+        from nl2sql_pipeline.judges.registry import get_judge, load_judges
+
+        registry = load_judges() if self.judges else {}
+        for slug in self.judges:
+            get_judge(slug, registry)
+        if self.answer_model is not None:
+            get_model(self.answer_model)
+        if self.judge_repeat < 1:
+            raise ConfigError(f"judge repeat must be at least 1, got {self.judge_repeat}")
+        if not 1 <= self.partial_score <= self.pass_score <= 5:
+            raise ConfigError(
+                f"answer thresholds: need 1 <= partial ({self.partial_score}) <= pass ({self.pass_score}) <= 5"
+            )
+
+    def settings(self) -> dict[str, object]:
+        """The ``EvalSettings`` fields of these options."""
+        return {
+            "answers": self.answers,
+            "answer_model": self.answer_model,
+            "judges": list(self.judges),
+            "answer_pass_score": self.pass_score,
+            "answer_partial_score": self.partial_score,
+            "judge_repeat": self.judge_repeat,
+        }
+
+
 @dataclass
 class EvaluationOutcome:
     """What one ``evaluate`` did: scores per model, models skipped, stage timings, failures.
@@ -29,6 +95,7 @@ class EvaluationOutcome:
     # model -> why its current run's stored results could not stand (a file missing or unreadable): evaluated again
     unreadable: dict[str, str] = field(default_factory=dict)
     gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
+    answered: dict[str, str] = field(default_factory=dict)  # model -> run id of its answers and judgements
 
 
 def stored_outcome(

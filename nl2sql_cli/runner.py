@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -26,10 +26,10 @@ import dagster as dg
 
 from assets.checks import PREFLIGHT_CHECK
 from assets.gold import database_variants, sample_database
-from assets.graph import ALL_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS, SQL_JUDGE_ASSETS
+from assets.graph import ALL_ASSETS, ANSWER_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS, SQL_JUDGE_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
-from nl2sql_cli.run_result import EvaluationOutcome
+from nl2sql_cli.run_result import AnswerOptions, EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
@@ -143,10 +143,14 @@ def evaluate(
     force: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
-    judges: Sequence[str] = (),
-    judge_repeat: int = 1,
+    answers: AnswerOptions | None = None,
 ) -> EvaluationOutcome:
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
+
+    ``answers`` turns on the answer stage and the judges (``candidate_answers``, ``answer_judgements``,
+    downstream of ``candidate_results``; ``sql_judgements``, downstream of ``case_verdicts``, for a judge with
+    a sql_equivalence or diagnosis role, ``answers.judge_repeat`` times each): a model whose run is reused gets
+    only those assets, so turning judges on after a run sends no generation call (``EvaluationOutcome.answered``).
 
     ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
     ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop);
@@ -163,13 +167,10 @@ def evaluate(
     Cases the gold preflight quarantined are left out of every model's run (``EvaluationOutcome.quarantine``);
     under ``strict_gold`` (or ``strict_gold: true`` in the gold-set registry) a quarantined case fails the
     gold stage instead and no model is evaluated.
-    ``judges`` (slugs of ``data/judges.yml``) with a SQL role add ``sql_judgements`` to each model's run, ``judge_repeat``
-    times each; a model whose run is reused gets only its judgements (no generation, no execution).
     """
     from nl2sql_pipeline.generation.readiness import model_readiness
     from nl2sql_pipeline.generation.registry import get_model
     from nl2sql_pipeline.gold.registry import case_databases, list_gold_sets, load_gold_set
-    from nl2sql_pipeline.judges.sql_judging import requested_sql_judges
 
     registered = list_gold_sets()
     if gold_set not in registered:
@@ -177,15 +178,13 @@ def evaluate(
             f"unknown gold set '{gold_set}'; registered: {', '.join(sorted(registered))} (data/gold/gold_sets.yml)"
         )
     specs = {slug: get_model(slug) for slug in models}  # raises ConfigError for unknown slugs
+    if answers is not None:
+        answers.check()  # unknown judges or answer model: a ConfigError before any run
     if policy is not None:
         from nl2sql_pipeline.policy import load_policy
 
         load_policy(policy)  # fail fast, before any run, on a missing or invalid policy
     _check_prediction_files(gold_set, specs.values())
-    if judge_repeat < 1:
-        raise ConfigError(f"judge repeat must be at least 1, got {judge_repeat}")
-    sql_judging = bool(requested_sql_judges(judges)) if judges else False  # ConfigError for an unknown judge
-    judge_settings = {"judges": list(judges), "judge_repeat": judge_repeat} if judges else {}
     outcome = EvaluationOutcome()
     instance = instance or get_instance()
     outcome.reaped_runs = fail_dead_runs(instance)
@@ -227,8 +226,8 @@ def evaluate(
             if stored is not None and problem is None:
                 outcome.scores[slug] = stored
                 outcome.reused[slug] = str(stored["run_id"])
-                if sql_judging:
-                    _judge_stored_run(instance, gold_set, slug, outcome, judge_settings, lock_wait_s)
+                if answers is not None and answers.enabled:
+                    _answer_and_judge(instance, gold_set, slug, answers, outcome, lock_wait_s)
                 continue
             if problem is not None:  # its stored results cannot be read back: missing, evaluated again
                 logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
@@ -244,9 +243,14 @@ def evaluate(
             "policy": policy,
             "isolated": isolated,
             "test_suite_variants": test_suite_variants,
-            **judge_settings,
             **{k: v for k, v in vars(limits).items() if v is not None},
+            **(answers.settings() if answers is not None else {}),
         }
+        selected = [a.key for a in MODEL_ASSETS]
+        if answers is not None and answers.answering:
+            selected += [a.key for a in ANSWER_ASSETS]
+        if answers is not None and answers.sql_judging:
+            selected += [a.key for a in SQL_JUDGE_ASSETS]
 
         def told(holder: str, slug: str = slug) -> None:
             if on_wait is not None:
@@ -261,7 +265,7 @@ def evaluate(
                 owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}",
             ):
                 result = _materialize(
-                    [a.key for a in [*MODEL_ASSETS, *(SQL_JUDGE_ASSETS if sql_judging else [])]],
+                    selected,
                     instance,
                     partition_key=key,
                     run_config=run_config,
@@ -284,36 +288,48 @@ def evaluate(
             outcome.failures.append(f"{slug}: {exc}")
             continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
+        if answers is not None and answers.answering:
+            outcome.answered[slug] = result.run_id
     return outcome
 
 
-def _judge_stored_run(
+def _answer_and_judge(
     instance: dg.DagsterInstance,
     gold_set: str,
     slug: str,
+    answers: AnswerOptions,
     outcome: EvaluationOutcome,
-    settings: dict,
     lock_wait_s: float | None,
 ) -> None:
-    """Materialize only ``sql_judgements`` of a reused run (its stored verdicts are read back: nothing is
-    generated or executed again)."""
+    """Materialize only the answer and judge assets of a reused run (its candidate results and verdicts stand:
+    nothing is generated or executed again)."""
     key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
     started = time.perf_counter()
+    owner = f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}"
     try:
-        with partition_lock(gold_set, slug, timeout_s=lock_wait_s, what_for="judging"):
+        with partition_lock(gold_set, slug, timeout_s=lock_wait_s, owner=owner):
             result = _materialize(
-                [a.key for a in SQL_JUDGE_ASSETS],
+                [
+                    a.key
+                    for a in [
+                        *(ANSWER_ASSETS if answers.answering else []),
+                        *(SQL_JUDGE_ASSETS if answers.sql_judging else []),
+                    ]
+                ],
                 instance,
                 partition_key=key,
-                settings=settings,
+                settings=answers.settings(),
                 tags=run_tags_for_partition(key),
             )
     except LockTimeoutError as exc:
         outcome.failures.append(f"{slug}: {exc}")
         return
-    outcome.stage_seconds[f"judges:{slug}"] = time.perf_counter() - started
+    outcome.stage_seconds[f"answers:{slug}"] = time.perf_counter() - started
     if not result.success:
-        outcome.failures.append(f"{slug}: {_failure_text(result)}")
+        outcome.failures.append(f"{slug} answers: {_failure_text(result)}")
+        return
+    if answers.answering:
+        outcome.answered[slug] = result.run_id
 
 
 def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:

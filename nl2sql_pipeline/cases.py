@@ -1,4 +1,4 @@
-"""The Case contract: one gold-set case (question -> expected SQL, or a policy probe to reject).
+"""The Case contract: one gold-set case (question -> expected SQL and/or expected answer, or a policy probe to reject).
 
 A case is plain data. JSONL is the native format (one case per line); the YAML and CSV importers in
 ``nl2sql_pipeline.gold.formats.team_files`` map onto the same fields, and ``nl2sql_pipeline.gold.quality.validation``
@@ -92,6 +92,12 @@ class Case:
         return datetime.date.fromisoformat(self.reference_date or DEFAULT_REFERENCE_DATE)
 
     @property
+    def is_answer_only(self) -> bool:
+        """True for a case with an ``expected_answer`` and no expected SQL: judged on its answer alone,
+        never by execution metrics."""
+        return not self.is_probe and not self.expected_sql and self.expected_answer is not None
+
+    @property
     def canonical_sql(self) -> str | None:
         """The first acceptable expected SQL, or None for a probe."""
         return self.expected_sql[0] if self.expected_sql else None
@@ -107,6 +113,8 @@ class Case:
             "policy_probe_sql": self.policy_probe_sql,
             "follow_up_context": [asdict(t) for t in self.follow_up_context],
         }
+        if self.expected_answer is not None:  # only when set: cases without one keep their fingerprints
+            definition["expected_answer"] = self.expected_answer
         if self.hint is not None:  # only when set: cases without a hint keep their fingerprints
             definition["hint"] = self.hint
         if self.reference_instant.isoformat() != DEFAULT_REFERENCE_DATE:  # the default keeps old fingerprints

@@ -23,7 +23,13 @@ class EvalSettings(dg.ConfigurableResource):
     test_suite_variants: int = 3  # database variants per case for test-suite accuracy (0: off)
     test_suite_seed: int = 0  # the seed the variants are drawn from
     strict_gold: bool = False  # a quarantined gold case fails the gold preflight (no model is evaluated)
-    judges: list[str] = []  # judge slugs of data/judges.yml (nl2sql-eval run --judge); each does every role it has
+    # Answers and judges (issue 19): what candidate_answers and answer_judgements do when a run selects them
+    # (`nl2sql-eval run --answers --judge SLUG`; in the UI, the answer_and_judge job).
+    answers: bool = False  # ask bare models for a prose answer from their rows (systems keep their own)
+    answer_model: str | None = None  # a models.yml slug answering instead of the evaluated model itself
+    judges: list[str] = []  # judge slugs from data/judges.yml; each does every role it has
+    answer_pass_score: int = 4  # an answer passes when correctness, groundedness and completeness all reach it
+    answer_partial_score: int = 3  # partial credit when correctness reaches it
     judge_repeat: int = 1  # every judgement asked N times (--judge-repeat): each judge's own disagreement rate
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).

@@ -17,6 +17,9 @@ EXPECTED_ASSETS = {
     "candidate_sql": "gold|model",
     "candidate_results": "gold|model",
     "case_verdicts": "gold|model",
+    "candidate_answers": "gold|model",
+    "answer_judgements": "gold|model",
+    "sql_judgements": "gold|model",
     "run_scores": "gold|model",
     "baselines": "gold|model",
     "leaderboard": None,
@@ -68,6 +71,10 @@ def test_lineage_follows_the_architecture():
     assert parents["candidate_sql"] == {"gold_set"}
     assert parents["candidate_results"] >= {"candidate_sql"}
     assert parents["case_verdicts"] >= {"oracle_results", "candidate_results", "database_variants"}
+    # answers and judgements follow candidate_results: turning them on never re-runs generation
+    assert parents["candidate_answers"] == {"gold_set", "candidate_results"}
+    assert parents["answer_judgements"] == {"gold_set", "oracle_results", "candidate_answers"}
+    assert parents["sql_judgements"] == {"gold_set", "case_verdicts"}  # judged from the verdicts, never generated
     assert parents["database_variants"] == {"gold_set"}
     assert parents["run_scores"] >= {"case_verdicts"}
     assert parents["baselines"] == {"run_scores"}
@@ -104,6 +111,7 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
     assert graph.get(dg.AssetKey("candidate_sql")).pools == {"llm_generation"}
     assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
     assert defs.resolve_job_def("prepare_gold_set") is not None
+    assert defs.resolve_job_def("judge_sql").partitions_def == gold_model_partitions
     assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor", "automation_sensor"}
     assert {s.name for s in defs.schedules} == {"nightly_evaluation"}
 

@@ -418,7 +418,7 @@ def test_csv_problems_use_the_physical_line_of_the_row(tmp_path: Path, capsys: p
         ("question,expected_sql,anwser\nq,SELECT 1\n", 1, "unknown column 'anwser' (did you mean 'answer'?"),
         ("question,expected_sql,anwser\nq,SELECT 1,1\n", 2, "missing required field 'database'"),  # rows still checked
         ("expected_sql\nSELECT 1\n", 1, "no question column"),
-        ("question,answer\nq,1\n", 1, "no expected_sql column"),
+        ("question,tags\nq,x\n", 1, "no expected_sql column"),  # an answer column alone is an answer-only case
         ("question,sql,gold_sql\nq,SELECT 1,SELECT 1\n", 1, "both hold expected_sql"),
         ("question,sql,database\nok,SELECT 1,d\nq,SELECT 1,d,extra\n", 3, "row has 4 cells"),
         ('question,sql,database\nok,SELECT 1,d\n"q,SELECT 1,d\n', 3, "malformed CSV"),

@@ -141,15 +141,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "may ask for it with strict_gold: true",
     )
     parser.add_argument(
+        "--answers",
+        action="store_true",
+        help="answer stage: ask each bare model for a short prose answer from the first rows its SQL returned "
+        "(cached, accounted apart from generation; systems keep their own answers; offline models and replays use "
+        "the offline answerer's template). Runs after an existing run without generating again",
+    )
+    parser.add_argument(
+        "--answer-model",
+        metavar="SLUG",
+        help="a models.yml slug that writes the answers instead of the evaluated model itself",
+    )
+    parser.add_argument(
         "--judge",
         action="append",
         dest="judges",
-        default=[],
         metavar="SLUG",
-        help="a judge of data/judges.yml; repeatable. It does every role it has: sql_equivalence and diagnosis add "
-        "the sql_judgements of each model (equivalence beside execution and test-suite accuracy, the agreement "
-        "with execution, diagnoses with recommendations). On a run already stored it judges the stored verdicts "
-        "and generates nothing (judge-oracle is offline and free)",
+        help="a judge from data/judges.yml (repeatable); it does every role it has (answer: the answer rubric, "
+        "which needs answers, so it turns the answer stage on; sql_equivalence and diagnosis: the sql_judgements "
+        "of each model, equivalence beside execution and test-suite accuracy with the agreement between them, and "
+        "a diagnosis with one recommendation per case that is not correct). Turning judges on after a run "
+        "generates nothing",
+    )
+    parser.add_argument(
+        "--answer-pass-score",
+        type=int,
+        metavar="N",
+        help="an answer passes when correctness, groundedness and completeness all reach N (1-5; default 4, or "
+        "the gold set's answer_thresholds)",
+    )
+    parser.add_argument(
+        "--answer-partial-score",
+        type=int,
+        metavar="N",
+        help="an answer that does not pass earns partial credit when its correctness reaches N (default 3)",
     )
     parser.add_argument(
         "--judge-repeat",
@@ -216,7 +241,24 @@ def _handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         test_suite_variants=args.test_suite_variants,
         strict_gold=args.strict_gold,
-        judges=args.judges,
+        answers=_answer_options(args),
+    )
+
+
+def _answer_options(args: argparse.Namespace):
+    """The run's answer stage and judges (None when neither is asked for)."""
+    from nl2sql_cli.run_result import AnswerOptions
+
+    judges = tuple(dict.fromkeys(args.judges or ()))
+    if not (args.answers or judges):
+        return None
+    defaults = AnswerOptions()
+    return AnswerOptions(
+        answers=args.answers,
+        answer_model=args.answer_model,
+        judges=judges,
+        pass_score=args.answer_pass_score if args.answer_pass_score is not None else defaults.pass_score,
+        partial_score=args.answer_partial_score if args.answer_partial_score is not None else defaults.partial_score,
         judge_repeat=args.judge_repeat,
     )
 
@@ -229,6 +271,21 @@ def _detailed_report(gold_set: str, runs: list[dict]) -> str:
 
     reports = [load_run_report(gold_set, r["model"], with_samples=False) for r in runs]
     return f"{console_full_report(reports)}\n\n== side by side ==\n{console_report(runs, with_warnings=False, with_breakdowns=False)}"
+
+
+def _answer_scores(gold_set: str, answered: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Per model and answer judge: the answer summary of the run that answered it (``--json``)."""
+    from nl2sql_pipeline.judges.answer import answer_summary
+    from nl2sql_pipeline.results.read import load_answer_judgements
+
+    out: dict[str, dict[str, Any]] = {}
+    for slug, run_id in answered.items():
+        judgements = load_answer_judgements(gold_set, slug, run_id)
+        by_judge: dict[str, list] = {}
+        for judgement in judgements:
+            by_judge.setdefault(judgement.judge, []).append(judgement)
+        out[slug] = {judge: answer_summary(found) for judge, found in by_judge.items()}
+    return out
 
 
 def _check_inputs(gold_set: str) -> int | None:
@@ -287,11 +344,10 @@ def run_evaluation(
     quiet: bool = False,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
-    judges: list[str] | None = None,
-    judge_repeat: int = 1,
+    answers=None,
 ) -> int:
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
-    while it runs unless ``quiet``."""
+    while it runs unless ``quiet``. ``answers`` (``run_result.AnswerOptions``) turns the answer stage and judges on."""
     from nl2sql_cli.run_result import stored_outcome
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
@@ -306,9 +362,11 @@ def run_evaluation(
         print(f"WAITING: {message}", file=sys.stderr, flush=True)
 
     try:
+        if answers is not None:
+            answers.check()  # an unknown judge or answer model, bad thresholds: exit 2 before any run
         outcome = (
             None
-            if force or judges  # judges read the stored verdicts through the graph (nothing is generated again)
+            if force or answers is not None  # answers and judges are materialized by the runner
             else stored_outcome(
                 gold_set,
                 models,
@@ -334,8 +392,7 @@ def run_evaluation(
                     force=force,
                     test_suite_variants=test_suite_variants,
                     strict_gold=strict_gold,
-                    judges=judges or (),
-                    judge_repeat=judge_repeat,
+                    answers=answers,
                 )
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -387,6 +444,7 @@ def run_evaluation(
                     "asset_check_messages": outcome.check_messages,
                     "reused": outcome.reused,
                     "re_evaluated": outcome.unreadable,
+                    "answers": _answer_scores(gold_set, outcome.answered),
                 },
                 default=str,
                 indent=2,

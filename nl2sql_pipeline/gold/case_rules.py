@@ -153,6 +153,8 @@ def validate_case_dict(
 
     def missing(name: str) -> None:
         extra = f", {hints[name]}" if name in hints else ""
+        if name == "expected_sql":
+            extra += ", or an 'expected_answer' for a case judged on its answer alone"
         problems.append(problem(source, line, f"missing required field '{name}'", f"add a '{name}' field{extra}"))
 
     for name in REQUIRED_FIELDS:
@@ -223,6 +225,15 @@ def validate_case_dict(
                     "give the number of candidates to sample, 2 or more, or remove the field",
                 )
             )
+    if data.get("expected_answer") is not None and _is_empty_answer(data["expected_answer"]):
+        problems.append(
+            problem(
+                source,
+                line,
+                "expected_answer is empty",
+                "write what a correct answer states (a number, a date, a list of names or a sentence), or remove it",
+            )
+        )
     if "expected_answer" in data and not _is_json_value(data["expected_answer"]):
         problems.append(
             problem(
@@ -248,6 +259,12 @@ def validate_case_dict(
         )
     problems += _rejection_problems(data, source, line, missing)
     return problems
+
+
+def _is_empty_answer(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, (list, dict)) and not value
 
 
 def reference_date_problem(value: Any) -> str | None:
@@ -338,7 +355,8 @@ def _rejection_problems(data: Mapping[str, Any], source: str, line: int, missing
             )
         )
     if data.get("expected_sql") is None:
-        missing("expected_sql")
+        if data.get("expected_answer") is None:  # an answer-only case is judged on its answer (judges.answer)
+            missing("expected_sql")
     else:
         problems += _check_sql_value(data["expected_sql"], "expected_sql", source, line)
     return problems

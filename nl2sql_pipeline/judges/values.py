@@ -212,6 +212,8 @@ def ungrounded_numbers(answer: str | None, rows: list[tuple] | None, question: s
             value = cell_value(cell)
             if value is not None:
                 pool.append(value)
+            if value is not None and value.kind != KIND_NUMBER:  # a number inside a name or a date's parts
+                pool.extend(Value(KIND_NUMBER, n) for n, _ in answer_numbers(str(cell)))
     known_numbers = [v.value for v in pool if v.kind == KIND_NUMBER]
     known_numbers += [float(n) for n, _ in answer_numbers(question)]
     known_years = {v.value.year for v in pool if v.kind == KIND_DATE}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nl2sql_pipeline.report.answers import console_answers
 from nl2sql_pipeline.report.sql_judges import console_sql_judges
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
@@ -167,6 +168,7 @@ def console_run_report(report: RunReport) -> str:
     lines += _call_failures(report)
     lines += _quarantine(report)
     lines += _breakdowns(report)
+    lines += console_answers(report.answers)
     if report.weakest:
         lines.append("weakest: " + ", ".join(f"{row.key} {row.fraction}" for _, row in report.weakest))
     if report.causes:

@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 
 from nl2sql_pipeline.cases import Case
+from nl2sql_pipeline.report.answers import html_answers
 from nl2sql_pipeline.report.console import format_interval
 from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
 from nl2sql_pipeline.report.sql_judges import html_sql_judges
@@ -297,6 +298,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
                 "<p><b>not correct, by cause:</b> " + ", ".join(f"{escape(c)} {n}" for c, n in report.causes) + "</p>"
             )
         parts.append(_breakdowns(report))
+        parts.append(html_answers(report.answers))
     for report in reports:
         parts.append(f"<h2>cases: {escape(report.model)}</h2>{_cases_table(report, cases)}")
     return "".join(parts)

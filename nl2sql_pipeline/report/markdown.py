@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nl2sql_pipeline.report.answers import markdown_answers
 from nl2sql_pipeline.report.console import format_interval
 from nl2sql_pipeline.report.sql_judges import markdown_sql_judges
 from nl2sql_pipeline.report.tables import RateRow, RunReport
@@ -54,6 +55,7 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
     if failed:
         lines += ["", f"**failed calls:** {len(failed)} cases", ""]
         lines += [f"- `{v.case_id}` {v.reason or v.skip_reason}: {v.error_message}" for v in failed[:3]]
+    lines += markdown_answers(report.answers)
     if report.sql_judges is not None:
         lines += ["", markdown_sql_judges(report.sql_judges)]
     if html_path is not None:

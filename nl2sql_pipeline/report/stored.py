@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from nl2sql_pipeline.report.answers import AnswersReport, build_answers_report
 from nl2sql_pipeline.report.samples import load_result_samples
 from nl2sql_pipeline.report.sql_judges import build_sql_judge_report
 from nl2sql_pipeline.report.tables import RunReport, build_run_report
-from nl2sql_pipeline.results.read import StoredRun, load_run
+from nl2sql_pipeline.results.read import StoredRun, load_answer_judgements, load_answers, load_run
 from nl2sql_pipeline.results.sql_judgements import load_sql_judgements
 
 
@@ -25,7 +26,14 @@ def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = Tru
         quarantined=run.scores.get("quarantined_cases") or [],
     )
     judged = build_sql_judge_report(load_sql_judgements(run.gold_set, run.model, root), run.verdicts)
-    return replace(report, sql_judges=judged) if judged is not None else report
+    return replace(report, answers=stored_answers_report(run, root), sql_judges=judged)
+
+
+def stored_answers_report(run: StoredRun, root: Path | None = None) -> AnswersReport | None:
+    """The answers section of a stored run: its latest answers and judgements, when answers were run."""
+    answers = load_answers(run.gold_set, run.model, root=root)
+    judgements = load_answer_judgements(run.gold_set, run.model, root=root)
+    return build_answers_report(answers, judgements, run.verdicts)
 
 
 def load_run_report(gold_set: str, model: str, root: Path | None = None, with_samples: bool = True) -> RunReport:

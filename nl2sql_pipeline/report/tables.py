@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from nl2sql_pipeline.report.samples import CaseSample
 from nl2sql_pipeline.report.sql_judges import SqlJudgeReport
@@ -89,6 +90,7 @@ class RunReport:
     suite_disagreements: list[Verdict] = field(default_factory=list)  # correct on the database, not on a variant
     grades: list[RateRow] = field(default_factory=list)  # pass / partial / fail shares of the scored verdicts
     quarantined: list[dict[str, str]] = field(default_factory=list)  # the gold preflight's findings per left-out case
+    answers: Any = None  # report.answers.AnswersReport: the answer stage and judges (None: not run)
     sql_judges: SqlJudgeReport | None = None  # the SQL judges' section (report.sql_judges; None: not judged)
 
     def quarantine_lines(self) -> list[str]:

@@ -560,3 +560,57 @@ def run_scores_from_frame(frame: pd.DataFrame) -> tuple[dict[str, Any], RunScore
         values[metric.name] = json.loads(value) if metric.name in JSON_METRICS and isinstance(value, str) else value
     identity = {name: value for name, value in row.items() if name not in declared}
     return identity, RunScores(values)
+
+
+# ------------------------------------------------------------------------------------------------ answers
+
+
+def _typed_records(frame: pd.DataFrame, cls: Any, required: Sequence[str]) -> list[Any]:
+    """Records of dataclass ``cls`` from a frame of its fields (NaN cleaned; a missing non-optional value takes
+    the field's default)."""
+    casts: dict[str, Callable[[Any], Any]] = {"int": int, "float": float, "bool": bool, "str": str}
+    columns = _columns(frame, required)
+    out = []
+    for row in _rows(columns, len(frame)):
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            kind = str(f.type)
+            value = row.get(f.name)
+            if value is None:
+                if "None" in kind:
+                    values[f.name] = None
+                continue  # the field's default
+            cast = casts.get(kind.split(" ", 1)[0])
+            values[f.name] = cast(value) if cast is not None else value
+        out.append(cls(**values))
+    return out
+
+
+def answers_to_frame(records: Iterable[Any]) -> pd.DataFrame:
+    """The ``candidate_answers`` frame: one row per candidate (``generation.answers.AnswerRecord``)."""
+    from nl2sql_pipeline.generation.answers import AnswerRecord
+
+    return _frame([r.to_dict() for r in records], [f.name for f in fields(AnswerRecord)])
+
+
+def answers_from_frame(frame: pd.DataFrame) -> list[Any]:
+    """The answer records of a ``candidate_answers`` frame."""
+    from nl2sql_pipeline.generation.answers import AnswerRecord
+
+    return _typed_records(frame, AnswerRecord, ("case_id", "case_fingerprint", "sample_index", "candidate_index"))
+
+
+def answer_judgements_to_frame(records: Iterable[Any]) -> pd.DataFrame:
+    """The ``answer_judgements`` frame: one row per judged answer and judge (``judges.answer.AnswerJudgement``)."""
+    from nl2sql_pipeline.judges.answer import AnswerJudgement
+
+    return _frame([r.to_dict() for r in records], [f.name for f in fields(AnswerJudgement)])
+
+
+def answer_judgements_from_frame(frame: pd.DataFrame) -> list[Any]:
+    """The judgements of an ``answer_judgements`` frame."""
+    from nl2sql_pipeline.judges.answer import AnswerJudgement
+
+    return _typed_records(
+        frame, AnswerJudgement, ("case_id", "case_fingerprint", "sample_index", "candidate_index", "judge")
+    )

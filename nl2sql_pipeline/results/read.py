@@ -94,6 +94,27 @@ def load_run(gold_set: str, model: str, root: AnyPath | None = None) -> StoredRu
     return StoredRun(gold_set, model, identity.get("run_id"), identity, scores, verdicts_from_frame(frame), frame)
 
 
+def load_answer_judgements(
+    gold_set: str, model: str, run_id: str | None = None, root: AnyPath | None = None
+) -> list[Any]:
+    """The answer judgements (``judges.answer.AnswerJudgement``) of run ``run_id`` of ``model`` on ``gold_set``
+    (the latest when None); an empty list when answers were never judged."""
+    from nl2sql_pipeline.results.frames import answer_judgements_from_frame
+
+    latest = layout.partition_path(layout.ANSWER_JUDGEMENTS, gold_set, model, root)
+    path = layout.run_path(latest, run_id) if run_id else latest
+    return answer_judgements_from_frame(read_parquet(path)) if path.exists() else []
+
+
+def load_answers(gold_set: str, model: str, run_id: str | None = None, root: AnyPath | None = None) -> list[Any]:
+    """The candidate answers (``generation.answers.AnswerRecord``) of a run (the latest when ``run_id`` is None)."""
+    from nl2sql_pipeline.results.frames import answers_from_frame
+
+    latest = layout.partition_path(layout.CANDIDATE_ANSWERS, gold_set, model, root)
+    path = layout.run_path(latest, run_id) if run_id else latest
+    return answers_from_frame(read_parquet(path)) if path.exists() else []
+
+
 def stored_results_problem(gold_set: str, model: str, root: AnyPath | None = None) -> str | None:
     """Why the latest stored results of ``model`` on ``gold_set`` cannot be read back (its verdicts or scores
     file missing; its verdicts, scores or candidate results file unreadable), or None when they can."""

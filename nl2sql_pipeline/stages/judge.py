@@ -77,6 +77,11 @@ def judge(
                 for sample in sorted(samples) or [0]:
                     verdicts.append(_told(tracker, judge_probe(case, samples.get(sample, []))))
                 continue
+            if case.is_answer_only:
+                for sample in sorted(samples):
+                    group = sorted(samples[sample], key=lambda a: a.candidate_index)
+                    verdicts.append(_told(tracker, judge_answer_only(case, sample, group)))
+                continue
             rows = sorted(oracle_by_case.get(case.id, []), key=lambda r: r.alternative_index)
             oracle_results = [r.result for r in rows]
             whole = _whole_results(case, oracle_results, samples, resolve_database, limits)
@@ -131,6 +136,44 @@ def judge_probe(case: Case, attempts: Sequence[Attempt]) -> Verdict:
         cold_start=False,
         mutation=None,
         skip_reason=None,
+    )
+
+
+def judge_answer_only(case: Case, sample: int, group: Sequence[Attempt]) -> Verdict:
+    """The verdict of one sample of an answer-only case (no expected SQL): ``answer_only``, kept out of every
+    execution rate; its generation fields are kept and its answer is judged by ``judges.answer``."""
+    selected = group[0]
+    generation = selected.generation
+    return Verdict(
+        **_case_fields(case),
+        is_probe=False,
+        sample_index=sample,
+        generated_sql=selected.sql,
+        outcome=outcomes.ANSWER_ONLY,
+        correct=False,
+        comparison_rule=None,
+        reason="no expected SQL: judged on its answer alone",
+        score_exact=0.0,
+        score_partial=0.0,
+        policy_rule=selected.policy_rule,
+        policy_name=selected.policy_name,
+        candidate_count=len(group),
+        selected_candidate_index=selected.candidate_index,
+        first_candidate_correct=False,
+        latency_ms=generation.latency_ms if generation else None,
+        oracle_latency_ms=None,
+        execution_ms=selected.result.elapsed_ms if selected.result is not None else None,
+        input_tokens=_sum_over(group, "input_tokens"),
+        output_tokens=_sum_over(group, "output_tokens"),
+        token_source=generation.token_source if generation else None,
+        cost_usd=_sum_over(group, "cost_usd"),
+        cached=bool(generation.cached) if generation else None,
+        cold_start=bool(generation.cold_start) if generation else False,
+        mutation=generation.mutation if generation else None,
+        skip_reason="no expected SQL: judged on its answer alone",
+        source_sql=generation.source_sql if generation else None,
+        error_message=generation.error_message if generation and generation.error_class else None,
+        answer=generation.answer if generation else None,
     )
 
 

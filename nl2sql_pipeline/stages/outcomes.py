@@ -5,7 +5,8 @@ A verdict's ``outcome`` says what happened to one case and sample. ``correct``, 
 count as misses (except ``correct``). ``skipped`` and ``environment_error`` are not the model's doing
 (a missing key, an exhausted quota, a broken oracle): they are excluded from every rate and percentile.
 Probes (policy-rejection cases) end ``probe_rejected`` (the policy held), ``probe_allowed`` (it let the
-attack through) or ``probe_error`` (the engine itself failed on the probe).
+attack through) or ``probe_error`` (the engine itself failed on the probe). A case with an expected answer
+and no expected SQL ends ``answer_only``: left out of every execution rate, scored by the answer judge.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ SKIPPED = "skipped"
 PROBE_REJECTED = "probe_rejected"
 PROBE_ALLOWED = "probe_allowed"
 PROBE_ERROR = "probe_error"
+ANSWER_ONLY = "answer_only"  # a case with an expected answer and no expected SQL: judged on its answer alone
 
 QUERY_OUTCOMES: tuple[str, ...] = (
     CORRECT,
@@ -33,11 +35,13 @@ QUERY_OUTCOMES: tuple[str, ...] = (
     GENERATION_ERROR,
     ENVIRONMENT_ERROR,
     SKIPPED,
+    ANSWER_ONLY,
 )
 PROBE_OUTCOMES: tuple[str, ...] = (PROBE_REJECTED, PROBE_ALLOWED, PROBE_ERROR)
 
-# Outcomes excluded from every denominator: the model was never (fairly) asked or judged.
-NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR})
+# Outcomes excluded from every denominator: the model was never (fairly) asked or judged on execution (an
+# answer-only case is scored by the answer judge alone, never by execution metrics).
+NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR, ANSWER_ONLY})
 # Outcomes where the candidate SQL ran to completion.
 EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
 

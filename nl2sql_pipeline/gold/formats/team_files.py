@@ -3,7 +3,7 @@
 YAML: a list of ``{id, question, difficulty, tags, sql}`` mappings (``sql`` a string or a list of
 alternatives; ``probe: true`` makes ``sql`` a policy probe); the native field names work too.
 CSV: a header row (``question, expected_sql, expected_answer, ...``; aliases ``sql``/``gold_sql``/``query``
-and ``answer``), ``tags`` as a ``;``- or ``,``-separated string, ``id`` optional (generated as
+and ``answer``; a row with an ``expected_answer`` and no SQL is an answer-only case, category ``answer``), ``tags`` as a ``;``- or ``,``-separated string, ``id`` optional (generated as
 ``<file-stem>-<row number>``). Missing ``domain``/``category``/``database`` come from the import options:
 domain defaults to ``imported``, category is inferred from the SQL, database is required.
 Everything imported is then validated by the same strict rules as JSONL.
@@ -46,6 +46,7 @@ from nl2sql_pipeline.sql.features import sql_features
 logger = logging.getLogger(__name__)
 
 DEFAULT_DOMAIN = "imported"
+ANSWER_CATEGORY = "answer"  # the category of an imported answer-only case that names none
 YAML_ALIASES: dict[str, str] = {"sql": "expected_sql"}
 CSV_ALIASES: dict[str, str] = {
     "sql": "expected_sql",
@@ -115,7 +116,10 @@ def _apply_defaults(data: dict[str, Any], options: ImportOptions) -> None:
         else:
             sql = data.get("expected_sql")
             first = sql[0] if isinstance(sql, list) and sql else sql
-            data["category"] = infer_category(first) if isinstance(first, str) else "single_table"
+            if isinstance(first, str):
+                data["category"] = infer_category(first)
+            else:  # an answer-only case has no SQL to infer from
+                data["category"] = ANSWER_CATEGORY if data.get("expected_answer") is not None else "single_table"
 
 
 def _map_yaml_item(item: dict[Any, Any], source: str, line: int) -> tuple[dict[str, Any], list[str]]:
@@ -330,13 +334,14 @@ def _map_csv_header(row: Sequence[str], source: str, line: int) -> tuple[list[st
         seen[name] = original.strip()
     if "question" not in seen:
         problems.append(problem(source, line, "no question column", "add a 'question' column"))
-    if "expected_sql" not in seen and "policy_probe_sql" not in seen:
+    if "expected_sql" not in seen and "policy_probe_sql" not in seen and "expected_answer" not in seen:
         problems.append(
             problem(
                 source,
                 line,
                 "no expected_sql column",
-                "add an 'expected_sql' column, or one named 'sql', 'gold_sql' or 'query'",
+                "add an 'expected_sql' column, or one named 'sql', 'gold_sql' or 'query' (or an 'expected_answer' "
+                "column for cases judged on their answer alone)",
             )
         )
     return mapped, unknown, problems

@@ -1,0 +1,94 @@
+"""Per-model answers and their judgements, downstream of ``candidate_results``: turning them on never re-runs
+generation. Selected only when a run asks for them (``nl2sql-eval run --answers / --judge SLUG``, or the
+``answer_and_judge`` job in the UI), so a run without them costs nothing more."""
+
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from assets.automation import CODE_VERSIONS
+from assets.partitions import gold_and_model, gold_model_partitions
+from assets.quarantine import gold_quarantine, scored_cases
+from nl2sql_pipeline.generation.registry import get_model
+from nl2sql_pipeline.results.frames import (
+    answer_judgements_to_frame,
+    answers_from_frame,
+    answers_to_frame,
+    attempts_from_frame,
+    cases_from_frame,
+    oracle_rows_from_frame,
+)
+from resources.settings import EvalSettings
+
+
+@dg.asset(
+    code_version=CODE_VERSIONS["candidate_answers"],
+    group_name="answers",
+    partitions_def=gold_model_partitions,
+    io_manager_key="parquet_io_manager",
+    description="A short prose answer per candidate from the rows its SQL returned: a system's own answer, a bare "
+    "model asked through litellm (cached, accounted apart from generation), or the offline answerer's template.",
+)
+def candidate_answers(
+    context: dg.AssetExecutionContext,
+    eval_settings: EvalSettings,
+    gold_set: pd.DataFrame,
+    candidate_results: pd.DataFrame,
+) -> dg.Output:
+    from nl2sql_pipeline.generation.answers import answer_candidates, answers_summary
+
+    gold, model = gold_and_model(context)
+    cases = scored_cases(cases_from_frame(gold_set), gold_quarantine(gold, cases_from_frame(gold_set)))
+    records = answer_candidates(
+        cases, attempts_from_frame(candidate_results), get_model(model), answer_model=eval_settings.answer_model
+    )
+    summary = answers_summary(records)
+    context.log.info("answers of %s: %s", model, summary)
+    return dg.Output(answers_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
+
+
+@dg.asset(
+    code_version=CODE_VERSIONS["answer_judgements"],
+    group_name="answers",
+    partitions_def=gold_model_partitions,
+    io_manager_key="parquet_io_manager",
+    description="Every answer judged by each answer judge of the run (rubric: correctness, groundedness, "
+    "completeness, 1-5 with a rationale; value checks and judge-oracle decide without a call). A judge stopped "
+    "by its provider (402, quota) leaves the rest unjudged; the SQL verdicts stand.",
+)
+def answer_judgements(
+    context: dg.AssetExecutionContext,
+    eval_settings: EvalSettings,
+    gold_set: pd.DataFrame,
+    oracle_results: pd.DataFrame,
+    candidate_answers: pd.DataFrame,
+) -> dg.Output:
+    from nl2sql_pipeline.judges.answer import AnswerJudge, AnswerThresholds, answer_summary, judge_answers
+    from nl2sql_pipeline.judges.client import JudgeClient, judge_cache
+    from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, load_judges
+
+    registry = load_judges()
+    thresholds = AnswerThresholds(eval_settings.answer_pass_score, eval_settings.answer_partial_score)
+    cases = cases_from_frame(gold_set)
+    answers = answers_from_frame(candidate_answers)
+    oracle_rows = oracle_rows_from_frame(oracle_results)
+    judgements = []
+    metadata: dict[str, Any] = {}
+    for slug in eval_settings.judges:
+        spec = get_judge(slug, registry)
+        if not spec.plays(ROLE_ANSWER):
+            continue
+        client = None if spec.is_offline else JudgeClient(spec, cache=judge_cache())
+        found = judge_answers(cases, answers, oracle_rows, AnswerJudge(spec, client, thresholds))
+        judgements.extend(found)
+        summary = answer_summary(found)
+        metadata[f"{slug}_answer_correct_rate"] = summary["answer_correct_rate"]
+        metadata[f"{slug}_judge_calls"] = summary["judge_calls"]
+        if client is not None and client.stop_reason is not None:
+            context.log.warning("%s: %s; the SQL verdicts stand", slug, client.stop_reason)
+            metadata[f"{slug}_stopped"] = client.stop_reason
+    metadata["judgements"] = len(judgements)
+    return dg.Output(
+        answer_judgements_to_frame(judgements), metadata={k: v for k, v in metadata.items() if v is not None}
+    )
