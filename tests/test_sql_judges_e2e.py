@@ -76,10 +76,24 @@ def judged(multidomain_run, tmp_path_factory):
 
 
 def test_judging_after_the_run_generates_nothing(judged):
+    import dagster as dg
+
     assert judged["code"] == 0, judged["err"]
     assert f"REUSED {MODEL}" in judged["err"]
     assert judged["after"] == judged["before"]  # no candidate_sql, no case_verdicts materialized again
     assert _materializations(judged["instance"], "sql_judgements") == 1
+    key = dg.MultiPartitionKey({"gold": GOLD, "model": MODEL})
+    [record] = (
+        judged["instance"]
+        .fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("sql_judgements"), asset_partitions=[key]), limit=1
+        )
+        .records
+    )
+    metadata = record.asset_materialization.metadata
+    assert metadata["judgements"].value == len(judged["judgements"]) and metadata["repeat"].value == 2
+    summary = metadata["summary"].value
+    assert summary.startswith("### SQL judges") and "| judge-oracle |" in summary and "| recommendation |" in summary
 
 
 def test_judge_oracle_agrees_with_execution_on_sql_mutant_and_lists_every_disagreement(judged):

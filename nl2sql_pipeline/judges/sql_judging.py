@@ -204,8 +204,16 @@ def requested_sql_judges(slugs: Sequence[str], registry: dict[str, JudgeSpec] | 
 
 def schema_texts(cases: Iterable[Case], resolve_database: Callable[[str], Any]) -> Callable[[Case], str]:
     """``schema_text(case)``: the schema text the generation prompt gives for the case's database (its DDL
-    annotated by the semantic model, or its introspection), built once for the gold set."""
+    annotated by the semantic model, or its introspection), built for the gold set at the first call (an
+    offline judge never asks)."""
     from nl2sql_pipeline.generation.prompt_context import prompt_context_for_cases
 
-    context = prompt_context_for_cases(list(cases), resolve_database=resolve_database)
-    return lambda case: context.for_case(case).schema_text
+    cases = list(cases)
+    built: list[Any] = []
+
+    def schema_text(case: Case) -> str:
+        if not built:
+            built.append(prompt_context_for_cases(cases, resolve_database=resolve_database))
+        return str(built[0].for_case(case).schema_text)
+
+    return schema_text
