@@ -281,3 +281,48 @@ def test_frame_round_trip():
     frame = sql_judgements_to_frame(rows, gold_set="g", model="m")
     assert list(frame.columns[:2]) == ["gold_set", "model"]
     assert sql_judgements_from_frame(frame) == rows
+
+
+def test_report_section_keeps_current_judgements_and_renders_every_part():
+    from nl2sql_pipeline.report.sql_judges import (
+        build_sql_judge_report,
+        console_sql_judges,
+        html_sql_judges,
+        markdown_sql_judges,
+    )
+
+    verdicts = [
+        _verdict(outcomes.CORRECT, "SELECT 1", case_id="a", test_suite_correct=False, test_suite_reason="variant 0"),
+        _verdict(outcomes.WRONG_RESULT, "SELECT 2", case_id="b", diagnosis_detail=(("limit_differs", "5 vs 6"),)),
+    ]
+    found = _run(verdicts, [ORACLE], repeat=2)
+    stale = SqlJudgement(
+        "b", 0, "judge-oracle", ROLE_SQL_EQUIVALENCE, 0, "SELECT 3", outcomes.WRONG_RESULT, equivalent=True
+    )  # made for another candidate of case b (an earlier run): left out
+    failed = SqlJudgement(
+        "a",
+        0,
+        "judge-oracle",
+        ROLE_DIAGNOSIS,
+        5,
+        "SELECT 1",
+        outcomes.CORRECT,
+        error_class=JUDGE_ERROR,
+        error_message="not JSON",
+    )
+    report = build_sql_judge_report([*found, stale, failed], verdicts)
+    assert report is not None and stale not in report.judgements
+    assert build_sql_judge_report([stale], verdicts) is None
+    text = "\n".join(console_sql_judges(report))
+    assert "judge-oracle: equivalent 0.0% (0/2); agrees with execution 50.0% (1/2)" in text
+    assert "precision 50.0%, recall 100.0%" in text
+    assert "execution correct, judge not equivalent (lucky matches): 1" in text and "! a: rows match" in text
+    assert "judge-oracle sql_equivalence across 2 repeats: 0 of 2 items changed" in text
+    assert "judge-oracle diagnosis: 1 of 3 failed (judge_error 1)" in text
+    assert "judge-oracle diagnosis by category: ordering_limit 1" in text
+    assert "1. [prompt_rule] Add a prompt rule to keep the ordering" in text and "1 cases: b)" in text
+    markdown = markdown_sql_judges(report)
+    assert "| judge-oracle | 0.0% | 50.0% (1/2) | 50.0% | 100.0% | a | - |" in markdown
+    html = html_sql_judges(report)
+    assert html.count("<tr><td>a</td><td>judge-oracle</td>") == 1  # the per-case table: first repeat only
+    assert "[prompt_rule]" in html and "not equivalent" in html
