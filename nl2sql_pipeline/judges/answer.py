@@ -197,7 +197,7 @@ class AnswerJudge:
                 record,
                 METHOD_VALUE_CHECK,
                 source,
-                **_from_judgement(score_answer(reference, record.answer, rows, case.question)),
+                **_from_judgement(score_answer(reference, record.answer, rows, case.question, record.row_count)),
             )
         if self.spec.is_offline:
             if reference is None:
@@ -214,7 +214,7 @@ class AnswerJudge:
                 record,
                 METHOD_ORACLE,
                 source,
-                **_from_judgement(score_answer(reference, record.answer, rows, case.question)),
+                **_from_judgement(score_answer(reference, record.answer, rows, case.question, record.row_count)),
             )
         prompt = load_judge_prompt(self.spec, ROLE_ANSWER)
         messages = prompt.render(

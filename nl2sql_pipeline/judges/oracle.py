@@ -82,9 +82,14 @@ def _scale(share: float) -> int:
 
 
 def score_answer(
-    reference: Reference, answer: str | None, candidate_rows: Sequence[Sequence[Any]] | None, question: str = ""
+    reference: Reference,
+    answer: str | None,
+    candidate_rows: Sequence[Sequence[Any]] | None,
+    question: str = "",
+    row_count: int | None = None,
 ) -> dict[str, Any]:
-    """The rubric judgement (``judges.answer.ANSWER_SCHEMA``) of ``answer`` against ``reference``."""
+    """The rubric judgement (``judges.answer.ANSWER_SCHEMA``) of ``answer`` against ``reference``;
+    ``candidate_rows`` may be the first of ``row_count`` rows."""
     text = answer or ""
     check = check_answer(reference.values, text)
     if not text.strip():
@@ -98,7 +103,7 @@ def score_answer(
             else f"States {len(check.found)} of {len(check.found) + len(check.missing)} reference values; misses {missing}.",
         )
     rows = [tuple(r) for r in candidate_rows or []]
-    ungrounded = ungrounded_numbers(text, rows, question)
+    ungrounded = ungrounded_numbers(text, rows, question, row_count)
     if not ungrounded:
         groundedness = (5, "Every number in the answer is in the rows its query returned.")
     else:

@@ -202,11 +202,16 @@ def check_answer(values: tuple[Value, ...] | None, answer: str | None) -> ValueC
     return ValueCheck(found, tuple(v for v in values if v not in found))
 
 
-def ungrounded_numbers(answer: str | None, rows: list[tuple] | None, question: str = "") -> list[str]:
-    """Numbers the answer states that are neither in ``rows`` nor in the question (row counts allowed)."""
+def ungrounded_numbers(
+    answer: str | None, rows: list[tuple] | None, question: str = "", row_count: int | None = None
+) -> list[str]:
+    """Numbers the answer states that are neither in ``rows`` nor in the question; the row count (``row_count``
+    when ``rows`` are the first of more) and the number of rows shown are allowed."""
     if not answer:
         return []
     pool: list[Value] = [Value(KIND_NUMBER, float(len(rows or [])))]
+    if row_count is not None:
+        pool.append(Value(KIND_NUMBER, float(row_count)))
     for row in rows or []:
         for cell in row:
             value = cell_value(cell)
