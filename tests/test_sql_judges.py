@@ -326,3 +326,17 @@ def test_report_section_keeps_current_judgements_and_renders_every_part():
     html = html_sql_judges(report)
     assert html.count("<tr><td>a</td><td>judge-oracle</td>") == 1  # the per-case table: first repeat only
     assert "[prompt_rule]" in html and "not equivalent" in html
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--judge-repeat", "0", "--judge", "judge-oracle"], "--judge-repeat must be >= 1"),
+        (["--judge-repeat", "2"], "--judge-repeat repeats the judges of --judge SLUG"),
+    ],
+)
+def test_judge_repeat_needs_a_judge_and_a_positive_count(args, message, capsys):
+    from nl2sql_cli import main as cli
+
+    assert cli.main(["run", "--gold-set", "multidomain-v1", *args]) == 2
+    assert message in capsys.readouterr().err

@@ -213,6 +213,11 @@ def _handle(args: argparse.Namespace) -> int:
     if args.judge_repeat < 1:
         print("error: --judge-repeat must be >= 1", file=sys.stderr, flush=True)
         return 2
+    if args.judge_repeat > 1 and not args.judges:
+        print(
+            "error: --judge-repeat repeats the judges of --judge SLUG; name at least one", file=sys.stderr, flush=True
+        )
+        return 2
     if args.test_suite_variants < 0:
         print(
             "error: --test-suite-variants must be >= 0 (0 turns test-suite accuracy off)", file=sys.stderr, flush=True
