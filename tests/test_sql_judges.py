@@ -318,7 +318,7 @@ def test_report_section_keeps_current_judgements_and_renders_every_part():
     assert "precision 50.0%, recall 100.0%" in text
     assert "execution correct, judge not equivalent (lucky matches): 1" in text and "! a: rows match" in text
     assert "judge-oracle sql_equivalence across 2 repeats: 0 of 2 items changed" in text
-    assert "judge-oracle diagnosis: 1 of 3 failed (judge_error 1)" in text
+    assert "judge-oracle diagnosis: 1 of 3 failed (judge_error 1)\n" + " " * 26 + "first: not JSON" in text
     assert "judge-oracle diagnosis by category: ordering_limit 1" in text
     assert "1. [prompt_rule] Add a prompt rule to keep the ordering" in text and "1 cases: b)" in text
     markdown = markdown_sql_judges(report)

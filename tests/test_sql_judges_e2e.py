@@ -175,19 +175,19 @@ def test_an_llm_judge_through_litellm_on_the_stored_run(judged, tmp_path, monkey
     with FakeLLMServer(responder=respond) as server:
         with (world.data / "judges.yml").open("a", encoding="utf-8") as handle:
             handle.write(
-                "\n  sql-judge:\n    kind: litellm\n    model: openai/fake-sql-judge\n"
+                "\n  fake-sql-judge:\n    kind: litellm\n    model: openai/fake-sql-judge\n"
                 f"    api_base: {server.api_base}\n    roles: [sql_equivalence, diagnosis]\n"
                 "    limits: {max_concurrency: 4}\n"
             )
-        code, out, err = _cli(["run", "--gold-set", GOLD, "--model", MODEL, "--judge", "sql-judge", "-q"])
+        code, out, err = _cli(["run", "--gold-set", GOLD, "--model", MODEL, "--judge", "fake-sql-judge", "-q"])
         assert code == 0, err
         from nl2sql_pipeline.results.sql_judgements import load_sql_judgements
 
         judgements = load_sql_judgements(GOLD, MODEL)
-        assert server.hits == len(judgements) and all(j.judge == "sql-judge" for j in judgements)
+        assert server.hits == len(judgements) and all(j.judge == "fake-sql-judge" for j in judgements)
         body = server.requests[0].body
         assert body["model"] == "fake-sql-judge" and body["response_format"]["type"] == "json_schema"
         assert "CREATE TABLE" in json.dumps(body["messages"])  # the schema text the generation prompt uses
     [agreement] = execution_agreement(judgements)
-    assert agreement.judge == "sql-judge" and agreement.cases > 0 and agreement.recall is not None
-    assert "sql-judge: equivalent" in out and "[synonym] map the question's wording" in out
+    assert agreement.judge == "fake-sql-judge" and agreement.cases > 0 and agreement.recall is not None
+    assert "fake-sql-judge: equivalent" in out and "[synonym] map the question's wording" in out

@@ -174,6 +174,7 @@ class JudgeErrors:
     role: str
     judged: int
     errors: dict[str, int]
+    first_message: str | None = None  # the first failure's own words (a missing key, a 402, a bad reply)
 
 
 def judge_errors(judgements: Iterable[SqlJudgement]) -> list[JudgeErrors]:
@@ -184,8 +185,10 @@ def judge_errors(judgements: Iterable[SqlJudgement]) -> list[JudgeErrors]:
     found = []
     for (judge, role), rows in sorted(totals.items()):
         errors: dict[str, int] = {}
+        first: str | None = None
         for j in rows:
             if j.error_class is not None:
                 errors[j.error_class] = errors.get(j.error_class, 0) + 1
-        found.append(JudgeErrors(judge, role, len(rows), errors))
+                first = first or j.error_message
+        found.append(JudgeErrors(judge, role, len(rows), errors, first))
     return found

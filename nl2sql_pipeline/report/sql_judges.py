@@ -119,6 +119,8 @@ def console_sql_judges(report: SqlJudgeReport | None, indent: str = " " * 24) ->
         if e.errors:
             detail = ", ".join(f"{name} {count}" for name, count in sorted(e.errors.items()))
             lines.append(f"{indent}{e.judge} {e.role}: {sum(e.errors.values())} of {e.judged} failed ({detail})")
+            if e.first_message:
+                lines.append(f"{indent}  first: {_clip(e.first_message)}")
     for judge, counts in sorted(report.categories.items()):
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         lines.append(f"{indent}{judge} diagnosis by category: " + ", ".join(f"{c} {n}" for c, n in ranked))
