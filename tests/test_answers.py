@@ -308,3 +308,16 @@ def test_thresholds_and_combined_grades():
     assert AnswerThresholds().grade({"correctness": 5, "groundedness": 4, "completeness": 4}) == "pass"
     assert combined_grade("pass", "partial") == "partial" and combined_grade(None, "pass") == "pass"
     assert combined_grade("fail", "pass") == "fail" and combined_grade("pass", None) == "pass"
+
+
+@pytest.mark.parametrize(
+    ("expected", "checkable"),
+    [
+        ("Viewing grows every month", False),
+        ("Basic with Ads", True),
+        ("Toei Animation; Madhouse", True),
+        ("weekend", True),
+    ],
+)
+def test_names_are_checkable_and_sentences_go_to_the_judge(expected, checkable):
+    assert (expected_values(expected) is not None) is checkable

@@ -1,7 +1,8 @@
 """Deterministic answer checks: the values an answer must state, and whether a prose answer states them.
 
 An expected answer is *checkable* when it is a number, a date or a short list of entities (at most
-``MAX_ENTITIES`` items of at most ``MAX_ENTITY_WORDS`` words each, or rows of such cells, e.g. ``[[12]]``);
+``MAX_ENTITIES`` names: one word, or up to ``MAX_ENTITY_WORDS`` capitalised words; or rows of such cells,
+e.g. ``[[12]]``);
 such a case is decided here and no LLM judge is called. Anything else (a sentence) goes to the judge.
 
 >>> check_answer(expected_values(412), "There were 412 sessions.").passed
@@ -122,8 +123,15 @@ def cell_value(cell: Any) -> Value | None:
     return Value(KIND_ENTITY, text) if text else None
 
 
+_NAME_JOINERS = frozenset({"of", "the", "and", "with", "for", "in", "on", "de", "la", "le", "von", "van", "&", "-"})
+
+
 def _is_entity(text: str) -> bool:
-    return 0 < len(text.split()) <= MAX_ENTITY_WORDS and not _SENTENCE_RE.search(text + " ")
+    """A name: one word, or up to ``MAX_ENTITY_WORDS`` capitalised words (joiners like ``of`` allowed)."""
+    words = text.split()
+    if not 0 < len(words) <= MAX_ENTITY_WORDS or _SENTENCE_RE.search(text + " "):
+        return False
+    return len(words) == 1 or all(w[:1].isupper() or w[:1].isdigit() or w.lower() in _NAME_JOINERS for w in words)
 
 
 def expected_values(expected: Any) -> tuple[Value, ...] | None:

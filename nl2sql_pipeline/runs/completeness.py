@@ -5,7 +5,8 @@ limit or timeout that never cleared). Rates leave skipped cases out, so a run th
 still shows a rate, over very few cases. The rules, in order:
 
 1. ``nothing_evaluated``: no query case was scored (or, in a probe-only run, no probe). The run proved
-   nothing about the model: it fails, whatever the thresholds.
+   nothing about the model: it fails, whatever the thresholds. A run of answer-only cases (no expected SQL,
+   ``answer_only_count``) is scored by the answer judge instead: not incomplete, never a baseline.
 2. ``too_many_skipped``: the skipped share of query cases is above the allowed share (``max_skipped_share``,
    from the CLI, the ``eval_settings`` resource or the model's ``gates:``): the run fails.
 
@@ -55,8 +56,14 @@ def is_probe_only(scores: Mapping[str, Any]) -> bool:
     return query_cases(scores) == 0 and _count(scores, "probe_count") > 0
 
 
+def answer_only(scores: Mapping[str, Any]) -> bool:
+    """True for a run whose query cases are all answer-only (no expected SQL): the answer judge scores them, so
+    it is not incomplete, yet it has no execution rate to be a baseline of."""
+    return _count(scores, "answer_only_count") > 0 and query_cases(scores) == 0
+
+
 def _nothing_evaluated_rule(scores: Mapping[str, Any], max_share: float | None) -> str | None:
-    if nothing_evaluated(scores):
+    if nothing_evaluated(scores) and not answer_only(scores):
         return (
             f"nothing was evaluated: {_count(scores, 'skipped_count')} of {query_cases(scores)} query cases "
             "skipped, none scored"
@@ -91,6 +98,8 @@ def incomplete_reason(scores: Mapping[str, Any], max_skipped_share: float | None
 
 def not_comparable_reason(scores: Mapping[str, Any]) -> str | None:
     """Why the run may not be a baseline (not fully evaluated), or None when it may."""
+    if answer_only(scores):
+        return "only answer-only cases: scored by the answer judge, no execution rate to compare"
     if nothing_evaluated(scores):
         return "nothing was evaluated"
     skipped = _count(scores, "skipped_count")

@@ -28,6 +28,7 @@ from typing import Any
 
 from nl2sql_pipeline.runs.baseline import find_baseline
 from nl2sql_pipeline.runs.completeness import (
+    answer_only,
     incomplete_reason,
     is_probe_only,
     not_comparable_reason,
@@ -158,6 +159,8 @@ def _floor_gate(gate: str, metric: str, exempt: Callable[[Mapping[str, Any]], st
 
 
 def _probe_only(run: Mapping[str, Any]) -> str | None:
+    if answer_only(run):  # scored by the answer judge: no execution rate to hold to a floor
+        return "answer-only run"
     return "probe-only run" if is_probe_only(run) else None
 
 
@@ -183,7 +186,7 @@ def _regression_gate(run, baseline, limits: GateThresholds, report: GateReport) 
         f"{'unchanged' if baseline.get('model_config_hash') == run.get('model_config_hash') else 'changed'})"
     )
     threshold = limits.max_regression
-    if threshold is None or is_probe_only(run):
+    if threshold is None or is_probe_only(run) or answer_only(run):
         return
     if delta is None:
         if value is None:

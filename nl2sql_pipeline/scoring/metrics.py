@@ -62,6 +62,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("probe_count", "int", True, "policy-probe verdicts"),
     Metric("unique_case_count", "int", True, "distinct cases"),
     Metric("skipped_count", "int", True, "query verdicts skipped for an environment reason"),
+    Metric(
+        "answer_only_count", "int", True, "verdicts of answer-only cases (no expected SQL): scored by the answer judge"
+    ),
     Metric("quarantined_count", "int", True, "cases the gold preflight quarantined: left out of every rate"),
     Metric("average_estimated_input_tokens", "num", True),
     Metric("average_estimated_output_tokens", "num", True),

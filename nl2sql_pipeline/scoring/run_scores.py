@@ -275,6 +275,7 @@ def score_run(verdicts: Sequence[Verdict], quarantine: Sequence[Mapping[str, Any
         "probe_count": len(probes),
         "unique_case_count": len({v.case_id for v in verdicts}),
         "skipped_count": len(skipped),
+        "answer_only_count": sum(v.outcome == outcomes.ANSWER_ONLY for v in queries),
         "environment_error_count": len(env_errors),
         "sample_count": len({v.sample_index for v in verdicts}),
         "policy_rejection_precision": _rate(tp, tp + fp),
