@@ -118,6 +118,18 @@ def test_judge_oracle_agrees_with_execution_on_sql_mutant_and_lists_every_disagr
     }
 
 
+def test_run_json_carries_the_sql_judges(judged, tmp_path, monkeypatch):
+    world = clone_world(judged["world"], tmp_path / "json")  # judging again writes: on a copy of the module's world
+    for name, value in world.env().items():
+        monkeypatch.setenv(name, value)
+    code, out, _ = _cli(["run", "--gold-set", GOLD, "--model", MODEL, "--judge", "judge-oracle", "--json", "-q"])
+    oracle = json.loads(out)["sql_judges"][MODEL]["judge-oracle"]
+    [agreement] = execution_agreement(judged["judgements"])
+    assert code == 0 and oracle["sql_equivalence"]["agreement_with_execution"] == agreement.agreement
+    assert oracle["sql_equivalence"]["lucky_matches"] == [d.label for d in agreement.lucky_matches]
+    assert oracle["top_recommendations"][0]["cases"] and sum(oracle["diagnosis_categories"].values()) > 0
+
+
 def test_every_miss_is_diagnosed_with_a_recommendation(judged):
     misses = {(v.case_id, v.sample_index) for v in judged["verdicts"] if v.outcome == outcomes.WRONG_RESULT}
     diagnoses = [j for j in judged["judgements"] if j.role == ROLE_DIAGNOSIS and j.repeat_index == 0]

@@ -293,6 +293,22 @@ def _answer_scores(gold_set: str, answered: dict[str, str]) -> dict[str, dict[st
     return out
 
 
+def _sql_judge_scores(gold_set: str, models: list[str]) -> dict[str, Any]:
+    """Per model and judge, the SQL judges' numbers of its stored run (models without judgements left out)."""
+    from nl2sql_pipeline.report.sql_judges import build_sql_judge_report, sql_judges_summary
+    from nl2sql_pipeline.results.read import load_run
+    from nl2sql_pipeline.results.sql_judgements import load_sql_judgements
+
+    out: dict[str, Any] = {}
+    for slug in models:
+        judgements = load_sql_judgements(gold_set, slug)
+        if judgements:
+            summary = sql_judges_summary(build_sql_judge_report(judgements, load_run(gold_set, slug).verdicts))
+            if summary:
+                out[slug] = summary
+    return out
+
+
 def _check_inputs(gold_set: str) -> int | None:
     """Validate the gold set and its databases before any materialization: the exit code of a problem, else None."""
     from nl2sql_pipeline.errors import CaseValidationError, DatabaseNotFoundError
@@ -450,6 +466,7 @@ def run_evaluation(
                     "reused": outcome.reused,
                     "re_evaluated": outcome.unreadable,
                     "answers": _answer_scores(gold_set, outcome.answered),
+                    "sql_judges": _sql_judge_scores(gold_set, list(outcome.scores)) if answers is not None else {},
                 },
                 default=str,
                 indent=2,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
+from typing import Any
 
 from nl2sql_pipeline.judges.diagnosis import RecommendationGroup, categories_count, top_recommendations
 from nl2sql_pipeline.judges.registry import ROLE_DIAGNOSIS, ROLE_SQL_EQUIVALENCE
@@ -217,3 +218,33 @@ def html_sql_judges(report: SqlJudgeReport | None) -> str:
         "<th>judgement</th><th>reason</th><th>recommendation</th></tr>" + "".join(case_rows) + "</table>"
     )
     return "".join(parts)
+
+
+def sql_judges_summary(report: SqlJudgeReport | None) -> dict[str, dict[str, Any]]:
+    """Per judge, the numbers of the section as plain values (``nl2sql-eval run --json``)."""
+    if report is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for a in report.agreement:
+        out.setdefault(a.judge, {})["sql_equivalence"] = {
+            "cases": a.cases,
+            "equivalent_rate": a.equivalent_rate,
+            "agreement_with_execution": a.agreement,
+            "not_equivalent_precision": a.precision,
+            "not_equivalent_recall": a.recall,
+            "test_suite_agreement": f"{a.suite_agree}/{a.suite_measured}",
+            "lucky_matches": [d.label for d in a.lucky_matches],
+            "gold_or_comparator_problems": [d.label for d in a.gold_or_comparator],
+            "undecided": a.undecided,
+        }
+    for s in report.stability:
+        out.setdefault(s.judge, {}).setdefault("repeat_disagreement", {})[s.role] = s.disagreement_rate
+    for e in report.errors:
+        if e.errors:
+            out.setdefault(e.judge, {}).setdefault("errors", {})[e.role] = dict(e.errors)
+    for judge, counts in report.categories.items():
+        out.setdefault(judge, {})["diagnosis_categories"] = dict(counts)
+    for group in report.recommendations:
+        recommendations = out.setdefault(group.judge, {}).setdefault("top_recommendations", [])
+        recommendations.append({"kind": group.kind, "text": group.text, "cases": list(group.cases)})
+    return out
