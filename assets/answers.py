@@ -64,12 +64,20 @@ def answer_judgements(
     oracle_results: pd.DataFrame,
     candidate_answers: pd.DataFrame,
 ) -> dg.Output:
+    from nl2sql_pipeline.gold.registry import list_gold_sets
     from nl2sql_pipeline.judges.answer import AnswerJudge, AnswerThresholds, answer_summary, judge_answers
     from nl2sql_pipeline.judges.client import JudgeClient, judge_cache
     from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, load_judges
 
     registry = load_judges()
-    thresholds = AnswerThresholds(eval_settings.answer_pass_score, eval_settings.answer_partial_score)
+    gold = gold_and_model(context)[0]
+    registered = list_gold_sets()
+    given = registered[gold].answer_thresholds if gold in registered else {}
+    defaults = AnswerThresholds()
+    thresholds = AnswerThresholds(
+        eval_settings.answer_pass_score or given.get("pass_score") or defaults.pass_score,
+        eval_settings.answer_partial_score or given.get("partial_score") or defaults.partial_score,
+    )
     cases = cases_from_frame(gold_set)
     answers = answers_from_frame(candidate_answers)
     oracle_rows = oracle_rows_from_frame(oracle_results)

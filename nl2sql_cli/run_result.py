@@ -12,8 +12,8 @@ class AnswerOptions:
     answers: bool = False
     answer_model: str | None = None
     judges: tuple[str, ...] = ()
-    pass_score: int = 4
-    partial_score: int = 3
+    pass_score: int | None = None  # None: the gold set's answer_thresholds, else judges.answer.AnswerThresholds
+    partial_score: int | None = None
     judge_repeat: int = 1  # every judgement asked N times (--judge-repeat)
 
     def _judge_roles(self) -> set[str]:
@@ -54,10 +54,9 @@ class AnswerOptions:
             get_model(self.answer_model)
         if self.judge_repeat < 1:
             raise ConfigError(f"judge repeat must be at least 1, got {self.judge_repeat}")
-        if not 1 <= self.partial_score <= self.pass_score <= 5:
-            raise ConfigError(
-                f"answer thresholds: need 1 <= partial ({self.partial_score}) <= pass ({self.pass_score}) <= 5"
-            )
+        for name, value in (("--answer-pass-score", self.pass_score), ("--answer-partial-score", self.partial_score)):
+            if value is not None and not 1 <= value <= 5:
+                raise ConfigError(f"{name} {value} is outside 1..5 (rubric scores run from 1 to 5)")
 
     def settings(self) -> dict[str, object]:
         """The ``EvalSettings`` fields of these options."""

@@ -28,8 +28,10 @@ class EvalSettings(dg.ConfigurableResource):
     answers: bool = False  # ask bare models for a prose answer from their rows (systems keep their own)
     answer_model: str | None = None  # a models.yml slug answering instead of the evaluated model itself
     judges: list[str] = []  # judge slugs from data/judges.yml; each does every role it has
-    answer_pass_score: int = 4  # an answer passes when correctness, groundedness and completeness all reach it
-    answer_partial_score: int = 3  # partial credit when correctness reaches it
+    # an answer passes when correctness, groundedness and completeness all reach answer_pass_score, earns partial
+    # credit when correctness reaches answer_partial_score (unset: the gold set's answer_thresholds, else 4 and 3)
+    answer_pass_score: int | None = None
+    answer_partial_score: int | None = None
     judge_repeat: int = 1  # every judgement asked N times (--judge-repeat): each judge's own disagreement rate
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).

@@ -321,3 +321,12 @@ def test_thresholds_and_combined_grades():
 )
 def test_names_are_checkable_and_sentences_go_to_the_judge(expected, checkable):
     assert (expected_values(expected) is not None) is checkable
+
+
+def test_gold_validate_counts_answer_only_cases(tmp_path: Path, capsys, seeded_home):
+    from nl2sql_cli import main as cli
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(answer_only("a1", 412)) + "\n", encoding="utf-8")
+    assert cli.main(["gold", "validate", str(path)]) == 0
+    assert "1 case (1 domain, 1 category, 1 answer-only)" in capsys.readouterr().out

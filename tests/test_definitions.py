@@ -112,6 +112,12 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
     assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
     assert defs.resolve_job_def("prepare_gold_set") is not None
     assert defs.resolve_job_def("judge_sql").partitions_def == gold_model_partitions
+    answer_job = defs.resolve_job_def("answer_and_judge")  # answers and judges from the UI, after a run
+    assert answer_job.partitions_def == gold_model_partitions
+    assert {k.to_user_string() for k in answer_job.asset_layer.selected_asset_keys} == {
+        "candidate_answers",
+        "answer_judgements",
+    }
     assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor", "automation_sensor"}
     assert {s.name for s in defs.schedules} == {"nightly_evaluation"}
 

@@ -23,10 +23,15 @@ def _plural(count: int, noun: str) -> str:
 
 
 def summarize(cases: Sequence[Any]) -> str:
-    """One-line summary: ``120 cases (3 domains, 6 categories)``."""
+    """One-line summary: ``120 cases (3 domains, 6 categories)``, and how many are judged on their answer alone
+    (``..., 2 answer-only``)."""
     domains = {case.domain for case in cases}
     categories = {case.category for case in cases}
-    return f"{_plural(len(cases), 'case')} ({_plural(len(domains), 'domain')}, {_plural(len(categories), 'category')})"
+    parts = [_plural(len(domains), "domain"), _plural(len(categories), "category")]
+    answer_only = sum(case.is_answer_only for case in cases)
+    if answer_only:
+        parts.append(f"{answer_only} answer-only")
+    return f"{_plural(len(cases), 'case')} ({', '.join(parts)})"
 
 
 def _print_problems(problems: Sequence[str], what: str) -> None:

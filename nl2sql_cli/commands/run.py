@@ -257,13 +257,12 @@ def _answer_options(args: argparse.Namespace):
     judges = tuple(dict.fromkeys(args.judges or ()))
     if not (args.answers or judges):
         return None
-    defaults = AnswerOptions()
     return AnswerOptions(
         answers=args.answers,
         answer_model=args.answer_model,
         judges=judges,
-        pass_score=args.answer_pass_score if args.answer_pass_score is not None else defaults.pass_score,
-        partial_score=args.answer_partial_score if args.answer_partial_score is not None else defaults.partial_score,
+        pass_score=args.answer_pass_score,
+        partial_score=args.answer_partial_score,
         judge_repeat=args.judge_repeat,
     )
 

@@ -9,6 +9,7 @@ gold_sets:
       shop: {file: dbs/shop.duckdb}         # relative to data/gold/
     reference_date: 2026-06-30              # optional: the set's "today" (cases naming none get it)
     strict_gold: false                      # optional: true makes a quarantined case stop every run (exit 4)
+    answer_thresholds: {pass_score: 4, partial_score: 3}   # optional: answer grades (judges.answer), 1-5
 ```
 
 The reference date is what ``CURRENT_DATE``, ``now()`` and their kin read in the set's gold and candidate
@@ -57,6 +58,11 @@ ENTRY_DECLARATIONS: dict[str, Field] = {
         datetime.date, fix="write the date the set's questions call today, e.g. reference_date: 2026-06-30"
     ),
     "strict_gold": Field(bool, default=False, fix="write strict_gold: true or strict_gold: false"),
+    "answer_thresholds": Field(dict, fix="write answer_thresholds: {pass_score: 4, partial_score: 3}"),
+}
+ANSWER_THRESHOLD_FIELDS: dict[str, Field] = {
+    name: Field(int, minimum=1, maximum=5, fix="give a rubric score within 1..5")
+    for name in ("pass_score", "partial_score")
 }
 ENTRY_FIELDS: tuple[str, ...] = tuple(ENTRY_DECLARATIONS)
 
@@ -74,6 +80,8 @@ class GoldSetInfo:
     """The set's reference date for cases that name none (None: ``cases.DEFAULT_REFERENCE_DATE``)."""
     strict_gold: bool = False
     """A case the gold preflight quarantines stops every run on this set, as ``run --strict-gold`` does."""
+    answer_thresholds: dict[str, int] = field(default_factory=dict)
+    """The set's answer grade thresholds (``pass_score``, ``partial_score``); a run's own options win."""
 
 
 def registry_path(data_dir: Path | None = None) -> Path:
@@ -108,6 +116,15 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
         if values["databases"]
         else {}
     )
+    thresholds = {}
+    if values["answer_thresholds"] is not None:
+        checked = check.mapping(
+            values["answer_thresholds"],
+            ANSWER_THRESHOLD_FIELDS,
+            key=f"gold_sets.{key}.answer_thresholds",
+            line=line_of(entry, "answer_thresholds") or line,
+        )
+        thresholds = {k: v for k, v in (checked or {}).items() if v is not None}
     if len(check.problems) > before:
         return None
     return GoldSetInfo(
@@ -117,6 +134,7 @@ def _parse_entry(check: Checker, key: Any, entry: Any, line: int | None, gold_di
         databases=inline,
         reference_date=values["reference_date"],
         strict_gold=bool(values["strict_gold"]),
+        answer_thresholds=thresholds,
     )
 
 

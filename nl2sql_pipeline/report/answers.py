@@ -101,9 +101,8 @@ def build_answers_report(
             grade = combined_grade(verdict.grade if verdict is not None else None, j.answer_grade)
             if grade is not None:
                 combined[grade] += 1
-        stopped = next(
-            (j.error_message for j in mine if j.error_class in RUN_STOPPING_CLASSES and j.calls), None
-        ) or next((j.error_message for j in mine if j.error_class in RUN_STOPPING_CLASSES), None)
+        stops = sorted((j for j in mine if j.error_class in RUN_STOPPING_CLASSES), key=lambda j: not j.calls)
+        stopped = f"{stops[0].error_class} ({stops[0].error_message})" if stops else None  # the call that stopped it
         report.judges.append(
             JudgeSection(
                 judge=judge,

@@ -1,4 +1,5 @@
-"""Exports of every stored run's results: verdicts, scores and the leaderboard as Parquet, CSV or JSON files,
+"""Exports of every stored run's results: verdicts, scores and the leaderboard as Parquet, CSV or JSON files
+(and the answers and answer judgements of the runs that answered),
 and a DuckDB file of views over the stored Parquet (they read the current files at query time). A stored file that cannot be read back is a ``StoredFileError``
 naming it and its partition.
 
@@ -82,8 +83,23 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
         _write(build_leaderboard(runs), out_dir / f"leaderboard.{fmt}", fmt),
+        *_answer_exports(out_dir, fmt, root),
         *([_write(judged, out_dir / f"sql_judgements.{fmt}", fmt)] if judged is not None else []),
     ]
+
+
+def _answer_exports(out_dir: Path, fmt: str, root: Path | None) -> list[Path]:
+    """``answers`` and ``answer_judgements`` of every run that answered (the latest per gold set and model),
+    with their partition keys; nothing when no run did."""
+    written = []
+    for asset, name in ((layout.CANDIDATE_ANSWERS, "answers"), (layout.ANSWER_JUDGEMENTS, "answer_judgements")):
+        frames = [
+            read_parquet(path).assign(gold_set=gold, model=model)
+            for gold, model, path in layout.model_partitions(asset, root)
+        ]
+        if frames:
+            written.append(_write(pd.concat(frames, ignore_index=True), out_dir / f"{name}.{fmt}", fmt))
+    return written
 
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
