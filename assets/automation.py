@@ -77,6 +77,7 @@ CODE_VERSIONS: dict[str, str] = {
     "run_scores": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
     "baselines": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
     "leaderboard": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
+    "sql_judgements": f"{HARNESS}-cmp{COMPARATOR_VERSION}-sqljudge1",
 }
 
 # Dagster's default automation sensor is stopped until turned on; this one runs by default, so that a new

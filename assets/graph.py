@@ -12,6 +12,7 @@ from assets.gold import database_variants, gold_set, oracle_results, sample_data
 from assets.leaderboard import leaderboard
 from assets.robustness import ROBUSTNESS_ASSETS
 from assets.scores import run_scores
+from assets.sql_judges import sql_judgements
 from assets.verdicts import case_verdicts
 
 ALL_ASSETS = [
@@ -28,9 +29,11 @@ ALL_ASSETS = [
     baselines,
     leaderboard,
     *ROBUSTNESS_ASSETS,
+    sql_judgements,
 ]
 ASSET_CHECKS = [*GOLD_CHECKS, *GATE_CHECKS]
 GOLD_ASSETS = [gold_set, oracle_results, database_variants]
 MODEL_ASSETS = [candidate_sql, candidate_results, case_verdicts, run_scores, baselines]
 # Selected only when a run turns answers or judges on: downstream of candidate_results, never re-running generation.
 ANSWER_ASSETS = [candidate_answers, answer_judgements]
+SQL_JUDGE_ASSETS = [sql_judgements]  # selected only when a judge with a SQL role is requested

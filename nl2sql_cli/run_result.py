@@ -14,11 +14,32 @@ class AnswerOptions:
     judges: tuple[str, ...] = ()
     pass_score: int | None = None  # None: the gold set's answer_thresholds, else judges.answer.AnswerThresholds
     partial_score: int | None = None
+    judge_repeat: int = 1  # every judgement asked N times (--judge-repeat)
+
+    def _judge_roles(self) -> set[str]:
+        """Every role of the requested judges (the registry is read; unknown slugs are ``check``'s to report)."""
+        if not self.judges:
+            return set()
+        from nl2sql_pipeline.judges.registry import load_judges
+
+        registry = load_judges()
+        return {role for slug in self.judges if slug in registry for role in registry[slug].roles}
+
+    @property
+    def answering(self) -> bool:
+        """True when the run materializes the answer assets: answers asked for, or a judge with the answer role
+        (it needs answers to judge)."""
+        return self.answers or "answer" in self._judge_roles()
+
+    @property
+    def sql_judging(self) -> bool:
+        """True when the run materializes ``sql_judgements``: a judge with the sql_equivalence or diagnosis role."""
+        return bool({"sql_equivalence", "diagnosis"} & self._judge_roles())
 
     @property
     def enabled(self) -> bool:
-        """True when the run materializes the answer assets (a judge needs answers to judge)."""
-        return self.answers or bool(self.judges)
+        """True when the run materializes anything beyond the evaluation (answers, judgements)."""
+        return self.answering or self.sql_judging
 
     def check(self) -> None:
         """ConfigError on an unknown judge or answer model."""
@@ -31,6 +52,8 @@ class AnswerOptions:
             get_judge(slug, registry)
         if self.answer_model is not None:
             get_model(self.answer_model)
+        if self.judge_repeat < 1:
+            raise ConfigError(f"judge repeat must be at least 1, got {self.judge_repeat}")
         for name, value in (("--answer-pass-score", self.pass_score), ("--answer-partial-score", self.partial_score)):
             if value is not None and not 1 <= value <= 5:
                 raise ConfigError(f"{name} {value} is outside 1..5 (rubric scores run from 1 to 5)")
@@ -43,6 +66,7 @@ class AnswerOptions:
             "judges": list(self.judges),
             "answer_pass_score": self.pass_score,
             "answer_partial_score": self.partial_score,
+            "judge_repeat": self.judge_repeat,
         }
 
 

@@ -26,7 +26,7 @@ import dagster as dg
 
 from assets.checks import PREFLIGHT_CHECK
 from assets.gold import database_variants, sample_database
-from assets.graph import ALL_ASSETS, ANSWER_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS
+from assets.graph import ALL_ASSETS, ANSWER_ASSETS, ASSET_CHECKS, GOLD_ASSETS, MODEL_ASSETS, SQL_JUDGE_ASSETS
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_cli.run_result import AnswerOptions, EvaluationOutcome
@@ -152,8 +152,9 @@ def evaluate(
     """Materialize the graph for ``gold_set`` and each model; returns scores and what went wrong.
 
     ``answers`` turns on the answer stage and the judges (``candidate_answers``, ``answer_judgements``,
-    downstream of ``candidate_results``): a model whose run is reused gets only those two assets, so turning
-    judges on after a run sends no generation call (``EvaluationOutcome.answered``).
+    downstream of ``candidate_results``; ``sql_judgements``, downstream of ``case_verdicts``, for a judge with
+    a sql_equivalence or diagnosis role, ``answers.judge_repeat`` times each): a model whose run is reused gets
+    only those assets, so turning judges on after a run sends no generation call (``EvaluationOutcome.answered``).
 
     ``policy`` (a policy name or file) overrides every case's own policy for the per-model assets;
     ``isolated`` runs candidate SQL in a killable worker process (the interrupt-proof backstop);
@@ -264,8 +265,10 @@ def evaluate(
             **(answers.settings() if answers is not None else {}),
         }
         selected = [a.key for a in MODEL_ASSETS]
-        if answers is not None and answers.enabled:
+        if answers is not None and answers.answering:
             selected += [a.key for a in ANSWER_ASSETS]
+        if answers is not None and answers.sql_judging:
+            selected += [a.key for a in SQL_JUDGE_ASSETS]
 
         def told(holder: str, slug: str = slug) -> None:
             if on_wait is not None:
@@ -303,7 +306,7 @@ def evaluate(
             outcome.failures.append(f"{slug}: {exc}")
             continue
         outcome.scores[slug] = {**identity, **scores.as_dict()}
-        if answers is not None and answers.enabled:
+        if answers is not None and answers.answering:
             outcome.answered[slug] = result.run_id
     if paraphrases > 0 or perturb:
         _measure_robustness(
@@ -355,14 +358,21 @@ def _answer_and_judge(
     outcome: EvaluationOutcome,
     lock_wait_s: float | None,
 ) -> None:
-    """Materialize only the answer assets of a reused run (its candidate results stand: nothing is generated)."""
+    """Materialize only the answer and judge assets of a reused run (its candidate results and verdicts stand:
+    nothing is generated or executed again)."""
     key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
     started = time.perf_counter()
     owner = f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}"
     try:
         with partition_lock(gold_set, slug, timeout_s=lock_wait_s, owner=owner):
             result = _materialize(
-                [a.key for a in ANSWER_ASSETS],
+                [
+                    a.key
+                    for a in [
+                        *(ANSWER_ASSETS if answers.answering else []),
+                        *(SQL_JUDGE_ASSETS if answers.sql_judging else []),
+                    ]
+                ],
                 instance,
                 partition_key=key,
                 settings=answers.settings(),
@@ -375,7 +385,8 @@ def _answer_and_judge(
     if not result.success:
         outcome.failures.append(f"{slug} answers: {_failure_text(result)}")
         return
-    outcome.answered[slug] = result.run_id
+    if answers.answering:
+        outcome.answered[slug] = result.run_id
 
 
 def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:

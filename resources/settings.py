@@ -37,6 +37,7 @@ class EvalSettings(dg.ConfigurableResource):
     # credit when correctness reaches answer_partial_score (unset: the gold set's answer_thresholds, else 4 and 3)
     answer_pass_score: int | None = None
     answer_partial_score: int | None = None
+    judge_repeat: int = 1  # every judgement asked N times (--judge-repeat): each judge's own disagreement rate
     # Gates (nl2sql_pipeline.runs.gates): unset ones come from the model's `gates:` in data/models.yml, then
     # from nl2sql_pipeline.runs.gates.DEFAULT_GATES (max_skipped_share 0, max_execution_drop 0.05).
     max_skipped_share: float | None = None  # the run fails above this share of skipped query cases (always at 100%)

@@ -19,6 +19,7 @@ EXPECTED_ASSETS = {
     "case_verdicts": "gold|model",
     "candidate_answers": "gold|model",
     "answer_judgements": "gold|model",
+    "sql_judgements": "gold|model",
     "run_scores": "gold|model",
     "baselines": "gold|model",
     "leaderboard": None,
@@ -75,6 +76,7 @@ def test_lineage_follows_the_architecture():
     # answers and judgements follow candidate_results: turning them on never re-runs generation
     assert parents["candidate_answers"] == {"gold_set", "candidate_results"}
     assert parents["answer_judgements"] == {"gold_set", "oracle_results", "candidate_answers"}
+    assert parents["sql_judgements"] == {"gold_set", "case_verdicts"}  # judged from the verdicts, never generated
     assert parents["database_variants"] == {"gold_set"}
     assert parents["run_scores"] >= {"case_verdicts"}
     assert parents["baselines"] == {"run_scores"}
@@ -120,6 +122,7 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
     assert graph.get(dg.AssetKey("candidate_sql")).pools == {"llm_generation"}
     assert defs.resolve_job_def("evaluate_model").partitions_def == gold_model_partitions
     assert defs.resolve_job_def("prepare_gold_set") is not None
+    assert defs.resolve_job_def("judge_sql").partitions_def == gold_model_partitions
     answer_job = defs.resolve_job_def("answer_and_judge")  # answers and judges from the UI, after a run
     assert answer_job.partitions_def == gold_model_partitions
     assert {k.to_user_string() for k in answer_job.asset_layer.selected_asset_keys} == {

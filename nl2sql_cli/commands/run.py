@@ -202,7 +202,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         dest="judges",
         metavar="SLUG",
         help="a judge from data/judges.yml (repeatable); it does every role it has (answer: the answer rubric, "
-        "which needs answers, so it turns the answer stage on). Turning judges on after a run generates nothing",
+        "which needs answers, so it turns the answer stage on; sql_equivalence and diagnosis: the sql_judgements "
+        "of each model, equivalence beside execution and test-suite accuracy with the agreement between them, and "
+        "a diagnosis with one recommendation per case that is not correct). Turning judges on after a run "
+        "generates nothing",
     )
     parser.add_argument(
         "--answer-pass-score",
@@ -216,6 +219,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="an answer that does not pass earns partial credit when its correctness reaches N (default 3)",
+    )
+    parser.add_argument(
+        "--judge-repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="ask every judgement N times (fresh calls, not the cache) and report each judge's own disagreement "
+        "rate across the repeats (default 1)",
     )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON (progress still goes to stderr)")
     parser.add_argument(
@@ -252,6 +263,14 @@ def _handle(args: argparse.Namespace) -> int:
 
     if args.repeat < 1:
         print("error: --repeat must be >= 1", flush=True)
+        return 2
+    if args.judge_repeat < 1:
+        print("error: --judge-repeat must be >= 1", file=sys.stderr, flush=True)
+        return 2
+    if args.judge_repeat > 1 and not args.judges:
+        print(
+            "error: --judge-repeat repeats the judges of --judge SLUG; name at least one", file=sys.stderr, flush=True
+        )
         return 2
     if args.test_suite_variants < 0:
         print(
@@ -315,6 +334,7 @@ def _answer_options(args: argparse.Namespace):
         judges=judges,
         pass_score=args.answer_pass_score,
         partial_score=args.answer_partial_score,
+        judge_repeat=args.judge_repeat,
     )
 
 
@@ -358,6 +378,22 @@ def _answer_scores(gold_set: str, answered: dict[str, str]) -> dict[str, dict[st
         for judgement in judgements:
             by_judge.setdefault(judgement.judge, []).append(judgement)
         out[slug] = {judge: answer_summary(found) for judge, found in by_judge.items()}
+    return out
+
+
+def _sql_judge_scores(gold_set: str, models: list[str]) -> dict[str, Any]:
+    """Per model and judge, the SQL judges' numbers of its stored run (models without judgements left out)."""
+    from nl2sql_pipeline.report.sql_judges import build_sql_judge_report, sql_judges_summary
+    from nl2sql_pipeline.results.read import load_run
+    from nl2sql_pipeline.results.sql_judgements import load_sql_judgements
+
+    out: dict[str, Any] = {}
+    for slug in models:
+        judgements = load_sql_judgements(gold_set, slug)
+        if judgements:
+            summary = sql_judges_summary(build_sql_judge_report(judgements, load_run(gold_set, slug).verdicts))
+            if summary:
+                out[slug] = summary
     return out
 
 
@@ -531,6 +567,7 @@ def run_evaluation(
                     "re_evaluated": outcome.unreadable,
                     **({"robustness": _robustness_summary(gold_set, runs)} if paraphrases > 0 or perturb else {}),
                     "answers": _answer_scores(gold_set, outcome.answered),
+                    "sql_judges": _sql_judge_scores(gold_set, list(outcome.scores)) if answers is not None else {},
                 },
                 default=str,
                 indent=2,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from nl2sql_pipeline.report.answers import console_answers
 from nl2sql_pipeline.report.measurements import measurement_lines
+from nl2sql_pipeline.report.sql_judges import console_sql_judges
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.scoring.statistics import Interval, paired_comparison
@@ -79,6 +80,7 @@ def _headline(report: RunReport) -> list[str]:
     lines.append(f"{'cost'.ljust(22)}  {cost_text}")
     lines.append(f"{'tokens'.ljust(22)}  {report.token_source or 'n/a (no scored call)'}")
     lines += _answers(report)
+    lines += console_sql_judges(report.sql_judges)
     return lines
 
 

@@ -17,6 +17,7 @@ from nl2sql_pipeline.report.answers import html_answers
 from nl2sql_pipeline.report.console import format_interval
 from nl2sql_pipeline.report.measurements import measurement_html
 from nl2sql_pipeline.report.samples import CaseSample, RowSample, clause_differences
+from nl2sql_pipeline.report.sql_judges import html_sql_judges
 from nl2sql_pipeline.report.svg import count_bars, histogram, rate_bars, scatter
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
@@ -291,6 +292,7 @@ def _run_sections(reports: Sequence[RunReport], cases: Mapping[str, Case]) -> st
         parts += [f'<div class="warn">WARNING: {escape(w)}</div>' for w in report.warnings]
         parts.append(_headline(report))
         parts.append(_suite_disagreements(report))
+        parts.append(html_sql_judges(report.sql_judges))
         parts.append(_quarantine(report))
         parts.append(measurement_html(report.verdicts))
         if report.causes:

@@ -8,6 +8,7 @@ from pathlib import Path
 from nl2sql_pipeline.report.answers import markdown_answers
 from nl2sql_pipeline.report.console import format_interval
 from nl2sql_pipeline.report.measurements import measurement_lines
+from nl2sql_pipeline.report.sql_judges import markdown_sql_judges
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
 
@@ -58,6 +59,8 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
         lines += ["", f"**failed calls:** {len(failed)} cases", ""]
         lines += [f"- `{v.case_id}` {v.reason or v.skip_reason}: {v.error_message}" for v in failed[:3]]
     lines += markdown_answers(report.answers)
+    if report.sql_judges is not None:
+        lines += ["", markdown_sql_judges(report.sql_judges)]
     if html_path is not None:
         lines += ["", f"HTML report (charts, per-case table with result samples and diffs): `{html_path}`"]
     return "\n".join(lines)

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from nl2sql_pipeline.report.answers import AnswersReport, build_answers_report
 from nl2sql_pipeline.report.samples import load_result_samples
+from nl2sql_pipeline.report.sql_judges import build_sql_judge_report
 from nl2sql_pipeline.report.tables import RunReport, build_run_report
 from nl2sql_pipeline.results.read import StoredRun, load_answer_judgements, load_answers, load_run
+from nl2sql_pipeline.results.sql_judgements import load_sql_judgements
 
 
 def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = True) -> RunReport:
@@ -23,7 +25,8 @@ def report_of(run: StoredRun, root: Path | None = None, with_samples: bool = Tru
         samples=samples,
         quarantined=run.scores.get("quarantined_cases") or [],
     )
-    return replace(report, answers=stored_answers_report(run, root))
+    judged = build_sql_judge_report(load_sql_judgements(run.gold_set, run.model, root), run.verdicts)
+    return replace(report, answers=stored_answers_report(run, root), sql_judges=judged)
 
 
 def stored_answers_report(run: StoredRun, root: Path | None = None) -> AnswersReport | None:

@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from nl2sql_pipeline.report.samples import CaseSample
+from nl2sql_pipeline.report.sql_judges import SqlJudgeReport
 from nl2sql_pipeline.scoring.causes import outcome_causes
 from nl2sql_pipeline.scoring.statistics import (
     NO_INTERVAL,
@@ -90,6 +91,7 @@ class RunReport:
     grades: list[RateRow] = field(default_factory=list)  # pass / partial / fail shares of the scored verdicts
     quarantined: list[dict[str, str]] = field(default_factory=list)  # the gold preflight's findings per left-out case
     answers: Any = None  # report.answers.AnswersReport: the answer stage and judges (None: not run)
+    sql_judges: SqlJudgeReport | None = None  # the SQL judges' section (report.sql_judges; None: not judged)
 
     def quarantine_lines(self) -> list[str]:
         """``<label>: [<kind>] <reason>`` for every finding that quarantined a case (left out of every rate)."""

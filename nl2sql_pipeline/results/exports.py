@@ -18,6 +18,7 @@ from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
+from nl2sql_pipeline.results.sql_judgements import sql_judgements_view_sql, stored_sql_judgements_frame
 from nl2sql_pipeline.robustness.stored import export_robustness
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.storage import layout
@@ -69,7 +70,7 @@ def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
 
 def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None) -> list[Path]:
     """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt`` (and
-    ``robustness_verdicts`` when any robustness result is stored)."""
+    ``robustness_verdicts`` when any robustness result is stored, ``sql_judgements`` when a run was judged)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; one of {', '.join(FORMATS)}")
     _require_runs(root)
@@ -79,12 +80,14 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
     scores = pd.concat(
         [read_parquet(path) for _, _, path in layout.model_partitions(SCORES_ASSET, root)], ignore_index=True
     )
+    judged = stored_sql_judgements_frame(root)
     return [
         _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
         _write(scores, out_dir / f"run_scores.{fmt}", fmt),
         _write(build_leaderboard(runs, root), out_dir / f"leaderboard.{fmt}", fmt),
         *export_robustness(out_dir, fmt, _write, root),
         *_answer_exports(out_dir, fmt, root),
+        *([_write(judged, out_dir / f"sql_judgements.{fmt}", fmt)] if judged is not None else []),
     ]
 
 
@@ -104,7 +107,8 @@ def _answer_exports(out_dir: Path, fmt: str, root: Path | None) -> list[Path]:
 
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
     """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file`` (and
-    ``answers`` and ``answer_judgements``, with their ``gold_set`` and ``model`` columns, once a run answered).
+    ``answers`` and ``answer_judgements``, with their ``gold_set`` and ``model`` columns, once a run answered;
+    ``sql_judgements`` when a run was judged).
 
     Every stored file the views read must open first (``StoredFileError`` naming the one that does not):
     DuckDB's own error would not say which partition is broken."""
@@ -117,7 +121,7 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
         not_scored=", ".join(f"'{outcome}'" for outcome in sorted(outcomes.NOT_SCORED)),
         verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"),
         scores=_glob(SCORES_ASSET, root).replace("'", "''"),
-    )
+    ) + (sql_judgements_view_sql(root) or "")
     con = duckdb.connect(str(db_file))
     try:
         con.execute(sql)

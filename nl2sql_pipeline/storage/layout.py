@@ -48,6 +48,7 @@ CANDIDATE_ANSWERS = "candidate_answers"
 ANSWER_JUDGEMENTS = "answer_judgements"
 CASE_VERDICTS = "case_verdicts"
 RUN_SCORES = "run_scores"
+SQL_JUDGEMENTS = "sql_judgements"
 GOLD_QUARANTINE = "gold_quarantine"  # not an asset: the gold preflight's quarantine record per gold version
 
 
