@@ -10,6 +10,10 @@ engine and its statement cache are kept), for the files used last (``MAX_ENGINES
 It stores exactly what Dagster's class stores, in the same files (``$DAGSTER_HOME/history/runs/``): an
 instance written before it reads and writes the same history. ``resources/instance.py`` names it in the
 ``dagster.yaml`` it writes.
+
+Both this storage and the PostgreSQL one of ``deploy/dagster.yaml`` (``resources.postgres_event_log``) take a
+pool slot with one conditional UPDATE (:func:`take_free_slot`), so no claim on the instance double-books a
+slot: neither the executors' (in-process, multiprocess, Celery) nor the steps' own (``resources/pools.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +25,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
+import sqlalchemy as sa
+from dagster._core.storage.event_log.schema import ConcurrencySlotsTable as Slots
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_TIMEOUT_SECONDS, SqliteEventLogStorage
 from dagster._serdes import ConfigurableClassData
+from dagster._utils.concurrency import ConcurrencySlotStatus
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
@@ -36,8 +44,33 @@ def event_log_directory(dagster_home: str) -> str:
     return os.path.join(dagster_home, "history", "runs", "")
 
 
+def take_free_slot(storage: SqlEventLogStorage, pool: str, run_id: str, step_key: str) -> bool:
+    """Mark one free slot row of ``pool`` as (``run_id``, ``step_key``)'s, atomically (False when none is free).
+
+    Dagster's ``_claim_concurrency_slot`` (1.13.27) selects a free row, then updates it by id whoever holds it
+    by then (on PostgreSQL the ``FOR UPDATE`` lock ends with the SELECT: the connection is in AUTOCOMMIT; SQLite
+    ignores it): two claimers at the same instant are both told they hold the last slot (``tests/test_pools.py``
+    measures it). Here the UPDATE itself requires the row to be still free, so of two claimers of one row one
+    updates it and the other updates nothing and tries the next free row."""
+    free = sa.and_(Slots.c.concurrency_key == pool, Slots.c.step_key.is_(None), Slots.c.deleted.is_(False))
+    with storage.index_connection() as conn:
+        for (slot_id,) in conn.execute(sa.select(Slots.c.id).where(free).order_by(Slots.c.id)).fetchall():
+            taken = conn.execute(
+                Slots.update().where(sa.and_(Slots.c.id == slot_id, free)).values(run_id=run_id, step_key=step_key)
+            )
+            if taken.rowcount:
+                return True
+    return False
+
+
+def claim_status(taken: bool) -> ConcurrencySlotStatus:
+    """What ``_claim_concurrency_slot`` answers for a slot taken (or not) by :func:`take_free_slot`."""
+    return ConcurrencySlotStatus.CLAIMED if taken else ConcurrencySlotStatus.BLOCKED
+
+
 class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
-    """``SqliteEventLogStorage`` keeping one engine per shard (configured by the Dagster home, not a path)."""
+    """``SqliteEventLogStorage`` keeping one engine per shard (configured by the Dagster home, not a path),
+    whose pool slot claim never double-books (:func:`take_free_slot`)."""
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
@@ -78,6 +111,11 @@ class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def _claim_concurrency_slot(self, concurrency_key: str, run_id: str, step_key: str) -> ConcurrencySlotStatus:
+        # the last step of Dagster's claim_concurrency_slot (after its queue of pending steps gave this step
+        # its turn): take the slot row, only while it is still free
+        return claim_status(take_free_slot(self, concurrency_key, run_id, step_key))
 
     def dispose(self) -> None:
         super().dispose()

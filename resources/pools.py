@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from resources.event_log import take_free_slot
+
 if TYPE_CHECKING:
     from nl2sql_pipeline.generation.model_spec import ModelSpec
 
@@ -117,17 +119,14 @@ def _set_pool_limit(storage, pool: str, limit: int, attempts: int = 6) -> bool:
 def claim_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
     """Try once to claim a slot of ``pool`` for (``run_id``, ``step_key``); True when the step holds one.
 
-    Dagster's queue of pending steps decides whose turn it is (the UI's Concurrency page shows the step
-    waiting), as in ``claim_concurrency_slot``; taking the slot itself is one conditional UPDATE (the row is
-    taken only while it is still free), so two processes claiming at the same instant never both get it.
-    Dagster's own ``_claim_concurrency_slot`` (1.13.27) selects a free row, then updates it by id whoever
-    holds it by then (on PostgreSQL the ``FOR UPDATE`` lock ends with the SELECT: the connection is in
-    AUTOCOMMIT): two claimers at the same instant are both told they hold the last slot, about one time in
-    ten on PostgreSQL and one in two on SQLite (``tests/test_pools.py`` reproduces it). A step that holds its
-    slot already asks again harmlessly: it gets True and no second slot."""
-    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
-
-    if not isinstance(storage, SqlEventLogStorage):  # another storage: its own claim (no SQL to fix)
+    The project's event-log storages (``resources.event_log`` on SQLite, ``resources.postgres_event_log`` in
+    ``deploy/dagster.yaml``) take the slot with one conditional UPDATE, so their own ``claim_concurrency_slot``
+    (Dagster's queue of pending steps, then the slot) never double-books, and this is it. On an instance still
+    configured with Dagster's stock SQL storage (a ``dagster.yaml`` copied before), whose claim selects a free
+    row and then updates it by id whoever holds it by then, the same queue is asked here and the slot taken
+    with the same conditional UPDATE. A step that holds its slot already asks again harmlessly: it gets True
+    and no second slot."""
+    if not claims_racily(storage):
         return bool(storage.claim_concurrency_slot(pool, run_id, step_key, 0).is_claimed)
     if not storage.has_pending_step(concurrency_key=pool, run_id=run_id, step_key=step_key):
         storage.add_pending_step(
@@ -142,23 +141,18 @@ def claim_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
         return True
     if not status.is_assigned:
         return False
-    return _take_free_slot(storage, pool, run_id, step_key)
+    return take_free_slot(storage, pool, run_id, step_key)
 
 
-def _take_free_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
-    """Mark one free slot row of ``pool`` as (``run_id``, ``step_key``)'s, atomically (False when none is free)."""
-    import sqlalchemy as sa
-    from dagster._core.storage.event_log.schema import ConcurrencySlotsTable as Slots
+def claims_racily(storage) -> bool:
+    """Whether ``storage`` takes a slot with Dagster's stock ``_claim_concurrency_slot`` (select, then update by
+    id: two claimers at the same instant both get the last slot); the project's storages override it."""
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 
-    free = sa.and_(Slots.c.concurrency_key == pool, Slots.c.step_key.is_(None), Slots.c.deleted.is_(False))
-    with storage.index_connection() as conn:
-        for (slot_id,) in conn.execute(sa.select(Slots.c.id).where(free).order_by(Slots.c.id)).fetchall():
-            taken = conn.execute(
-                Slots.update().where(sa.and_(Slots.c.id == slot_id, free)).values(run_id=run_id, step_key=step_key)
-            )
-            if taken.rowcount:
-                return True
-    return False
+    return (
+        isinstance(storage, SqlEventLogStorage)
+        and type(storage)._claim_concurrency_slot is SqlEventLogStorage._claim_concurrency_slot
+    )
 
 
 def _wait_for_slot(storage, pool: str, run_id: str, step_key: str, limit: int | None, log) -> None:

@@ -38,7 +38,11 @@ def test_the_deploy_config_keeps_the_local_run_limits():
     deploy, local = yaml.safe_load(DEPLOY_YAML.read_text()), yaml.safe_load(DAGSTER_YAML)
     assert deploy["telemetry"] == {"enabled": False}
     assert deploy["run_coordinator"]["class"] == "QueuedRunCoordinator"
-    db = dict(deploy["storage"]["postgres"]["postgres_db"])
+    storages = {name: deploy[name] for name in ("run_storage", "event_log_storage", "schedule_storage")}
+    assert storages["event_log_storage"]["module"] == "resources.postgres_event_log", "slot claims never double-book"
+    dbs = [dict(storage["config"]["postgres_db"]) for storage in storages.values()]
+    assert all(db == dbs[0] for db in dbs), "one database for runs, event log and schedules"
+    db = dbs[0]
     assert db.pop("scheme") == "postgresql+psycopg2"
     assert set(db) == {"hostname", "port", "db_name", "username", "password"}
     assert all(set(v) == {"env"} for v in db.values()), "connection and credentials from the environment"
@@ -101,7 +105,7 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
     try:
         instance = dg.DagsterInstance.from_config(str(dagster_home))
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
-        assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        assert type(instance.event_log_storage).__name__ == "SafeClaimPostgresEventLogStorage"
         assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
         runs = instance.get_runs()

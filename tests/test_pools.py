@@ -270,30 +270,46 @@ def _double_bookings(storages: list, claim, tag: str) -> int:
     return both
 
 
-def _race(storages: list) -> None:
-    from resources.pools import claim_slot
+def _dagster_claim(storage, *key: str) -> bool:
+    return bool(storage.claim_concurrency_slot(*key, 0).is_claimed)
 
+
+def _race(storages: list, stock: list) -> None:
+    """``storages``: the instance's own event-log storage (two objects, as two processes have); ``stock``:
+    Dagster's stock storage class on the same database."""
+    from resources.pools import claim_slot, claims_racily
+
+    assert not claims_racily(storages[0]) and claims_racily(stock[0])
     storages[0].set_concurrency_slots("race", 1)
-    dagster_claims = _double_bookings(storages, lambda s, *key: s.claim_concurrency_slot(*key, 0).is_claimed, "d")
-    # Dagster's claim selects a free row, then updates it by id: both claimers take it (the root cause of
-    # steps overlapping in a one-slot pool); if this stops happening, Dagster fixed it and claim_slot may go
-    assert dagster_claims > 0, "Dagster's claim_concurrency_slot no longer double-books a slot"
+    # Dagster's stock claim selects a free row, then updates it by id: both claimers take it (the root cause of
+    # steps overlapping in a one-slot pool); if this stops happening, Dagster fixed it and the overrides may go
+    assert _double_bookings(stock, _dagster_claim, "d") > 0, "Dagster's claim_concurrency_slot no longer double-books"
+    # the instance's own claim (the one every executor makes) and the steps' never do; nor claim_slot on a stock
+    # storage (an instance whose dagster.yaml still names Dagster's class)
+    assert _double_bookings(storages, _dagster_claim, "i") == 0
     assert _double_bookings(storages, claim_slot, "o") == 0
+    assert _double_bookings(stock, claim_slot, "s") == 0
     assert storages[0].get_concurrency_info("race").claimed_slots == []
 
 
 def test_two_claims_at_once_never_both_get_the_last_slot_on_sqlite(isolated_home):
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    from resources.event_log import event_log_directory
     from resources.instance import ensure_instance_home
 
     ensure_instance_home()
     instances = [dg.DagsterInstance.get() for _ in range(2)]
-    _race([instance.event_log_storage for instance in instances])
+    stock = [SqliteEventLogStorage(event_log_directory(str(isolated_home / "dagster_home"))) for _ in range(2)]
+    _race([instance.event_log_storage for instance in instances], stock)
 
 
 @pytest.mark.integration
 @pytest.mark.e2e
 def test_two_claims_at_once_never_both_get_the_last_slot_on_postgres(postgres, tmp_path, monkeypatch):
     import shutil
+
+    from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 
     from nl2sql_pipeline.paths import PROJECT_ROOT
 
@@ -302,4 +318,6 @@ def test_two_claims_at_once_never_both_get_the_last_slot_on_postgres(postgres, t
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     shutil.copy(PROJECT_ROOT / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
     instances = [dg.DagsterInstance.get() for _ in range(2)]
-    _race([instance.event_log_storage for instance in instances])
+    storages = [instance.event_log_storage for instance in instances]
+    assert type(storages[0]).__name__ == "SafeClaimPostgresEventLogStorage"
+    _race(storages, [PostgresEventLogStorage(storages[0].postgres_url) for _ in range(2)])
