@@ -10,10 +10,12 @@ the UI's Concurrency page shows each pool, its limit and who holds it.
 Whatever executor runs the step: the provider's slot is claimed by the step itself, through the instance's
 event-log storage (SQLite, or PostgreSQL shared by every process and machine); ``llm_generation`` is claimed
 by the executor (in-process, multiprocess and dagster-celery's claim the step's pool before they start it)
-and, where the step finds no slot of it under its own run and key (an executor that claims none, or a claim
-lost to another made at the same instant), by the step (:func:`hold_step_pool`). A slot is taken by one
-conditional UPDATE (:func:`claim_slot`): Dagster's own claim double-books the last slot when two processes
-claim at once.
+and, where the step finds no slot of it under its own run and key (an executor that claims none), by the
+step (:func:`hold_step_pool`). No claim double-books a slot: the project's event-log storages
+(``resources.event_log``, ``resources.postgres_event_log``) take a slot with one conditional UPDATE
+(``take_free_slot``), so their ``claim_concurrency_slot`` is race-free for the executors and the steps alike;
+Dagster's stock one selects a free row and then updates it by id, and two processes claiming at once both
+get the last slot. :func:`claim_slot` keeps the steps' claims race-free on a stock storage too.
 
 A provider pool's limit is the largest ``limits.max_concurrency`` among the models of
 ``data/models.yml`` behind it (1 when none sets it): never more of its generation steps at once than
@@ -206,8 +208,8 @@ def hold_pool_slot(context: dg.AssetExecutionContext, pool: str, limits: Mapping
 
 def executor_holds_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
     """Whether (``run_id``, ``step_key``) holds a slot of ``pool`` now. The in-process, multiprocess and
-    dagster-celery executors claim a step's own pool before they start it (in the run's process); a claim
-    that lost the slot to another made at the same instant (Dagster's claim double-books) shows no row."""
+    dagster-celery executors claim a step's own pool before they start it (in the run's process); on a stock
+    Dagster storage a claim that lost the slot to another made at the same instant shows no row."""
     claimed = storage.get_concurrency_info(pool).claimed_slots
     return any(slot.run_id == run_id and slot.step_key == step_key for slot in claimed)
 
@@ -216,9 +218,9 @@ def executor_holds_slot(storage, pool: str, run_id: str, step_key: str) -> bool:
 def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int]) -> Iterator[None]:
     """Hold a slot of the step's own pool (``pool=`` on the asset, e.g. ``llm_generation``) whatever the
     executor: when the executor holds it for this run and step, nothing is done; else (an executor that claims
-    none, or whose claim lost the slot to another at the same instant) it is claimed here, under the step's
-    own key (the executor's pending claim and this one are one claim, never two slots), and freed on the way
-    out. With ``concurrency: pools: granularity: run`` the run queue enforces pools per run, and nothing is
+    none, or, on a stock Dagster storage, whose claim lost the slot to another at the same instant) it is
+    claimed here, under the step's own key (the executor's pending claim and this one are one claim, never
+    two slots), and freed on the way out. With ``concurrency: pools: granularity: run`` the run queue enforces pools per run, and nothing is
     claimed here either."""
     from dagster._core.instance.config import PoolGranularity
 
@@ -242,8 +244,7 @@ def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int])
             yield
             return
     context.log.info(
-        "step %s holds no slot of pool %s (its executor claimed none, or lost the slot to a claim at the same "
-        "instant): claiming one",
+        "step %s holds no slot of pool %s (its executor claimed none, or its claim lost the slot): claiming one",
         step.key,
         pool,
     )
