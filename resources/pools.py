@@ -220,8 +220,8 @@ def hold_step_pool(context: dg.AssetExecutionContext, limits: Mapping[str, int])
     executor: when the executor holds it for this run and step, nothing is done; else (an executor that claims
     none, or, on a stock Dagster storage, whose claim lost the slot to another at the same instant) it is
     claimed here, under the step's own key (the executor's pending claim and this one are one claim, never
-    two slots), and freed on the way out. With ``concurrency: pools: granularity: run`` the run queue enforces pools per run, and nothing is
-    claimed here either."""
+    two slots), and freed on the way out. With ``concurrency: pools: granularity: run`` the run queue enforces
+    pools per run, and nothing is claimed here either."""
     from dagster._core.instance.config import PoolGranularity
 
     step = context.get_step_execution_context().step
