@@ -242,6 +242,31 @@ def test_a_step_no_executor_claimed_for_claims_its_pool_slot_waits_for_it_and_gi
     assert holders == {f"other-{n}" for n in range(1, limit)}  # its own slot was given back
 
 
+def test_the_instances_claim_keeps_dagsters_queue_priority_and_concurrency_page(isolated_home):
+    """The instance's own claim (the executors') takes slots through the conditional UPDATE yet keeps Dagster's
+    queue: a step waits pending while the slot is held (the Concurrency page lists it), and when the slot is
+    freed the waiting step of highest priority gets it first."""
+    from resources.pools import claims_racily
+
+    _, storage = _storage_with_pool(1)
+    assert not claims_racily(storage)
+    pool = "llm_generation"
+    assert storage.claim_concurrency_slot(pool, "first", "candidate_sql", 0).is_claimed
+    assert not storage.claim_concurrency_slot(pool, "low", "candidate_sql", 0).is_claimed
+    assert not storage.claim_concurrency_slot(pool, "high", "candidate_sql", 5).is_claimed
+    info = storage.get_concurrency_info(pool)  # what the UI's Concurrency page shows
+    assert [(s.run_id, s.step_key) for s in info.claimed_slots] == [("first", "candidate_sql")]
+    assert {p.run_id for p in info.pending_steps} == {"first", "low", "high"}
+    storage.free_concurrency_slot_for_step("first", "candidate_sql")
+    assert not storage.claim_concurrency_slot(pool, "low", "candidate_sql", 0).is_claimed, "not its turn yet"
+    assert storage.claim_concurrency_slot(pool, "high", "candidate_sql", 5).is_claimed
+    storage.free_concurrency_slot_for_step("high", "candidate_sql")
+    assert storage.claim_concurrency_slot(pool, "low", "candidate_sql", 0).is_claimed
+    storage.free_concurrency_slot_for_step("low", "candidate_sql")
+    info = storage.get_concurrency_info(pool)
+    assert info.claimed_slots == [] and info.pending_steps == []
+
+
 # ------------------------------------------------------------------ two claims at the same instant
 RACE_TRIALS = 60
 
