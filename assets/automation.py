@@ -13,6 +13,10 @@ default; the UI's Automation tab) evaluates these conditions every 30 s:
   ``model_change_sensor`` asks for exactly those runs.
 - the per-model stages after it: eager on their own model's stages only (a re-materialized gold set
   alone re-runs no model; the gold fingerprint check in ``case_verdicts`` catches a changed one).
+- ``candidate_answers``, ``answer_judgements``, ``sql_judgements``: only when the ``automation:`` block of
+  ``data/judges.yml`` switches them on (``with_judge_automation``): requested after their own model's upstream
+  stage of the partition was updated (``JUDGE_AFTER_EVALUATION``), never generating again. Without the block
+  they carry no condition and the automation is what it was.
 
 None of them requests an asset partition while a run that selects it, or a stage before it, is queued or in
 progress, whatever launched that run (``NO_RUN_IN_PROGRESS``); the partition guard of ``candidate_sql``
@@ -23,12 +27,17 @@ marks an asset stale when one of them changes. Nothing automates on them (a code
 would re-run everything); the run identity in ``nl2sql_pipeline.runs`` decides what is comparable.
 """
 
+from typing import TYPE_CHECKING, Any
+
 import dagster as dg
 
 from nl2sql_pipeline import HARNESS_VERSION
 from nl2sql_pipeline.compare.model import COMPARATOR_VERSION
 from nl2sql_pipeline.policy.loader import POLICY_ENGINE_VERSION
 from nl2sql_pipeline.variants.cache import BUILDER_VERSION as VARIANTS_BUILDER_VERSION
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.judges.automation import JudgeAutomation
 
 GOLD_ASSET_KEYS = ("sample_database", "gold_set", "oracle_results", "database_variants")
 
@@ -63,6 +72,16 @@ FOLLOW_MODEL = (
     ).with_label("no_dep_failed_a_blocking_check")
 ).with_label("follow_model")
 
+# The judgement assets, when the judges.yml automation block switches them on: after their model's upstream stage
+# of the partition was updated (an evaluation by the CLI, a sensor, the schedule, this automation or the launchpad),
+# never while a run of the partition is in progress; a gold-set change alone judges nothing again.
+JUDGE_AFTER_EVALUATION = (
+    dg.AutomationCondition.in_latest_time_window()
+    & dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*GOLD_ASSET_KEYS)).since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & NO_RUN_IN_PROGRESS
+).with_label("judge_after_evaluation")
+
 HARNESS = f"h{HARNESS_VERSION}"
 CODE_VERSIONS: dict[str, str] = {
     "sample_database": HARNESS,
@@ -79,6 +98,39 @@ CODE_VERSIONS: dict[str, str] = {
     "leaderboard": f"{HARNESS}-cmp{COMPARATOR_VERSION}",
     "sql_judgements": f"{HARNESS}-cmp{COMPARATOR_VERSION}-sqljudge1",
 }
+
+
+def with_judge_automation(assets: list[Any], automation: "JudgeAutomation") -> list[Any]:
+    """``assets`` with the judges.yml automation opt-in applied: the switched-on judgement assets get
+    ``JUDGE_AFTER_EVALUATION``, and the judgement assets' code versions carry the versions of the block's judges
+    (so the UI marks stored judgements stale when data/judges.yml changes one). Without a block: unchanged."""
+    from nl2sql_pipeline.judges.automation import SQL_ROLES
+    from nl2sql_pipeline.judges.registry import ROLE_ANSWER
+
+    answer_versions, sql_versions = automation.versions((ROLE_ANSWER,)), automation.versions(SQL_ROLES)
+    changes: dict[str, dict[str, Any]] = {
+        "candidate_answers": {"automation_condition": JUDGE_AFTER_EVALUATION} if automation.answering else {},
+        "answer_judgements": {
+            **({"automation_condition": JUDGE_AFTER_EVALUATION} if automation.judging_answers else {}),
+            **({"code_version": f"{CODE_VERSIONS['answer_judgements']}-j{answer_versions}"} if answer_versions else {}),
+        },
+        "sql_judgements": {
+            **({"automation_condition": JUDGE_AFTER_EVALUATION} if automation.judging_sql else {}),
+            **({"code_version": f"{CODE_VERSIONS['sql_judgements']}-j{sql_versions}"} if sql_versions else {}),
+        },
+    }
+
+    def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
+        found = changes.get(spec.key.to_user_string())
+        return spec.replace_attributes(**found) if found else spec
+
+    return [
+        a.map_asset_specs(apply)
+        if isinstance(a, dg.AssetsDefinition) and any(changes.get(k.to_user_string()) for k in a.keys)
+        else a
+        for a in assets
+    ]
+
 
 # Dagster's default automation sensor is stopped until turned on; this one runs by default, so that a new
 # gold version or model is evaluated without a manual step (stop it in the UI's Automation tab).
