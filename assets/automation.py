@@ -27,6 +27,7 @@ marks an asset stale when one of them changes. Nothing automates on them (a code
 would re-run everything); the run identity in ``nl2sql_pipeline.runs`` decides what is comparable.
 """
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -72,6 +73,40 @@ FOLLOW_MODEL = (
     ).with_label("no_dep_failed_a_blocking_check")
 ).with_label("follow_model")
 
+# Every status of a run that has not ended (dagster.DagsterRunStatus).
+RUN_NOT_ENDED = (
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+)
+
+
+def partitions_with_a_run(instance: dg.DagsterInstance) -> set[str]:
+    """The partition keys (``gold|model``) of every run that has not ended, whatever it selects or launched it."""
+    records = instance.get_run_records(filters=dg.RunsFilter(statuses=list(RUN_NOT_ENDED)))
+    return {r.dagster_run.tags["dagster/partition"] for r in records if "dagster/partition" in r.dagster_run.tags}
+
+
+class PartitionRunNotEnded(dg.AutomationCondition):
+    """True for each partition that a run not yet ended holds, whatever assets that run selects.
+
+    ``in_progress()`` only sees the asset itself (and ``any_deps_in_progress()`` its parents): a judgement asset
+    would be asked for while its partition's evaluation still writes ``case_verdicts``, ``run_scores`` or
+    ``baselines``. A custom condition: the sensor that evaluates it runs in the code server."""
+
+    @property
+    def name(self) -> str:
+        return "partition_run_not_ended"
+
+    def evaluate(self, context: Any) -> dg.AutomationResult:
+        busy = partitions_with_a_run(context.asset_graph_view.instance)
+        candidates = context.candidate_subset
+        found = candidates.expensively_compute_partition_keys() & busy if busy else set()
+        return dg.AutomationResult(context, candidates.compute_intersection_with_partition_keys(found))
+
+
 # The judgement assets, when the judges.yml automation block switches them on: after their model's upstream stage
 # of the partition was updated (an evaluation by the CLI, a sensor, the schedule, this automation or the launchpad),
 # never while a run of the partition is in progress; a gold-set change alone judges nothing again.
@@ -80,6 +115,7 @@ JUDGE_AFTER_EVALUATION = (
     & dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*GOLD_ASSET_KEYS)).since_last_handled()
     & ~dg.AutomationCondition.any_deps_missing()
     & NO_RUN_IN_PROGRESS
+    & ~PartitionRunNotEnded()
 ).with_label("judge_after_evaluation")
 
 HARNESS = f"h{HARNESS_VERSION}"
@@ -134,11 +170,26 @@ def with_judge_automation(assets: list[Any], automation: "JudgeAutomation") -> l
 
 # Dagster's default automation sensor is stopped until turned on; this one runs by default, so that a new
 # gold version or model is evaluated without a manual step (stop it in the UI's Automation tab).
+JUDGEMENT_ASSET_KEYS = ("candidate_answers", "answer_judgements", "sql_judgements")
 automation_sensor = dg.AutomationConditionSensorDefinition(
     "automation_sensor",
-    target=dg.AssetSelection.all(),
+    target=dg.AssetSelection.all() - dg.AssetSelection.assets(*JUDGEMENT_ASSET_KEYS),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
     description="Evaluates the automation conditions of every asset: prepares new gold versions and evaluates "
     "gold x model partitions that appeared since it started (assets/automation.py).",
 )
+
+# The judgement assets apart: their condition (PartitionRunNotEnded) is custom Python, which only a sensor evaluated
+# in the code server can run. Without the judges.yml automation block they carry no condition: it requests nothing.
+with warnings.catch_warnings():  # use_user_code_server is beta on dagster 1.13
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    judge_automation_sensor = dg.AutomationConditionSensorDefinition(
+        "judge_automation_sensor",
+        target=dg.AssetSelection.assets(*JUDGEMENT_ASSET_KEYS),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=30,
+        use_user_code_server=True,
+        description="Answers and judges each evaluated gold x model partition once its run ended, when the automation "
+        "block of data/judges.yml switches them on (assets/automation.py).",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.automation import automation_sensor, with_judge_automation
+from assets.automation import automation_sensor, judge_automation_sensor, with_judge_automation
 from assets.graph import ALL_ASSETS, ASSET_CHECKS
 from assets.jobs import (
     answer_and_judge_job,
@@ -30,7 +30,7 @@ def build_definitions() -> dg.Definitions:
         asset_checks=ASSET_CHECKS,
         jobs=[prepare_gold_set_job, evaluate_model_job, measure_robustness_job, answer_and_judge_job, judge_sql_job],
         schedules=[nightly_evaluation],
-        sensors=[partition_registry_sensor, model_change_sensor, automation_sensor],
+        sensors=[partition_registry_sensor, model_change_sensor, automation_sensor, judge_automation_sensor],
         resources=build_resources(**automation.settings()),
     )
 

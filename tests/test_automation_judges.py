@@ -202,3 +202,17 @@ def test_without_the_block_an_evaluation_is_not_judged(evaluated):
     _materialize(defs, instance, MODEL_ASSETS, key)
     second = _tick(defs, instance, first.cursor)
     assert not any(_requested(second, a) for a in JUDGE_ASSETS)
+
+
+def test_the_judgement_assets_have_their_own_sensor_evaluated_in_the_code_server():
+    from assets.definitions import defs
+
+    repository = defs.get_repository_def()
+    graph = defs.resolve_asset_graph()
+    judging = repository.get_sensor_def("judge_automation_sensor")
+    assert isinstance(judging, dg.AutomationConditionSensorDefinition)
+    assert judging.default_status == dg.DefaultSensorStatus.RUNNING
+    assert judging.asset_selection.resolve(graph) == {dg.AssetKey(a) for a in JUDGE_ASSETS}
+    assert not repository.get_sensor_def("automation_sensor").asset_selection.resolve(graph) & {
+        dg.AssetKey(a) for a in JUDGE_ASSETS
+    }
