@@ -157,7 +157,7 @@ def test_the_automated_judges_wait_until_the_run_of_their_partition_ended(
     """With the judges.yml automation opt-in, the judgement assets of a partition are asked for once its
     evaluation run has ended, not while it is between its stages."""
     import nl2sql_pipeline.stages as stages
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
     from assets.sensors import register_partitions
     from nl2sql_cli.runner import get_instance
 

@@ -79,8 +79,8 @@ def _materializations(instance, asset: str) -> int:
 
 
 def test_without_the_block_the_judgement_assets_are_not_automated(data_copy):
+    from assets.assemble import build_definitions
     from assets.automation import CODE_VERSIONS
-    from assets.definitions import build_definitions
 
     defs = build_definitions()
     graph = defs.resolve_asset_graph()
@@ -92,7 +92,7 @@ def test_without_the_block_the_judgement_assets_are_not_automated(data_copy):
 
 
 def test_the_block_sets_the_default_eval_settings_and_the_conditions(data_copy):
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
 
     set_judge_automation(data_copy, answers=False, judges=["judge-oracle"])
     defs = build_definitions()
@@ -104,7 +104,7 @@ def test_the_block_sets_the_default_eval_settings_and_the_conditions(data_copy):
 
 
 def test_a_sql_only_judge_automates_sql_judgements_alone(data_copy):
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
 
     set_judge_automation(data_copy, answers=False, judges=["sql-judge"])
     graph = build_definitions().resolve_asset_graph()
@@ -113,7 +113,7 @@ def test_a_sql_only_judge_automates_sql_judgements_alone(data_copy):
 
 
 def test_a_changed_judge_version_changes_the_judgement_code_versions_only(data_copy):
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
 
     set_judge_automation(data_copy, answers=True, judges=["judge-oracle"])
     before = build_definitions().resolve_asset_graph()
@@ -146,7 +146,7 @@ def test_an_unknown_judge_in_the_block_names_the_file_and_line(data_copy):
 
 @pytest.mark.e2e
 def test_the_automation_answers_and_judges_a_new_evaluation_without_a_manual_step(evaluated):
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
     from assets.sensors import register_partitions
 
     data, instance = evaluated
@@ -171,7 +171,7 @@ def test_the_automation_answers_and_judges_a_new_evaluation_without_a_manual_ste
 
 @pytest.mark.e2e
 def test_a_re_evaluation_is_judged_again_and_generates_nothing_more(evaluated):
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
 
     data, instance = evaluated
     set_judge_automation(data, answers=True, judges=["judge-oracle"])
@@ -193,7 +193,7 @@ def test_a_re_evaluation_is_judged_again_and_generates_nothing_more(evaluated):
 
 @pytest.mark.e2e
 def test_without_the_block_an_evaluation_is_not_judged(evaluated):
-    from assets.definitions import build_definitions
+    from assets.assemble import build_definitions
 
     data, instance = evaluated
     defs = build_definitions()
