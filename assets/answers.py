@@ -1,6 +1,8 @@
 """Per-model answers and their judgements, downstream of ``candidate_results``: turning them on never re-runs
 generation. Selected only when a run asks for them (``nl2sql-eval run --answers / --judge SLUG``, or the
-``answer_and_judge`` job in the UI), so a run without them costs nothing more."""
+``answer_and_judge`` job in the UI, or the automation when data/judges.yml's ``automation:`` block switches them
+on), so a run without them costs nothing more. Each records its ``judging_identity`` (``judges.identity``): what
+makes a stored one current."""
 
 from typing import Any
 
