@@ -72,3 +72,19 @@ def test_other_judge_settings_judge_again(eval_world):
         )
         assert repeated.judgements_reused.get("gold-echo") == ["answer_judgements"]  # the repeat is SQL judging's
         assert _count(instance, "sql_judgements") == before + 1
+
+
+@pytest.mark.e2e
+def test_the_cli_says_which_judgements_it_reused(eval_world, capsys):
+    from nl2sql_cli import main as cli
+
+    register_gold_set(eval_world.data, "tiny-v1", [CASE], description="t")
+    command = ["run", "--gold-set", "tiny-v1", "--model", "gold-echo", "--judge", JUDGE, "-q"]
+    assert cli.main(command) == 0
+    capsys.readouterr()
+    assert cli.main(command) == 0
+    said = capsys.readouterr().err
+    assert "REUSED gold-echo judgements: answer_judgements, sql_judgements" in said
+    _bump_oracle_version(eval_world.data)
+    assert cli.main(command) == 0
+    assert "REUSED gold-echo judgements" not in capsys.readouterr().err  # judged again with the new version
