@@ -1,6 +1,8 @@
 """Per-model answers and their judgements, downstream of ``candidate_results``: turning them on never re-runs
 generation. Selected only when a run asks for them (``nl2sql-eval run --answers / --judge SLUG``, or the
-``answer_and_judge`` job in the UI), so a run without them costs nothing more."""
+``answer_and_judge`` job in the UI, or the automation when data/judges.yml's ``automation:`` block switches them
+on), so a run without them costs nothing more. Each records its ``judging_identity`` (``judges.identity``): what
+makes a stored one current."""
 
 from typing import Any
 
@@ -12,6 +14,7 @@ from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from assets.quarantine import gold_quarantine, scored_cases
 from nl2sql_pipeline.generation.registry import get_model
+from nl2sql_pipeline.judges.identity import IDENTITY_KEY
 from nl2sql_pipeline.progress import STAGE_ANSWER, STAGE_ANSWER_JUDGE
 from nl2sql_pipeline.results.frames import (
     answer_judgements_to_frame,
@@ -21,7 +24,7 @@ from nl2sql_pipeline.results.frames import (
     cases_from_frame,
     oracle_rows_from_frame,
 )
-from resources.settings import EvalSettings
+from resources.settings import EvalSettings, judging_identity
 
 
 @dg.asset(
@@ -42,10 +45,11 @@ def candidate_answers(
     from nl2sql_pipeline.judges.registry import ROLE_ANSWER, get_judge, load_judges
 
     gold, model = gold_and_model(context)
+    identity = {IDENTITY_KEY: judging_identity(eval_settings, gold, model, "candidate_answers")}
     judges = load_judges() if eval_settings.judges else {}
     if not (eval_settings.answers or any(get_judge(s, judges).plays(ROLE_ANSWER) for s in eval_settings.judges)):
         context.log.info("answers off: no --answers and no answer judge")  # a judge of SQL only needs none
-        return dg.Output(answers_to_frame([]), metadata={"answers": 0})
+        return dg.Output(answers_to_frame([]), metadata={"answers": 0, **identity})
     cases = scored_cases(cases_from_frame(gold_set), gold_quarantine(gold, cases_from_frame(gold_set)))
     records = answer_candidates(
         cases,
@@ -56,7 +60,8 @@ def candidate_answers(
     )
     summary = answers_summary(records)
     context.log.info("answers of %s: %s", model, summary)
-    return dg.Output(answers_to_frame(records), metadata={k: v for k, v in summary.items() if v is not None})
+    metadata = {**{k: v for k, v in summary.items() if v is not None}, **identity}
+    return dg.Output(answers_to_frame(records), metadata=metadata)
 
 
 @dg.asset(
@@ -116,6 +121,7 @@ def answer_judgements(
     metadata["judgements"] = len(judgements)
     # the identity of this judging: every judge's model, prompt and rubric versions and their texts
     metadata["judges_config_hash"] = judges_config_hash([get_judge(s, registry) for s in eval_settings.judges])
+    metadata[IDENTITY_KEY] = judging_identity(eval_settings, gold, model, "answer_judgements")
     return dg.Output(
         answer_judgements_to_frame(judgements), metadata={k: v for k, v in metadata.items() if v is not None}
     )

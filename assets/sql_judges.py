@@ -13,8 +13,9 @@ from assets.metadata import frame_schema_metadata
 from assets.partitions import gold_and_model, gold_model_partitions
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.gold.registry import case_databases
+from nl2sql_pipeline.judges.identity import IDENTITY_KEY
 from nl2sql_pipeline.results.frames import cases_from_frame, verdicts_from_frame
-from resources.settings import EvalSettings
+from resources.settings import EvalSettings, judging_identity
 
 
 @dg.asset(
@@ -61,6 +62,7 @@ def sql_judgements(
             "failed": failed,
             "judges": ", ".join(j.slug for j in judges),
             "repeat": eval_settings.judge_repeat,
+            IDENTITY_KEY: judging_identity(eval_settings, gold, model, "sql_judgements"),
             "summary": dg.MetadataValue.md(markdown_sql_judges(report) or "no case to judge"),
             **frame_schema_metadata(frame),
         },

@@ -95,6 +95,8 @@ class EvaluationOutcome:
     unreadable: dict[str, str] = field(default_factory=dict)
     gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
     answered: dict[str, str] = field(default_factory=dict)  # model -> run id of its answers and judgements
+    # model -> judgement assets whose stored judgements were current (same judges and versions): not judged again
+    judgements_reused: dict[str, list[str]] = field(default_factory=dict)
 
 
 def stored_outcome(

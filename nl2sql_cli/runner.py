@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 import dagster as dg
 
@@ -33,6 +34,13 @@ from nl2sql_cli.run_result import AnswerOptions, EvaluationOutcome
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
+from nl2sql_pipeline.judges.identity import (
+    ANSWER_JUDGEMENTS,
+    CANDIDATE_ANSWERS,
+    IDENTITY_KEY,
+    SQL_JUDGEMENTS,
+    settings_identities,
+)
 from nl2sql_pipeline.results.read import RunResultsNotFoundError, load_scores, stored_results_problem
 from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
@@ -359,18 +367,36 @@ def _answer_and_judge(
     lock_wait_s: float | None,
 ) -> None:
     """Materialize only the answer and judge assets of a reused run (its candidate results and verdicts stand:
-    nothing is generated or executed again)."""
+    nothing is generated or executed again). Judgements stored for this run with today's identity (the judges'
+    versions and settings: ``judges.identity``) are reused (``EvaluationOutcome.judgements_reused``)."""
     key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
     started = time.perf_counter()
     owner = f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}"
+    current = current_judgements(instance, gold_set, slug, answers.settings())
+    answering = answers.answering and ANSWER_JUDGEMENTS not in current
+    sql_judging = answers.sql_judging and SQL_JUDGEMENTS not in current
+    reused = [
+        name
+        for name, on in ((ANSWER_JUDGEMENTS, answers.answering), (SQL_JUDGEMENTS, answers.sql_judging))
+        if on and name in current
+    ]
+    if reused:
+        outcome.judgements_reused[slug] = reused
+        logger.info(
+            "%s on %s: stored %s are current (same judges and versions): reused", slug, gold_set, ", ".join(reused)
+        )
+    if answers.answering and not answering:
+        outcome.answered[slug] = current[ANSWER_JUDGEMENTS]
+    if not (answering or sql_judging):
+        return
     try:
         with partition_lock(gold_set, slug, timeout_s=lock_wait_s, owner=owner):
             result = _materialize(
                 [
                     a.key
                     for a in [
-                        *(ANSWER_ASSETS if answers.answering else []),
-                        *(SQL_JUDGE_ASSETS if answers.sql_judging else []),
+                        *(ANSWER_ASSETS if answering else []),
+                        *(SQL_JUDGE_ASSETS if sql_judging else []),
                     ]
                 ],
                 instance,
@@ -385,8 +411,47 @@ def _answer_and_judge(
     if not result.success:
         outcome.failures.append(f"{slug} answers: {_failure_text(result)}")
         return
-    if answers.answering:
+    if answering:
         outcome.answered[slug] = result.run_id
+
+
+def current_judgements(
+    instance: dg.DagsterInstance, gold_set: str, slug: str, settings: dict[str, object]
+) -> dict[str, str]:
+    """The judgement assets of a partition whose stored judgements are current -> the run id that wrote them.
+
+    Current: written after the partition's latest candidate results (``sql_judgements``: case verdicts), with
+    today's identity (``judges.identity``: the judges' model, prompt and rubric versions, config hashes and the
+    settings); ``answer_judgements`` also needs the answers of the same run, current too.
+    """
+    key = dg.MultiPartitionKey({"gold": gold_set, "model": slug})
+    identities = settings_identities(slug, gold_set, settings)
+
+    def latest(asset: str) -> Any:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[key]), limit=1
+        ).records
+        return records[0] if records else None
+
+    def holds(record: Any, asset: str, after: Any) -> bool:
+        if record is None or after is None or record.storage_id < after.storage_id:
+            return False
+        stored = record.asset_materialization.metadata.get(IDENTITY_KEY)
+        return stored is not None and stored.value == identities[asset]
+
+    current: dict[str, str] = {}
+    results, verdicts = latest("candidate_results"), latest("case_verdicts")
+    answers, judged = latest(CANDIDATE_ANSWERS), latest(ANSWER_JUDGEMENTS)
+    if (
+        holds(answers, CANDIDATE_ANSWERS, results)
+        and holds(judged, ANSWER_JUDGEMENTS, answers)
+        and answers.run_id == judged.run_id
+    ):
+        current[ANSWER_JUDGEMENTS] = judged.run_id
+    sql = latest(SQL_JUDGEMENTS)
+    if holds(sql, SQL_JUDGEMENTS, verdicts):
+        current[SQL_JUDGEMENTS] = sql.run_id
+    return current
 
 
 def _quarantine_allows(gold_set: str, cases: list, outcome: EvaluationOutcome, strict: bool) -> bool:

@@ -85,3 +85,13 @@ class EvalSettings(dg.ConfigurableResource):
     def compare_config(self) -> CompareConfig:
         """Comparator tolerances."""
         return CompareConfig(rel_tol=self.rel_tol, abs_tol=self.abs_tol)
+
+
+JUDGING_FIELDS = ("answers", "answer_model", "judges", "answer_pass_score", "answer_partial_score", "judge_repeat")
+
+
+def judging_identity(settings: EvalSettings, gold_set: str, model: str, asset: str) -> str:
+    """The identity (``nl2sql_pipeline.judges.identity``) of ``asset``'s judgements of a partition under ``settings``."""
+    from nl2sql_pipeline.judges.identity import settings_identities
+
+    return settings_identities(model, gold_set, {name: getattr(settings, name) for name in JUDGING_FIELDS})[asset]

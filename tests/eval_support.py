@@ -180,3 +180,11 @@ def build_spider_folder(
             json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in questions]), encoding="utf-8"
         )
     return root
+
+
+def set_judge_automation(data: Path, *, answers: bool = True, judges: Iterable[str] = ("judge-oracle",)) -> None:
+    """Write the ``automation:`` opt-in block into ``<data>/judges.yml`` (replacing one written before)."""
+    path = data / "judges.yml"
+    text = path.read_text(encoding="utf-8").split("\nautomation:\n")[0].rstrip("\n")
+    block = f"\nautomation:\n  answers: {'true' if answers else 'false'}\n  judges: [{', '.join(judges)}]\n"
+    path.write_text(text + "\n" + block, encoding="utf-8")

@@ -17,7 +17,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from eval_support import append_models, offline_model, query_case, register_gold_set
+from eval_support import append_models, offline_model, query_case, register_gold_set, set_judge_automation
 
 GOLD, MODEL = "tiny-v1", "echo-late"
 KEY = dg.MultiPartitionKey({"gold": GOLD, "model": MODEL})
@@ -68,16 +68,19 @@ def prepared_template(world_factory):
     return world
 
 
-def _tick(instance: dg.DagsterInstance, cursor: Any = None) -> Any:
-    from assets.definitions import defs
+def _tick(
+    instance: dg.DagsterInstance, cursor: Any = None, defs: Any = None, assets: tuple[str, ...] = MODEL_ASSETS
+) -> Any:
+    if defs is None:
+        from assets.definitions import defs
 
     # the model stages only (what the assertions look at): a tick over every asset costs twice the CPU
-    selection = dg.AssetSelection.assets(*MODEL_ASSETS)
+    selection = dg.AssetSelection.assets(*assets)
     return dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor, asset_selection=selection)
 
 
-def _requested_for_partition(result: Any) -> list[str]:
-    return [a for a in MODEL_ASSETS if KEY in result.get_requested_partitions(dg.AssetKey(a))]
+def _requested_for_partition(result: Any, assets: tuple[str, ...] = MODEL_ASSETS) -> list[str]:
+    return [a for a in assets if KEY in result.get_requested_partitions(dg.AssetKey(a))]
 
 
 def _launch_evaluate_model(instance: dg.DagsterInstance) -> bool:
@@ -140,5 +143,58 @@ def test_no_partition_is_requested_again_while_a_run_of_it_is_in_progress(
 
         after = _tick(instance, during_steps.cursor)
         assert _requested_for_partition(after) == []  # evaluated once: current, nothing to follow
+    finally:
+        instance.dispose()
+
+
+JUDGE_ASSETS = ("candidate_answers", "answer_judgements", "sql_judgements")
+
+
+@pytest.mark.e2e
+def test_the_automated_judges_wait_until_the_run_of_their_partition_ended(
+    prepared_template, clone_template, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the judges.yml automation opt-in, the judgement assets of a partition are asked for once its
+    evaluation run has ended, not while it is between its stages."""
+    import nl2sql_pipeline.stages as stages
+    from assets.assemble import build_definitions
+    from assets.sensors import register_partitions
+    from nl2sql_cli.runner import get_instance
+
+    world = clone_template(prepared_template)
+    set_judge_automation(world.data, answers=True, judges=["judge-oracle"])
+    defs = build_definitions()
+    watched = (*MODEL_ASSETS, *JUDGE_ASSETS)
+    instance = get_instance()
+    try:
+        before = _tick(instance, defs=defs, assets=watched)
+        append_models(world.data, offline_model(MODEL))
+        register_partitions(instance)
+        # held in case_verdicts: candidate_results, what the judgement assets follow, is written, the run goes on
+        between_steps = Pause("case_verdicts")
+        monkeypatch.setattr(stages, "judge", between_steps.wrap(stages.judge))
+        outcome: list[bool] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(_launch_evaluate_model(instance))
+            except BaseException as exc:  # reported by the main thread
+                failure.append(exc)
+
+        runner = threading.Thread(target=run, name="evaluation", daemon=True)
+        runner.start()
+        try:
+            between_steps.wait_reached(runner, failure)
+            assert instance.get_latest_materialization_event(dg.AssetKey("candidate_results")) is not None
+            during = _tick(instance, before.cursor, defs=defs, assets=watched)
+            assert _requested_for_partition(during, watched) == []  # not while its run is in progress
+        finally:
+            between_steps.proceed.set()
+            runner.join(DEADLINE_S)
+        assert not runner.is_alive() and not failure and outcome == [True], failure
+
+        after = _tick(instance, during.cursor, defs=defs, assets=watched)
+        assert _requested_for_partition(after, watched) == list(JUDGE_ASSETS)  # judged once it ended, no generation
     finally:
         instance.dispose()

@@ -129,7 +129,12 @@ def test_generation_runs_in_a_pool_and_jobs_exist():
         "candidate_answers",
         "answer_judgements",
     }
-    assert {s.name for s in defs.sensors} == {"partition_registry_sensor", "model_change_sensor", "automation_sensor"}
+    assert {s.name for s in defs.sensors} == {
+        "partition_registry_sensor",
+        "model_change_sensor",
+        "automation_sensor",
+        "judge_automation_sensor",
+    }
     assert {s.name for s in defs.schedules} == {"nightly_evaluation"}
 
 

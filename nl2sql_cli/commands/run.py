@@ -523,6 +523,11 @@ def run_evaluation(
             f"REUSED {slug}: nothing changed since run {run_id}; its stored scores stand (--force runs it again)",
             file=sys.stderr,
         )
+    for slug, assets in outcome.judgements_reused.items():
+        print(
+            f"REUSED {slug} judgements: {', '.join(assets)} stored with the same judges and versions stand",
+            file=sys.stderr,
+        )
     for slug, problem in outcome.unreadable.items():
         print(f"RE-EVALUATED {slug}: {problem}; its run was evaluated again", file=sys.stderr)
     for run_id in outcome.reaped_runs:
@@ -564,6 +569,7 @@ def run_evaluation(
                     "asset_checks": outcome.checks,
                     "asset_check_messages": outcome.check_messages,
                     "reused": outcome.reused,
+                    "judgements_reused": outcome.judgements_reused,
                     "re_evaluated": outcome.unreadable,
                     **({"robustness": _robustness_summary(gold_set, runs)} if paraphrases > 0 or perturb else {}),
                     "answers": _answer_scores(gold_set, outcome.answered),

@@ -282,7 +282,8 @@ def load_judges(path: Path | str | None = None) -> dict[str, JudgeSpec]:
     top = check.mapping(
         document,
         {"judges": Field(dict, required=True, fix="write one 'judges:' mapping of slug -> entry")},
-        unknown_fix="the top level is exactly one key 'judges:' mapping slug -> entry",
+        unknown_fix="the top level is a 'judges:' mapping slug -> entry and an optional 'automation:' block",
+        skip=("automation",),  # the automation opt-in: judges.automation.load_judge_automation
     )
     judges = (top or {}).get("judges") or {}
     specs: dict[str, JudgeSpec] = {}
