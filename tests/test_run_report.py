@@ -152,3 +152,16 @@ def test_repeat_variance_line():
     text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
     assert "repeat: 1 of 2 cases changed verdict across samples (mean per-case variance 0.125)" in text.splitlines()
     assert "repeat:" not in console_run_report(build_run_report(verdicts[2:3], model="m", gold_set="g"))
+
+
+@pytest.mark.parametrize("own_category", [outcomes.CLARIFIED, outcomes.GUESSED, outcomes.ANSWER_ONLY])
+def test_cases_scored_in_their_own_category_do_not_make_a_partial_run(own_category):
+    """An ambiguous question's reply and an answer-only case are scored apart by design: a run of
+    multidomain-clarify-v1 that scored every query is complete, not "PARTIAL RUN: 96 of 102"."""
+    verdicts = [
+        make_verdict(case_id="q1", outcome=outcomes.CORRECT, correct=True, latency_ms=5.0),
+        make_verdict(case_id="q2", outcome=own_category, correct=False),
+    ]
+    report = build_run_report(verdicts, model="m", gold_set="g")
+    assert report.warnings == []
+    assert report.correctness.fraction == "1/1"
