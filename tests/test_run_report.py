@@ -165,3 +165,17 @@ def test_cases_scored_in_their_own_category_do_not_make_a_partial_run(own_catego
     report = build_run_report(verdicts, model="m", gold_set="g")
     assert report.warnings == []
     assert report.correctness.fraction == "1/1"
+
+
+def test_a_clarifying_question_is_not_counted_as_an_answer_in_prose():
+    """The system-answers line counts answers to query cases; asking back on an ambiguous question is scored
+    in its own section, so a bare model on multidomain-clarify-v1 shows no "6 of 102 cases answered in prose"."""
+    verdicts = [
+        make_verdict(case_id="q1", outcome=outcomes.CORRECT, correct=True, latency_ms=5.0),
+        make_verdict(case_id="amb", outcome=outcomes.CLARIFIED, answer="Do you mean by score or by ratings?"),
+    ]
+    text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
+    assert "answered in prose" not in text
+    with_answer = [*verdicts, make_verdict(case_id="q2", outcome=outcomes.CORRECT, correct=True, answer="It is 3.")]
+    text = console_run_report(build_run_report(with_answer, model="m", gold_set="g"))
+    assert "1 of 2 cases answered in prose" in text
