@@ -319,3 +319,28 @@ def test_a_system_answers_variants_too_the_reference_system_with_gold_echo_behin
         paraphrased, paraphrase_oracle(paraphrased, oracle), "reference-python", resolve
     ) + evaluate_variants(perturbed, perturbed_oracle, "reference-python", resolve)
     assert len(verdicts) == 12 and all(v.correct for v in verdicts), [v for v in verdicts if not v.correct]
+
+
+def test_answer_only_and_ambiguous_cases_are_never_asked_again():
+    """Robustness re-judges a case's execution against its gold: an answer-only case (no gold SQL) and an
+    ambiguous question (scored on asking back) have none, so they get no variant (not "accuracy 0.0%")."""
+    from nl2sql_pipeline.cases import case_from_dict
+    from nl2sql_pipeline.robustness.variant_cases import paraphrase_variants, perturbation_variants
+
+    base = {"domain": "d", "category": "c", "database": "anime_platform"}
+    answer_only = case_from_dict({**base, "id": "a1", "question": "How many titles?", "expected_answer": 300})
+    ambiguous = case_from_dict(
+        {
+            **base,
+            "id": "amb",
+            "question": "What is the most popular anime?",
+            "expected_behavior": "clarify",
+            "readings": [{"reading": "the highest score"}, {"reading": "the most ratings"}],
+        }
+    )
+
+    def no_database(name: str) -> Path:
+        raise AssertionError(f"no perturbed copy of {name} is needed")
+
+    assert paraphrase_variants([answer_only, ambiguous], 2) == []
+    assert perturbation_variants([answer_only, ambiguous], ["synonym"], no_database, []) == ([], [], [])
