@@ -286,6 +286,7 @@ def test_sql_mutant_flips_across_paraphrases_and_drops_under_every_perturbation(
     assert main(["report", "--gold-set", "multidomain-v1", "--model", "sql-mutant"]) == 0
     out = capsys.readouterr().out
     assert "paraphrases (sql-mutant): consistency" in out and "FLIP " in out and "breaks:" in out
+    assert "\n== robustness ==\nparaphrases (sql-mutant)" in out  # under its own heading, as `run` prints it
 
 
 def test_an_unknown_perturbation_kind_is_refused_before_anything_runs(capsys):
@@ -344,3 +345,12 @@ def test_answer_only_and_ambiguous_cases_are_never_asked_again():
 
     assert paraphrase_variants([answer_only, ambiguous], 2) == []
     assert perturbation_variants([answer_only, ambiguous], ["synonym"], no_database, []) == ([], [], [])
+
+
+def test_the_robustness_section_has_a_heading_and_is_left_out_when_nothing_was_measured():
+    from nl2sql_pipeline.robustness.report import robustness_section
+
+    assert robustness_section([]) == ""  # e.g. a gold set of answer-only cases: no bare heading
+    assert robustness_section(["paraphrases (m): consistency 100.0%"]) == (
+        "\n== robustness ==\nparaphrases (m): consistency 100.0%"
+    )
