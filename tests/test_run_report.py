@@ -179,3 +179,9 @@ def test_a_clarifying_question_is_not_counted_as_an_answer_in_prose():
     with_answer = [*verdicts, make_verdict(case_id="q2", outcome=outcomes.CORRECT, correct=True, answer="It is 3.")]
     text = console_run_report(build_run_report(with_answer, model="m", gold_set="g"))
     assert "1 of 2 cases answered in prose" in text
+
+
+def test_an_answer_only_case_is_not_a_miss_by_cause():
+    """An answer-only case is judged on its answer alone: "not correct, by cause: answer_only 3" contradicted
+    the answer judge's 100%."""
+    assert cause_of(make_verdict(outcome=outcomes.ANSWER_ONLY, reason="answer-only case")) is None
