@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 from eval_support import append_models, register_gold_set
 from fake_llm_server import FakeLLMServer, Reply, last_user_message
@@ -282,6 +283,12 @@ def test_sql_mutant_flips_across_paraphrases_and_drops_under_every_perturbation(
     board = (world.home / "exports" / "leaderboard.csv").read_text().splitlines()
     assert "paraphrase_consistency" in board[0] and "perturbation_worst_drop" in board[0]
     assert any(f.name == "robustness_verdicts.csv" for f in files)
+    from nl2sql_pipeline.results.exports import write_duckdb_views
+
+    exported = pd.read_csv(world.home / "exports" / "robustness_verdicts.csv")
+    assert "robustness_verdicts" in write_duckdb_views(world.home / "results.duckdb")  # as export --out writes
+    with duckdb.connect(str(world.home / "results.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM robustness_verdicts").fetchall() == [(len(exported),)]
     capsys.readouterr()
     assert main(["report", "--gold-set", "multidomain-v1", "--model", "sql-mutant"]) == 0
     out = capsys.readouterr().out
