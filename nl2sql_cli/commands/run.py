@@ -130,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="evaluate the models again even when nothing changed (by default a model whose latest fully evaluated run has "
+        help="evaluate the models again even when nothing changed (by default a model whose latest run was fully evaluated and has "
         "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
         "its stored scores are printed)",
     )
