@@ -82,11 +82,14 @@ answer_and_judge_job = dg.define_asset_job(
     partitions_def=gold_model_partitions,
     config=dg.PartitionedConfig(
         partitions_def=gold_model_partitions,
-        run_config_for_partition_key_fn=lambda _key: {},
+        run_config_for_partition_key_fn=lambda _key: {
+            "resources": {"eval_settings": {"config": {"answers": True, "judges": ["judge-oracle"]}}}
+        },
         tags_for_partition_key_fn=run_tags_for_partition,
     ),
     description="Answer and judge one evaluated model on one gold version (after evaluate_model; never re-runs "
-    "generation). Set eval_settings.answers, answer_model, judges and the answer thresholds in the run config.",
+    "generation). Set eval_settings.answers, answer_model, judges and the answer thresholds in the run config "
+    "(defaults here: answers on, judge-oracle).",
 )
 
 
@@ -96,10 +99,12 @@ judge_sql_job = dg.define_asset_job(
     partitions_def=gold_model_partitions,
     config=dg.PartitionedConfig(
         partitions_def=gold_model_partitions,
-        run_config_for_partition_key_fn=lambda _key: {},
+        run_config_for_partition_key_fn=lambda _key: {
+            "resources": {"eval_settings": {"config": {"judges": ["judge-oracle"]}}}
+        },
         tags_for_partition_key_fn=run_tags_for_partition,
     ),
     description="Judge the SQL of one evaluated model on one gold version (after evaluate_model; never re-runs "
     "generation): equivalence and diagnoses with recommendations. Set eval_settings.judges (a judge with a "
-    "sql_equivalence or diagnosis role, e.g. judge-oracle) and judge_repeat in the run config.",
+    "sql_equivalence or diagnosis role) and judge_repeat in the run config (default here: judge-oracle).",
 )

@@ -447,3 +447,20 @@ def test_bad_answer_options_exit_2_before_any_run(options, message, seeded_home,
     assert cli.main(["run", "--model", "gold-echo", "-q", *options]) == 2
     assert message in capsys.readouterr().err
     assert not (seeded_home / "dagster_home" / "history").exists()  # nothing was materialized
+
+
+def test_an_ambiguous_question_is_neither_answered_nor_judged_on_its_answer():
+    """A case expecting a clarifying question is scored in its own category (clarification_rate): the answer
+    stage leaves it out, so asking back is never graded as a failed answer (multidomain-clarify-v1)."""
+    ambiguous = case_from_dict(
+        {
+            **answer_only("amb", None, question="What is the most popular anime?"),
+            "category": "ambiguous",
+            "expected_behavior": "clarify",
+            "readings": [{"reading": "the highest average score"}, {"reading": "the most ratings"}],
+        }
+    )
+    plain = case_from_dict(answer_only("a1", 412))
+    offline = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
+    records = answer_candidates([ambiguous, plain], [attempt(ambiguous, []), attempt(plain, [[412]])], offline)
+    assert [r.case_id for r in records] == ["a1"]

@@ -165,3 +165,19 @@ def test_the_robustness_job_measures_both_with_its_settings_in_the_run_config():
         "paraphrase_verdicts",
         "perturbation_verdicts",
     }
+
+
+def test_every_jobs_default_run_config_is_valid_and_the_answer_and_judge_jobs_do_something_by_default():
+    """The launchpad's default config of every partitioned job validates; the answer and SQL-judge jobs, like
+    measure_robustness, turn their stage on by default (an empty config answered and judged nothing)."""
+    key = dg.MultiPartitionKey({"gold": "multidomain-v1", "model": "gold-echo"})
+    settings = {}
+    for job in defs.get_repository_def().get_all_jobs():
+        if job.partitioned_config is None or job.name.startswith("__"):
+            continue
+        partition = key if job.partitions_def == gold_model_partitions else "multidomain-v1"
+        config = job.partitioned_config.get_run_config_for_partition_key(partition)
+        dg.validate_run_config(job, config)
+        settings[job.name] = config.get("resources", {}).get("eval_settings", {}).get("config", {})
+    assert settings["answer_and_judge"]["answers"] is True and settings["answer_and_judge"]["judges"]
+    assert settings["judge_sql"]["judges"] == ["judge-oracle"]

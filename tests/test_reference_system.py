@@ -206,3 +206,17 @@ def test_a_python_callable_slower_than_its_timeout_is_a_timeout(world):
         [c for c in world["cases"] if not c.is_probe][:1], spec, cache=None, context=world["context"]
     )
     assert records[0].error_class == "timeout" and "within 0.2 s" in records[0].error_message
+
+
+def test_the_reference_systems_answer_states_the_rows_it_returned(world):
+    """The system's own answer is the offline answerer's template over its rows, so the answer judge can check
+    it: with gold-echo behind it the answers are as correct as its SQL (not "3 row(s) of age_rating, n.")."""
+    from nl2sql_pipeline.generation.answers import template_answer
+    from nl2sql_pipeline.reference_system.service import execute
+
+    sql = "SELECT age_rating, count(*) AS n FROM anime GROUP BY age_rating ORDER BY age_rating LIMIT 3"
+    columns, rows, text = execute("anime_platform", sql)
+    assert columns == ["age_rating", "n"] and rows and len(rows) == 3
+    payload = {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": False}
+    assert text == template_answer(payload)
+    assert all(str(value) in text for row in rows for value in row)

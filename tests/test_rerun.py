@@ -89,3 +89,17 @@ def test_a_run_launched_elsewhere_holds_its_partition_in_dagster(data_copy, caps
     assert f"partition {GOLD}|gold-echo is already being evaluated by run ui-run-00000001" in err
     instance.report_run_failed(instance.get_run_by_id("ui-run-00000001"), "done")
     assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo"]) == 0
+
+
+def test_a_run_whose_stored_verdicts_a_later_run_replaced_is_not_reused(data_copy, capsys):
+    """Storage keeps the latest run's verdicts: after `--efficiency`, a plain run, then `--efficiency` again,
+    the first run no longer stands (reusing it printed "REUSED" over verdicts without any efficiency)."""
+    base = ["run", "--gold-set", GOLD, "--model", "gold-echo", "--json"]
+    assert cli.main([*base, "--efficiency"]) == 0
+    first = json.loads(capsys.readouterr().out)["runs"][0]["scores"]["run_id"]
+    assert cli.main(base) == 0
+    assert json.loads(capsys.readouterr().out)["reused"] == {}  # another measurement: evaluated again
+    assert cli.main([*base, "--efficiency"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["reused"] == {} and again["runs"][0]["scores"]["run_id"] != first
+    assert again["runs"][0]["scores"]["efficiency_measured_count"] == 1

@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 from eval_support import append_models, register_gold_set
 from fake_llm_server import FakeLLMServer, Reply, last_user_message
@@ -282,10 +283,17 @@ def test_sql_mutant_flips_across_paraphrases_and_drops_under_every_perturbation(
     board = (world.home / "exports" / "leaderboard.csv").read_text().splitlines()
     assert "paraphrase_consistency" in board[0] and "perturbation_worst_drop" in board[0]
     assert any(f.name == "robustness_verdicts.csv" for f in files)
+    from nl2sql_pipeline.results.exports import write_duckdb_views
+
+    exported = pd.read_csv(world.home / "exports" / "robustness_verdicts.csv")
+    assert "robustness_verdicts" in write_duckdb_views(world.home / "results.duckdb")  # as export --out writes
+    with duckdb.connect(str(world.home / "results.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM robustness_verdicts").fetchall() == [(len(exported),)]
     capsys.readouterr()
     assert main(["report", "--gold-set", "multidomain-v1", "--model", "sql-mutant"]) == 0
     out = capsys.readouterr().out
     assert "paraphrases (sql-mutant): consistency" in out and "FLIP " in out and "breaks:" in out
+    assert "\n== robustness ==\nparaphrases (sql-mutant)" in out  # under its own heading, as `run` prints it
 
 
 def test_an_unknown_perturbation_kind_is_refused_before_anything_runs(capsys):
@@ -319,3 +327,37 @@ def test_a_system_answers_variants_too_the_reference_system_with_gold_echo_behin
         paraphrased, paraphrase_oracle(paraphrased, oracle), "reference-python", resolve
     ) + evaluate_variants(perturbed, perturbed_oracle, "reference-python", resolve)
     assert len(verdicts) == 12 and all(v.correct for v in verdicts), [v for v in verdicts if not v.correct]
+
+
+def test_answer_only_and_ambiguous_cases_are_never_asked_again():
+    """Robustness re-judges a case's execution against its gold: an answer-only case (no gold SQL) and an
+    ambiguous question (scored on asking back) have none, so they get no variant (not "accuracy 0.0%")."""
+    from nl2sql_pipeline.cases import case_from_dict
+    from nl2sql_pipeline.robustness.variant_cases import paraphrase_variants, perturbation_variants
+
+    base = {"domain": "d", "category": "c", "database": "anime_platform"}
+    answer_only = case_from_dict({**base, "id": "a1", "question": "How many titles?", "expected_answer": 300})
+    ambiguous = case_from_dict(
+        {
+            **base,
+            "id": "amb",
+            "question": "What is the most popular anime?",
+            "expected_behavior": "clarify",
+            "readings": [{"reading": "the highest score"}, {"reading": "the most ratings"}],
+        }
+    )
+
+    def no_database(name: str) -> Path:
+        raise AssertionError(f"no perturbed copy of {name} is needed")
+
+    assert paraphrase_variants([answer_only, ambiguous], 2) == []
+    assert perturbation_variants([answer_only, ambiguous], ["synonym"], no_database, []) == ([], [], [])
+
+
+def test_the_robustness_section_has_a_heading_and_is_left_out_when_nothing_was_measured():
+    from nl2sql_pipeline.robustness.report import robustness_section
+
+    assert robustness_section([]) == ""  # e.g. a gold set of answer-only cases: no bare heading
+    assert robustness_section(["paraphrases (m): consistency 100.0%"]) == (
+        "\n== robustness ==\nparaphrases (m): consistency 100.0%"
+    )

@@ -152,3 +152,36 @@ def test_repeat_variance_line():
     text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
     assert "repeat: 1 of 2 cases changed verdict across samples (mean per-case variance 0.125)" in text.splitlines()
     assert "repeat:" not in console_run_report(build_run_report(verdicts[2:3], model="m", gold_set="g"))
+
+
+@pytest.mark.parametrize("own_category", [outcomes.CLARIFIED, outcomes.GUESSED, outcomes.ANSWER_ONLY])
+def test_cases_scored_in_their_own_category_do_not_make_a_partial_run(own_category):
+    """An ambiguous question's reply and an answer-only case are scored apart by design: a run of
+    multidomain-clarify-v1 that scored every query is complete, not "PARTIAL RUN: 96 of 102"."""
+    verdicts = [
+        make_verdict(case_id="q1", outcome=outcomes.CORRECT, correct=True, latency_ms=5.0),
+        make_verdict(case_id="q2", outcome=own_category, correct=False),
+    ]
+    report = build_run_report(verdicts, model="m", gold_set="g")
+    assert report.warnings == []
+    assert report.correctness.fraction == "1/1"
+
+
+def test_a_clarifying_question_is_not_counted_as_an_answer_in_prose():
+    """The system-answers line counts answers to query cases; asking back on an ambiguous question is scored
+    in its own section, so a bare model on multidomain-clarify-v1 shows no "6 of 102 cases answered in prose"."""
+    verdicts = [
+        make_verdict(case_id="q1", outcome=outcomes.CORRECT, correct=True, latency_ms=5.0),
+        make_verdict(case_id="amb", outcome=outcomes.CLARIFIED, answer="Do you mean by score or by ratings?"),
+    ]
+    text = console_run_report(build_run_report(verdicts, model="m", gold_set="g"))
+    assert "answered in prose" not in text
+    with_answer = [*verdicts, make_verdict(case_id="q2", outcome=outcomes.CORRECT, correct=True, answer="It is 3.")]
+    text = console_run_report(build_run_report(with_answer, model="m", gold_set="g"))
+    assert "1 of 2 cases answered in prose" in text
+
+
+def test_an_answer_only_case_is_not_a_miss_by_cause():
+    """An answer-only case is judged on its answer alone: "not correct, by cause: answer_only 3" contradicted
+    the answer judge's 100%."""
+    assert cause_of(make_verdict(outcome=outcomes.ANSWER_ONLY, reason="answer-only case")) is None

@@ -50,10 +50,11 @@ def _handle(args: argparse.Namespace) -> int:
     runs = [load_run_by_id(args.run_id)] if args.run_id else [load_run(args.gold_set, slug) for slug in args.models]
     reports = [report_of(run) for run in runs]
     print(console_full_report(reports))
-    from nl2sql_pipeline.robustness.report import stored_robustness_lines
+    from nl2sql_pipeline.robustness.report import robustness_section, stored_robustness_lines
 
-    for line in stored_robustness_lines(runs):
-        print(line)
+    section = robustness_section(stored_robustness_lines(runs))
+    if section:
+        print(section)
     if args.html:
         from nl2sql_pipeline.report.html import run_html
 

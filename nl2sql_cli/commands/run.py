@@ -130,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="evaluate the models again even when nothing changed (by default a model whose latest fully evaluated run has "
+        help="evaluate the models again even when nothing changed (by default a model whose latest run was fully evaluated and has "
         "the same model config, gold fingerprint, semantic model, policies, comparator and harness is not re-run: "
         "its stored scores are printed)",
     )
@@ -352,10 +352,10 @@ def _robustness_report(gold_set: str, runs: list[dict]) -> str:
     """Each model's stored robustness results (paraphrase consistency, perturbation drop)."""
     from types import SimpleNamespace
 
-    from nl2sql_pipeline.robustness.report import stored_robustness_lines
+    from nl2sql_pipeline.robustness.report import robustness_section, stored_robustness_lines
 
     parts = [SimpleNamespace(gold_set=gold_set, model=run["model"]) for run in runs]
-    return "\n".join(["", "== robustness ==", *stored_robustness_lines(parts)])
+    return robustness_section(stored_robustness_lines(parts))
 
 
 def _robustness_summary(gold_set: str, runs: list[dict]) -> dict[str, dict]:
@@ -582,8 +582,9 @@ def run_evaluation(
     else:
         if runs:
             print(_detailed_report(gold_set, runs))
-            if paraphrases > 0 or perturb:
-                print(_robustness_report(gold_set, runs))
+            section = _robustness_report(gold_set, runs) if paraphrases > 0 or perturb else ""
+            if section:
+                print(section)
         for line in gates.lines:
             print(f"BASELINE {line}")
     for slug, reason in outcome.skipped_models.items():

@@ -292,7 +292,8 @@ def answer_candidates(
     workers: int | None = None,
     progress: ProgressTracker | None = None,
 ) -> list[AnswerRecord]:
-    """An answer for every model attempt (``stages.records.Attempt``, executed) of the query cases, in order.
+    """An answer for every model attempt (``stages.records.Attempt``, executed) of the query cases (not the
+    ambiguous questions, scored on asking back), in order.
 
     ``answer_model`` (a registry slug; default the entry's own ``answer_model:``) answers instead of ``spec`` itself;
     a system keeps its own answers; the
@@ -302,7 +303,8 @@ def answer_candidates(
         from nl2sql_pipeline.generation.registry import load_registry
 
         registry = load_registry()
-    by_id = {case.id: case for case in cases if not case.is_probe}
+    # an ambiguous question is scored on asking back (stages.clarify), never on an answer
+    by_id = {case.id: case for case in cases if not case.is_probe and not case.is_clarify}
     todo = [a for a in attempts if not a.is_probe and a.case_id in by_id]
     answer_model = answer_model or spec.answer_model  # the run's choice, else the registry entry's
     if spec.is_system:

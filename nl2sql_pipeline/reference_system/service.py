@@ -5,7 +5,7 @@ JSON-lines command run for each request. Options (from the entry's ``options:``)
 
 - ``model``: a slug of ``data/models.yml`` to generate with (default ``gold-echo``). An offline model
   answers from the request's ``calibration`` part, so the entry must set ``calibration: true``.
-- ``execute``: run the SQL in the sandbox and return its rows and a one-line answer (default true).
+- ``execute``: run the SQL in the sandbox and return its rows and an answer stating them (default true).
 - ``refuse_harmful``: check the generated SQL with the project's policy engine (``guard_policy``, default
   ``default``) before answering; SQL the policy refuses is never returned or run: the reply is a refusal
   in words and no SQL (default false: the SQL goes back as written, whatever it does).
@@ -98,19 +98,19 @@ def generate_sql(request: SystemRequest) -> tuple[str | None, Any]:
 
 
 def execute(database: str, sql: str) -> tuple[list[str] | None, list[list[Any]] | None, str]:
-    """(columns, rows, one-line answer) of ``sql`` run in the evaluation sandbox."""
+    """(columns, rows, answer) of ``sql`` run in the evaluation sandbox; the answer states the first rows
+    (``generation.answers.template_answer``)."""
     from nl2sql_pipeline.databases.resolve import resolve_database
     from nl2sql_pipeline.execution import SandboxLimits, run_query
+    from nl2sql_pipeline.generation.answers import rows_payload, template_answer
 
     # a registered name or the path of a file (a robustness variant's perturbed copy)
     result = run_query(resolve_database(database).path, sql, SandboxLimits())
     if not result.ok:
         return None, None, f"The query failed: {result.error_message}"
     rows = [[jsonable(value) for value in row] for row in result.rows[:MAX_ROWS]]
-    if len(rows) == 1 and len(rows[0]) == 1:
-        text = f"The answer is {rows[0][0]}."
-    else:
-        text = f"{len(result.rows)} row(s) of {', '.join(result.columns)}."
+    # the offline answerer's template: the answer states the rows, so an answer judge can check it
+    text = template_answer(rows_payload(result)) or ""
     return list(result.columns), rows, text
 
 

@@ -14,6 +14,7 @@ from nl2sql_pipeline.report.sql_judges import console_sql_judges
 from nl2sql_pipeline.report.tables import RateRow, RunReport
 from nl2sql_pipeline.scoring.formatting import format_rate
 from nl2sql_pipeline.scoring.statistics import Interval, paired_comparison
+from nl2sql_pipeline.stages import outcomes
 
 BAR_WIDTH = 20
 FULL, EMPTY = "█", "░"
@@ -104,8 +105,8 @@ def _test_suite_lines(report: RunReport, shown: int = 5) -> list[str]:
 
 def _answers(report: RunReport, shown: int = 3) -> list[str]:
     """A system's own answers: how many query cases had one (probes are never asked), a few of them, and where
-    its rows disagree with its SQL."""
-    queries = [v for v in report.verdicts if not v.is_probe]
+    its rows disagree with its SQL. A reply to an ambiguous question is scored in its own section, not here."""
+    queries = [v for v in report.verdicts if not v.is_probe and v.outcome not in outcomes.CLARIFY_OUTCOMES]
     answered = [(v.case_id, v.answer) for v in queries if v.answer]
     disagree = [v for v in queries if v.system_rows_disagree]
     if not answered and not disagree:

@@ -196,7 +196,8 @@ def build_run_report(
     return RunReport(
         model=model,
         gold_set=gold_set,
-        warnings=_partial_run_warnings(queries, scored) + list(warnings),
+        warnings=_partial_run_warnings([v for v in queries if v.outcome not in outcomes.OWN_CATEGORY], scored)
+        + list(warnings),
         correctness=_rate_row("semantic_correctness", scored, _is_correct),
         execution_success=_rate_row("sql_execution_success", scored, _executed),
         latency_p50=bootstrap_interval(latency, median),

@@ -19,7 +19,7 @@ from nl2sql_pipeline.results.formats import FORMATS
 from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
 from nl2sql_pipeline.results.sql_judgements import sql_judgements_view_sql, stored_sql_judgements_frame
-from nl2sql_pipeline.robustness.stored import export_robustness
+from nl2sql_pipeline.robustness.stored import export_robustness, robustness_view_sql
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.storage import layout
 from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
@@ -108,7 +108,7 @@ def _answer_exports(out_dir: Path, fmt: str, root: Path | None) -> list[Path]:
 def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
     """Create (or refresh) the views ``verdicts``, ``run_scores`` and ``run_correctness`` in ``db_file`` (and
     ``answers`` and ``answer_judgements``, with their ``gold_set`` and ``model`` columns, once a run answered;
-    ``sql_judgements`` when a run was judged).
+    ``sql_judgements`` when a run was judged; ``robustness_verdicts`` when any robustness result is stored).
 
     Every stored file the views read must open first (``StoredFileError`` naming the one that does not):
     DuckDB's own error would not say which partition is broken."""
@@ -117,11 +117,15 @@ def write_duckdb_views(db_file: Path, root: Path | None = None) -> list[str]:
         for _, _, path in layout.model_partitions(asset, root):
             check_readable(path)
     db_file.parent.mkdir(parents=True, exist_ok=True)
-    sql = VIEWS_SQL.format(
-        not_scored=", ".join(f"'{outcome}'" for outcome in sorted(outcomes.NOT_SCORED)),
-        verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"),
-        scores=_glob(SCORES_ASSET, root).replace("'", "''"),
-    ) + (sql_judgements_view_sql(root) or "")
+    sql = (
+        VIEWS_SQL.format(
+            not_scored=", ".join(f"'{outcome}'" for outcome in sorted(outcomes.NOT_SCORED)),
+            verdicts=_glob(VERDICTS_ASSET, root).replace("'", "''"),
+            scores=_glob(SCORES_ASSET, root).replace("'", "''"),
+        )
+        + (sql_judgements_view_sql(root) or "")
+        + (robustness_view_sql(root) or "")
+    )
     con = duckdb.connect(str(db_file))
     try:
         con.execute(sql)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from nl2sql_pipeline.robustness.scores import ParaphraseScores, PerturbationScores
@@ -134,6 +134,11 @@ def stored_robustness_html(runs: Iterable[_RunLike]) -> str:
     from nl2sql_pipeline.robustness.stored import load_robustness
 
     return "".join(robustness_html(run.model, *load_robustness(run.gold_set, run.model)) for run in runs)
+
+
+def robustness_section(lines: Sequence[str]) -> str:
+    """The console section of ``lines`` (``stored_robustness_lines``) under its heading; empty without any."""
+    return "\n".join(["", "== robustness ==", *lines]) if lines else ""
 
 
 def stored_robustness_lines(runs: Iterable[_RunLike]) -> list[str]:

@@ -18,8 +18,8 @@ from nl2sql_pipeline.robustness.scores import (
     scores_summary,
     variant_verdicts_from_frame,
 )
-from nl2sql_pipeline.storage.layout import model_partitions, partition_path
-from nl2sql_pipeline.storage.parquet import read_parquet
+from nl2sql_pipeline.storage.layout import model_partition_glob, model_partitions, partition_path
+from nl2sql_pipeline.storage.parquet import check_readable, read_parquet
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.storage.layout import AnyPath
@@ -78,3 +78,19 @@ def export_robustness(
     if not frames:
         return []
     return [write(pd.concat(frames, ignore_index=True), out_dir / f"robustness_verdicts.{fmt}", fmt)]
+
+
+def robustness_view_sql(root: AnyPath | None = None) -> str | None:
+    """The DuckDB view ``robustness_verdicts`` (every stored paraphrase and perturbation verdict, as the export
+    writes them) over the stored Parquet; None when nothing is stored. Every file is checked readable first."""
+    selects = []
+    for asset in (PARAPHRASE_ASSET, PERTURBATION_ASSET):
+        partitions = model_partitions(asset, root)
+        for _, _, path in partitions:
+            check_readable(path)
+        if partitions:  # an empty glob is an error
+            glob = str(model_partition_glob(asset, root)).replace("'", "''")
+            selects.append(f"SELECT * FROM read_parquet('{glob}', union_by_name = true)")
+    if not selects:
+        return None
+    return f"CREATE OR REPLACE VIEW robustness_verdicts AS {' UNION ALL BY NAME '.join(selects)};"

@@ -144,7 +144,7 @@ def generate_paraphrases(
         )
     ]
     for case in cases:
-        if case.is_probe:
+        if case.is_probe or case.is_answer_only or case.is_clarify:  # never asked again (variant_cases.measured)
             continue
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT.format(count=count)},

@@ -42,6 +42,12 @@ def variant_id(case_id: str, label: str) -> str:
     return f"{case_id}{VARIANT_MARK}{label}"
 
 
+def measured(case: Case) -> bool:
+    """Whether robustness asks ``case`` again: a query judged on execution against its gold (not a probe, an
+    answer-only case or an ambiguous question, which have no gold rows to hold a variant to)."""
+    return not (case.is_probe or case.is_answer_only or case.is_clarify)
+
+
 def paraphrase_variants(
     cases: Iterable[Case],
     count: int,
@@ -49,11 +55,11 @@ def paraphrase_variants(
     stored: Mapping[str, Sequence[str]] | None = None,
     typo_rate: float = DEFAULT_TYPO_RATE,
 ) -> list[VariantCase]:
-    """``count`` paraphrased variants of every query case (probes are never asked); ``stored`` maps a case id
+    """``count`` paraphrased variants of every query case (``measured``); ``stored`` maps a case id
     to its model-written paraphrases (``stored_paraphrases``)."""
     out = []
     for case in cases:
-        if case.is_probe or count <= 0:
+        if not measured(case) or count <= 0:
             continue
         for paraphrase in paraphrases_for(
             case.id, case.question, count, stored=(stored or {}).get(case.id, ()), typo_rate=typo_rate
@@ -103,7 +109,7 @@ def perturbation_variants(
     with held_sandboxes() as run_query:
         for kind in kinds:
             for case in cases:
-                if case.is_probe:
+                if not measured(case):
                     continue
                 key = (case.database, kind)
                 if key not in databases:

@@ -1,6 +1,7 @@
 """No-op re-runs: when nothing a run depends on changed, its recorded scores are the answer.
 
-A recorded run of (gold set, model) can stand for a new run when, in order:
+The latest recorded run of (gold set, model) (the one whose verdicts are stored) can stand for a new run
+when, in order:
 
 1. ``is_current``: all six version fields equal today's (model config, gold fingerprint, semantic
    model, policies, comparator, harness: ``runs.identity``);
@@ -65,14 +66,17 @@ def reusable_run(
     measurements: Measurements | None = None,
     is_system: bool = False,
 ) -> dict[str, Any] | None:
-    """The latest recorded run that stands for a new run with these versions (every rule holds), or None.
+    """The latest recorded run of (gold set, model) when it stands for a new run with these versions (every
+    rule holds), else None: an earlier run never does, its stored verdicts were replaced.
 
     ``test_suite_variants`` (when given) must equal the variants the run measured test-suite accuracy on
     (0: not measured); a run of a query-free gold set measured none and stands for any. ``measurements``
     (when given) must be what the run measured (``runs.measurements.made_by``; ``is_system``: the model is a
     live system).
     """
-    for row in list_runs(db_path, gold_set, model):
+    # only the latest: the storage keeps the latest run's verdicts (and what hangs off them), so an earlier run,
+    # however current, no longer has its rows behind it
+    for row in list_runs(db_path, gold_set, model)[:1]:
         if (
             all(rule(row, versions, samples) for rule in REUSE_RULES)
             and _same_variants(row, test_suite_variants)

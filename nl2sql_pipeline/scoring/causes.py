@@ -22,8 +22,8 @@ def _error_class_of(reason: str | None) -> str:
 
 def cause_of(verdict: Verdict) -> str | None:
     """The cause label of a query verdict that is not correct; None for a correct one."""
-    if verdict.outcome == outcomes.CORRECT or verdict.outcome in outcomes.CLARIFY_OUTCOMES:
-        return None  # an ambiguous question's reply is scored in its own category
+    if verdict.outcome == outcomes.CORRECT or verdict.outcome in outcomes.OWN_CATEGORY:
+        return None  # an ambiguous question's reply or an answer-only case is scored in its own category
     if verdict.outcome == outcomes.GENERATION_ERROR:
         reason = verdict.reason or NO_SQL_CAUSE
         return NO_SQL_CAUSE if reason in ("no SQL generated", NO_SQL_CAUSE) else reason

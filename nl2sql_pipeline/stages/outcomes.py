@@ -49,6 +49,8 @@ CLARIFY_OUTCOMES: tuple[str, ...] = (CLARIFIED, GUESSED, REFUSED, NO_RESPONSE)
 # the case is an ambiguous question, scored in its own category (scoring.ambiguity), or an answer-only case,
 # scored by the answer judge alone, never by execution metrics.
 NOT_SCORED: frozenset[str] = frozenset({SKIPPED, ENVIRONMENT_ERROR, ANSWER_ONLY, *CLARIFY_OUTCOMES})
+# Outcomes scored in their own category by design (never a sign of an incomplete run).
+OWN_CATEGORY: frozenset[str] = frozenset({ANSWER_ONLY, *CLARIFY_OUTCOMES})
 # Outcomes where the candidate SQL ran to completion.
 EXECUTED: frozenset[str] = frozenset({CORRECT, WRONG_RESULT})
 
