@@ -124,3 +124,18 @@ def test_evaluate_model_runs_are_tagged_with_their_provider_and_limited_per_prov
     with dg.DagsterInstance.get() as instance:
         limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
     assert {"key": "nl2sql/provider", "value": {"applyLimitPerUniqueValue": True}, "limit": 2} in limits
+
+
+def test_the_gate_checks_are_blocking_checks_on_run_scores_evaluated_by_one_subsettable_step():
+    from assets.checks import GATE_CHECK_SPECS, GATE_CHECKS
+
+    graph = defs.resolve_asset_graph()
+    gates = {key.name: key for key in graph.asset_check_keys if key.name in GATE_CHECK_SPECS}
+    assert set(gates) == set(GATE_CHECK_SPECS)
+    for key in gates.values():
+        assert key.asset_key == dg.AssetKey("run_scores")
+        spec = graph.get_check_spec(key)
+        assert spec.blocking is True and spec.partitions_def is not None, key.name
+    [step] = GATE_CHECKS  # one step loads the scores and finds the baseline once for all six
+    assert set(step.check_keys) == set(gates.values())
+    assert step.can_subset, "one gate can still be executed alone (the UI's per-check Execute)"
