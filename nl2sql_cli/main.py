@@ -94,16 +94,15 @@ def console() -> NoReturn:
     """The ``nl2sql-eval`` process: ``main()``, then an exit without the interpreter's teardown.
 
     Tearing down the modules and objects of a process that loaded Dagster, pandas, pyarrow and sqlglot takes
-    about a second, a fifth of a small run. What an ordinary exit does first is done here (waiting for
-    non-daemon threads, the ``atexit`` hooks: sandbox pools, worker processes, logging; flushing stdout and
-    stderr), then the process ends. Files are closed where they are written, and the DuckDB and SQLite files
-    left open keep every committed change (their logs are replayed by the next reader). An exception out of
-    ``main`` exits as usual.
+    about a second, a fifth of a small run. When no non-daemon thread is left (else: the ordinary exit, which
+    wakes and waits for them), what an ordinary exit does first is done here (the ``atexit`` hooks: sandbox
+    pools, worker processes, logging; flushing stdout and stderr), then the process ends. Files are closed
+    where they are written, and the DuckDB and SQLite files left open keep every committed change (their logs
+    are replayed by the next reader). An exception out of ``main`` exits as usual.
     """
     code = main()
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    if any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        sys.exit(code)  # a thread the interpreter would wait for (an LLM client's idle workers): the ordinary exit
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
