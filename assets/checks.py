@@ -12,7 +12,8 @@ or under strict gold (``eval_settings.strict_gold``, ``run --strict-gold``, or `
 gold-set registry) on any quarantined case. Its metadata also lists the warnings (``flags``) and every triage
 finding as JSON (``triage``: label, kind, blocking, reason).
 
-The gate checks on ``run_scores`` (per gold x model partition, blocking)
+The gate checks on ``run_scores`` (per gold x model partition, blocking; all evaluated by one step,
+``run_scores_gates``, which loads the scores and finds the baseline once; a subset can be selected)
 
 They apply exactly the gates of ``nl2sql-eval run`` (``nl2sql_pipeline.runs.gates.gate_run``), with the
 thresholds of the ``eval_settings`` resource (set them in the launchpad or from the CLI) over the model's
@@ -26,6 +27,7 @@ metadata has the gate, the measured value, the threshold and where the threshold
 """
 
 import warnings
+from collections.abc import Iterator
 
 import dagster as dg
 import pandas as pd
@@ -55,6 +57,9 @@ from resources.settings import EvalSettings
 warnings.filterwarnings("ignore", message=".*partitions_def on an AssetCheckSpec")
 
 PREFLIGHT_CHECK = "gold_preflight"
+RUN_SCORES = dg.AssetKey("run_scores")
+GATES_STEP = "run_scores_gates"
+"""The one step that evaluates every gate check (a step per check cost ~6 stored events each per run)."""
 # check name -> (gate, measured metric, description)
 GATE_CHECK_SPECS: dict[str, tuple[str, str, str]] = {
     "skipped_share": (
@@ -155,49 +160,58 @@ def _run_row(run_scores: pd.DataFrame) -> dict:
     return {**identity, **scores.as_dict()}
 
 
-def evaluate_gate_check(
-    check_name: str, eval_settings: EvalSettings, run_scores: pd.DataFrame, run_id: str | None = None
-) -> dg.AssetCheckResult:
-    """Apply one gate to the run's scores (the body of every gate check).
+def evaluate_gate_checks(
+    check_names: list[str], eval_settings: EvalSettings, run_scores: pd.DataFrame, run_id: str | None = None
+) -> list[dg.AssetCheckResult]:
+    """Apply the gates ``check_names`` to the run's scores (the body of the gate checks), against one baseline.
 
-    When it fails and the scores are those of run ``run_id`` (the run executing the check), the run is recorded
-    in the baselines file as not comparable: the blocked ``baselines`` asset will not record it.
+    When a gate fails and the scores are those of run ``run_id`` (the run executing the checks), the run is
+    recorded in the baselines file as not comparable: the blocked ``baselines`` asset will not record it.
     """
-    gate, metric, _ = GATE_CHECK_SPECS[check_name]
     run = _run_row(run_scores)
     db_path = paths.baselines_db_path()
     baseline = find_baseline(db_path, run)
     given, own = eval_settings.given_thresholds(), model_gates(run["model"])
     thresholds = resolve_thresholds(given, own)
-    report = gate_run(run, baseline, thresholds.only(gate))
-    failures = report.messages(gate)
-    threshold = getattr(thresholds, gate)
-    source = threshold_source(given, own, gate)
-    measured = skipped_share(run) if metric == "skipped_share" else run.get(metric)
-    metadata = {
-        "gate": gate,
-        "measured": measured,
-        "threshold": threshold,
-        "threshold_source": source,
-        "baseline_run_id": baseline["run_id"] if baseline else None,
-        f"baseline_{GATED_METRIC}": baseline.get(GATED_METRIC) if baseline else None,
-        f"baseline_{metric}": baseline.get(metric) if baseline and metric != "skipped_share" else None,
-        "comparison": dg.MetadataValue.md("\n".join(f"- {line}" for line in report.lines) or "none"),
-        "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in failures) or "none"),
-    }
-    if failures:
-        description = "; ".join(failures)
-        if run_id is not None and str(run["run_id"]) == run_id:
-            metadata["not_comparable_reason"] = _record_not_comparable(run, baseline, thresholds, db_path)
-    else:
-        shown = "off" if threshold is None else f"{threshold} ({source})"
-        description = f"{gate} {shown}: passed"
-    return dg.AssetCheckResult(
-        passed=not failures,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=description,
-        metadata={k: v for k, v in metadata.items() if v is not None},
-    )
+    results = []
+    reason = None
+    for check_name in check_names:
+        gate, metric, _ = GATE_CHECK_SPECS[check_name]
+        report = gate_run(run, baseline, thresholds.only(gate))
+        failures = report.messages(gate)
+        threshold = getattr(thresholds, gate)
+        source = threshold_source(given, own, gate)
+        measured = skipped_share(run) if metric == "skipped_share" else run.get(metric)
+        metadata = {
+            "gate": gate,
+            "measured": measured,
+            "threshold": threshold,
+            "threshold_source": source,
+            "baseline_run_id": baseline["run_id"] if baseline else None,
+            f"baseline_{GATED_METRIC}": baseline.get(GATED_METRIC) if baseline else None,
+            f"baseline_{metric}": baseline.get(metric) if baseline and metric != "skipped_share" else None,
+            "comparison": dg.MetadataValue.md("\n".join(f"- {line}" for line in report.lines) or "none"),
+            "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in failures) or "none"),
+        }
+        if failures:
+            description = "; ".join(failures)
+            if run_id is not None and str(run["run_id"]) == run_id:
+                reason = reason or _record_not_comparable(run, baseline, thresholds, db_path)
+                metadata["not_comparable_reason"] = reason
+        else:
+            shown = "off" if threshold is None else f"{threshold} ({source})"
+            description = f"{gate} {shown}: passed"
+        results.append(
+            dg.AssetCheckResult(
+                asset_key=RUN_SCORES,
+                check_name=check_name,
+                passed=not failures,
+                severity=dg.AssetCheckSeverity.ERROR,
+                description=description,
+                metadata={k: v for k, v in metadata.items() if v is not None},
+            )
+        )
+    return results
 
 
 def _record_not_comparable(run: dict, baseline: dict | None, thresholds, db_path) -> str:
@@ -216,23 +230,25 @@ def _record_not_comparable(run: dict, baseline: dict | None, thresholds, db_path
     return reason
 
 
-def _gate_check(check_name: str) -> dg.AssetChecksDefinition:
-    gate, _, description = GATE_CHECK_SPECS[check_name]
+@dg.multi_asset_check(
+    name=GATES_STEP,
+    specs=[
+        dg.AssetCheckSpec(
+            name, asset=RUN_SCORES, blocking=True, partitions_def=gold_model_partitions, description=description
+        )
+        for name, (_, _, description) in GATE_CHECK_SPECS.items()
+    ],
+    ins={"run_scores": dg.AssetIn(RUN_SCORES)},
+    can_subset=True,
+)
+def run_scores_gates(
+    context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, run_scores: pd.DataFrame
+) -> Iterator[dg.AssetCheckResult]:
+    """Every selected gate check of ``run_scores``, in one step: the scores loaded and the baseline found once."""
+    selected = {key.name for key in context.selected_asset_check_keys}
+    names = [name for name in GATE_CHECK_SPECS if name in selected]
+    yield from evaluate_gate_checks(names, eval_settings, run_scores, run_id=context.run.run_id)
 
-    @dg.asset_check(
-        asset="run_scores",
-        name=check_name,
-        blocking=True,
-        partitions_def=gold_model_partitions,
-        description=description,
-    )
-    def _check(
-        context: dg.AssetCheckExecutionContext, eval_settings: EvalSettings, run_scores: pd.DataFrame
-    ) -> dg.AssetCheckResult:
-        return evaluate_gate_check(check_name, eval_settings, run_scores, run_id=context.run.run_id)
 
-    return _check
-
-
-GATE_CHECKS = [_gate_check(name) for name in GATE_CHECK_SPECS]
+GATE_CHECKS = [run_scores_gates]
 GOLD_CHECKS = [gold_preflight]

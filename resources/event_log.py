@@ -4,8 +4,12 @@ Dagster's ``SqliteEventLogStorage`` creates an engine, runs one statement and di
 every event it stores and every question it answers (a run of one model stores about 100 events and asks
 about 300 questions). Creating an engine is costly, and a new engine starts with an empty compiled-statement
 cache, so every statement is compiled again: a quarter of the CPU of a small run. This storage keeps each
-file's engine (``NullPool``: still one SQLite connection per use, opened and closed as Dagster does; only the
-engine and its statement cache are kept), for the files used last (``MAX_ENGINES``).
+file's engine, for the files used last (``MAX_ENGINES``), and one open SQLite connection per engine (used
+under Dagster's lock, one statement at a time): closing the last connection to a WAL file checkpoints it
+and deletes the WAL with an fsync, which Dagster's one connection per statement paid for every event. Its
+connections commit with ``synchronous=NORMAL`` (no fsync per commit; SQLite's advice for WAL: the file stays
+consistent, a power loss may lose the last events). Other processes (the webserver, the daemon, another run)
+read and write the same files as before: WAL allows readers beside the one writer.
 
 It stores exactly what Dagster's class stores, in the same files (``$DAGSTER_HOME/history/runs/``): an
 instance written before it reads and writes the same history. ``resources/instance.py`` names it in the
@@ -31,9 +35,9 @@ from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SQLITE_BUSY_TIMEOUT_SECONDS, SqliteEventLogStorage
 from dagster._serdes import ConfigurableClassData
 from dagster._utils.concurrency import ConcurrencySlotStatus
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 MAX_ENGINES = 32
 """Engines kept at once: the index file and the run files used last (a long-lived daemon sees many runs)."""
@@ -68,6 +72,14 @@ def claim_status(taken: bool) -> ConcurrencySlotStatus:
     return ConcurrencySlotStatus.CLAIMED if taken else ConcurrencySlotStatus.BLOCKED
 
 
+def _wal_without_fsync_per_commit(dbapi_connection: Any, _record: Any) -> None:
+    """``synchronous=NORMAL``: in WAL mode (Dagster's) a commit no longer waits for an fsync; the file stays
+    consistent, only the last transactions before a power loss may be lost (SQLite's advice for WAL)."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
 class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
     """``SqliteEventLogStorage`` keeping one engine per shard (configured by the Dagster home, not a path),
     whose pool slot claim never double-books (:func:`take_free_slot`)."""
@@ -91,9 +103,12 @@ class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
         if engine is None:
             engine = create_engine(
                 self.conn_string_for_shard(shard),
-                poolclass=NullPool,
-                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
+                poolclass=QueuePool,
+                pool_size=1,
+                max_overflow=-1,  # more at once (Dagster's set-up opens a second one) are closed after use
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
             )
+            event.listen(engine, "connect", _wal_without_fsync_per_commit)
             self._engines[shard] = engine
             while len(self._engines) > MAX_ENGINES:
                 _, oldest = self._engines.popitem(last=False)

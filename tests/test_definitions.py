@@ -181,3 +181,18 @@ def test_every_jobs_default_run_config_is_valid_and_the_answer_and_judge_jobs_do
         settings[job.name] = config.get("resources", {}).get("eval_settings", {}).get("config", {})
     assert settings["answer_and_judge"]["answers"] is True and settings["answer_and_judge"]["judges"]
     assert settings["judge_sql"]["judges"] == ["judge-oracle"]
+
+
+def test_the_gate_checks_are_blocking_checks_on_run_scores_evaluated_by_one_subsettable_step():
+    from assets.checks import GATE_CHECK_SPECS, GATE_CHECKS
+
+    graph = defs.resolve_asset_graph()
+    gates = {key.name: key for key in graph.asset_check_keys if key.name in GATE_CHECK_SPECS}
+    assert set(gates) == set(GATE_CHECK_SPECS)
+    for key in gates.values():
+        assert key.asset_key == dg.AssetKey("run_scores")
+        spec = graph.get_check_spec(key)
+        assert spec.blocking is True and spec.partitions_def is not None, key.name
+    [step] = GATE_CHECKS  # one step loads the scores and finds the baseline once for every gate
+    assert set(step.check_keys) == set(gates.values())
+    assert step.can_subset, "one gate can still be executed alone (the UI's per-check Execute)"

@@ -50,3 +50,17 @@ def test_the_instance_keeps_the_history_a_default_instance_wrote_and_reuses_its_
         assert len(storage._engines) <= 2, "engines beyond MAX_ENGINES are disposed of"
         assert len(instance.all_logs(runs[0])) == len(instance.all_logs(runs[-1])) > 0  # an evicted file reopens
     assert not storage._engines, "disposing of the instance disposes of its engines"
+
+
+def test_each_file_keeps_one_open_connection_that_commits_without_an_fsync(isolated_home: Path) -> None:
+    ensure_instance_home()
+    with dg.DagsterInstance.get() as instance:
+        run_id = _materialize(instance)
+        storage = instance.event_log_storage
+        with storage.run_connection(run_id) as conn:
+            first = conn.connection.dbapi_connection
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1, "NORMAL: no fsync per commit in WAL"
+        with storage.run_connection(run_id) as conn:
+            assert conn.connection.dbapi_connection is first, "the file's connection is kept, not closed per use"
+        assert len(instance.all_logs(run_id)) > 0

@@ -525,3 +525,27 @@ def test_sql_literal_rendering() -> None:
     import datetime
 
     assert generator.sql_literal(datetime.date(2026, 6, 30)) == "'2026-06-30'"
+
+
+def test_a_jsonl_gold_set_is_validated_once_per_content_and_read_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_support import copy_data, query_case, register_gold_set
+
+    from nl2sql_pipeline.gold import registry
+
+    data = copy_data(tmp_path / "data")
+    path = register_gold_set(data, "memo-set", [query_case("c-1", "SELECT 1 AS a")])
+    validated = []
+    real = registry.load_cases
+    monkeypatch.setattr(registry, "load_cases", lambda p: validated.append(p) or real(p))
+
+    first = registry.load_gold_set("memo-set", data_dir=data)
+    again = registry.load_gold_set("memo-set", data_dir=data)
+    assert first == again and len(validated) == 1, "a run's repeated loads validate the file once"
+    again.clear()  # each caller gets its own list
+    assert len(registry.load_gold_set("memo-set", data_dir=data)) == 1
+
+    path.write_text(path.read_text(encoding="utf-8").replace("SELECT 1 AS a", "SELECT 2 AS a"), encoding="utf-8")
+    changed = registry.load_gold_set("memo-set", data_dir=data)  # same size, maybe the same mtime: the content counts
+    assert changed[0].expected_sql == ("SELECT 2 AS a",) and len(validated) == 2

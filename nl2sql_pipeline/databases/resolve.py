@@ -157,6 +157,7 @@ class CaseDatabases:
     entries: Mapping[str, DatabaseEntry]
     base_dir: Path | None = None
     _resolved: dict[str, ResolvedDatabase] = field(default_factory=dict, repr=False)
+    _policies: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_registry(
@@ -187,6 +188,11 @@ class CaseDatabases:
         """The SQL policy of a reference's cases that name none (see ``registry``): its registry entry's
         (a file path is looked up among the entries by its file too, as an imported gold set names its
         databases), else ``default`` for a sample database and ``safety`` for any other file."""
+        if reference not in self._policies:  # asked per case, several times a run: the entries are scanned once
+            self._policies[reference] = self._policy_of(reference)
+        return self._policies[reference]
+
+    def _policy_of(self, reference: str) -> str:
         resolved = self.resolve(reference)
         entry = resolved.entry
         if entry is None and resolved.kind is DatabaseKind.FILE:

@@ -65,13 +65,36 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
         raise ConversionError(f"is not exactly one query in {source_dialect} ({len(trees)} statements)")
     tree: exp.Expr = trees[0]
     applied = []
+    out = _duckdb_sql(tree)
+    types = _node_types(tree)
     for fix in DIALECT_FIXES.get(source_dialect, ()):
-        before = tree.sql(dialect=TARGET_DIALECT)
-        tree = fix(tree, columns or {})
-        if tree.sql(dialect=TARGET_DIALECT) != before:
+        hash(tree)  # caches every node's hash; a change through set/append/replace clears the root's
+        fixed = fix(tree, columns or {})
+        after_types = _node_types(fixed)
+        untouched = fixed is tree and tree._hash is not None and _same_types(types, after_types)
+        tree, types = fixed, after_types
+        if untouched:
+            continue  # its SQL is the one already written (most fixes find nothing to do)
+        after = _duckdb_sql(tree)
+        if after != out:
             applied.append(fix.__name__)
+        out = after
+    return ConvertedSql(sql, out, source_dialect, tuple(applied))
+
+
+def _node_types(tree: exp.Expr) -> list[tuple[exp.Expr, object]]:
+    """Each typed node with its type (a fix may type a node, as ``integer_division`` does: that changes the SQL
+    written but not the tree's hash)."""
+    return [(node, node._type) for node in tree.walk() if node._type is not None]
+
+
+def _same_types(before: list[tuple[exp.Expr, object]], after: list[tuple[exp.Expr, object]]) -> bool:
+    return len(before) == len(after) and all(n is m and t is u for (n, t), (m, u) in zip(before, after))
+
+
+def _duckdb_sql(tree: exp.Expr) -> str:
+    """``tree`` as DuckDB SQL (the generator works on a copy: ``tree`` is left as it is)."""
     try:
-        out = tree.sql(dialect=TARGET_DIALECT)
+        return tree.sql(dialect=TARGET_DIALECT)
     except SqlglotError as exc:
         raise ConversionError(f"cannot be written as DuckDB SQL: {exc}") from exc
-    return ConvertedSql(sql, out, source_dialect, tuple(applied))

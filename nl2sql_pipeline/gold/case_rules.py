@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
@@ -37,12 +36,12 @@ from nl2sql_pipeline.gold.raw_cases import (
     FOLLOW_UP_CATEGORY,
     ID_PATTERN,
     POLICY_REJECTION_CATEGORY,
-    SQL_DIALECT,
     TURN_FIELDS,
     RawCase,
     problem,
     unknown_field_problems,
 )
+from nl2sql_pipeline.sql import parse as sql_ast
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ def sql_parse_problem(sql: str) -> str | None:
     if not sql.strip():
         return "is empty"
     try:
-        trees = [tree for tree in sqlglot.parse(sql, dialect=SQL_DIALECT) if tree is not None]
+        trees = sql_ast.statements(sql)  # parsed once per text in a process (a run loads its gold set 4 times)
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         if first.get("line") is not None:

@@ -27,6 +27,7 @@ Keys are slugs (``[a-z0-9][a-z0-9._-]*``) because they become Dagster partition 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import logging
 import re
@@ -193,9 +194,22 @@ def load_gold_set(key: str, data_dir: Path | None = None) -> list[Case]:
             f"gold set '{key}': file {info.path} does not exist "
             "(run `nl2sql-eval gold generate` or fix 'file:' in the registry)"
         )
-    cases = with_budgets(with_reference_date(load_cases(info.path), info.reference_date), info.budgets)
+    if info.path.suffix.lower() != ".jsonl":
+        cases = with_budgets(with_reference_date(load_cases(info.path), info.reference_date), info.budgets)
+    else:  # a run loads its gold set several times (CLI checks, identity, each stage): validated once per content
+        memo_key = (str(info.path), hashlib.sha256(info.path.read_bytes()).hexdigest(), info.reference_date)
+        if memo_key not in _LOADED:
+            while len(_LOADED) >= LOADED_MAX:
+                del _LOADED[next(iter(_LOADED))]
+            _LOADED[memo_key] = tuple(with_reference_date(load_cases(info.path), info.reference_date))
+        cases = with_budgets(list(_LOADED[memo_key]), info.budgets)
     logger.info("gold set %s: %d cases from %s", key, len(cases), info.path)
     return cases
+
+
+LOADED_MAX = 8
+"""JSONL gold sets kept validated in a process (by path, content hash and reference date)."""
+_LOADED: dict[tuple[str, str, datetime.date | None], tuple[Case, ...]] = {}
 
 
 def with_reference_date(cases: list[Case], reference: datetime.date | None) -> list[Case]:

@@ -15,7 +15,6 @@ from pathlib import Path
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.case_rules import sql_parse_problem, validate_case_dict, validate_records
-from nl2sql_pipeline.gold.formats.team_files import import_cases
 from nl2sql_pipeline.gold.quality.database_check import validate_cases_against_database
 from nl2sql_pipeline.gold.raw_cases import (
     CSV_SUFFIXES,
@@ -66,4 +65,8 @@ def load_cases(path: Path) -> list[Case]:
     if suffix in JSONL_SUFFIXES:
         records, problems = read_jsonl_records(path, source)
         return validate_records(records, source, problems=problems)
+    # YAML/CSV only: importing ``gold.formats`` (every public importer, the dialect converters) is not what
+    # reading a JSONL gold set should cost a run
+    from nl2sql_pipeline.gold.formats.team_files import import_cases
+
     return import_cases(path)
