@@ -71,13 +71,14 @@ def test_a_profile_is_read_from_its_query_section():
 
 
 def test_the_run_score_counts_wrong_answers_as_zero_and_keeps_wall_time_apart():
+    # the wall-time figure follows the work score's rule and set (wrong answers count 0), so the two compare
     good = make_verdict(case_id="a", outcome="correct", correct=True, efficiency_score=1.0, candidate_work=9)
     slow = replace(good, case_id="b", efficiency_score=0.5, candidate_work=39, gold_work=9)
     wrong = make_verdict(case_id="c", outcome="wrong_result")
     timed = [replace(v, candidate_profile_ms=ms, gold_profile_ms=1.0) for v, ms in ((good, 1.0), (slow, 4.0))]
     scores = efficiency_scores([*timed, wrong])
     assert scores["efficiency_score"] == pytest.approx(0.5) and scores["efficiency_measured_count"] == 2
-    assert scores["efficiency_wall_time_score"] == pytest.approx(0.75)
+    assert scores["efficiency_wall_time_score"] == pytest.approx((1.0 + 0.5 + 0.0) / 3)
     assert [c["case_id"] for c in scores["least_efficient_cases"]] == ["b"]
     assert efficiency_scores([wrong])["efficiency_score"] is None  # nothing profiled: not measured
 

@@ -3,8 +3,9 @@
 ``efficiency_score`` is VES-like: the mean over scored query verdicts of the verdict's efficiency score when
 it is correct, 0 when it is not (a correct verdict whose profile could not be read is left out and counted in
 ``efficiency_unmeasured_count``). It is computed from DuckDB's work counts only, so the same candidates score
-the same on every run. ``efficiency_wall_time_score`` is the same formula on the profiled runs' wall times:
-shown beside it to say how noisy a time-based score would be, never used by a gate or a comparison.
+the same on every run. ``efficiency_wall_time_score`` is the same rule over the same verdicts on the profiled
+runs' wall times (sqrt(gold ms / candidate ms) for a correct verdict, 0 for a wrong one), so the two figures
+compare: shown beside it to say how noisy a time-based score would be, never used by a gate or a comparison.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ def efficiency_scores(scored: Sequence[Verdict]) -> dict[str, Any]:
             "least_efficient_cases": [],
         }
     counted = [v for v in scored if not (v.correct and v.efficiency_score is None)]
-    timed = [v for v in measured if v.candidate_profile_ms and v.gold_profile_ms]
     worst = sorted(measured, key=lambda v: (v.efficiency_score, v.case_id, v.sample_index))[:LEAST_EFFICIENT]
     return {
         "efficiency_score": (
@@ -41,9 +41,7 @@ def efficiency_scores(scored: Sequence[Verdict]) -> dict[str, Any]:
         "efficiency_measured_count": len(measured),
         "efficiency_unmeasured_count": len(unmeasured),
         "efficiency_wall_time_score": (
-            sum(math.sqrt((v.gold_profile_ms or 0.0) / (v.candidate_profile_ms or 1.0)) for v in timed) / len(timed)
-            if timed
-            else None
+            sum(_wall_time_score(v) for v in counted if v.correct) / len(counted) if counted else None
         ),
         "least_efficient_cases": [
             {
@@ -57,3 +55,10 @@ def efficiency_scores(scored: Sequence[Verdict]) -> dict[str, Any]:
             if (v.efficiency_score or 0.0) < 1.0
         ],
     }
+
+
+def _wall_time_score(verdict: Verdict) -> float:
+    """sqrt(gold ms / candidate ms) of a profiled correct verdict (0 when a wall time is missing)."""
+    if not verdict.candidate_profile_ms or not verdict.gold_profile_ms:
+        return 0.0
+    return math.sqrt(verdict.gold_profile_ms / verdict.candidate_profile_ms)
