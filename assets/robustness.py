@@ -11,6 +11,7 @@ import pandas as pd
 
 from assets.automation import CODE_VERSIONS
 from assets.partitions import gold_and_model, gold_model_partitions
+from assets.progress_log import logged_progress
 from assets.quarantine import gold_quarantine, scored_cases
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.results.frames import cases_from_frame, oracle_rows_from_frame
@@ -72,6 +73,7 @@ def paraphrase_verdicts(
         limits=eval_settings.limits(),
         config=eval_settings.compare_config(),
         isolated=eval_settings.isolated,
+        progress=lambda stage, name: logged_progress(context, stage, name),
     )
     frame = variant_verdicts_to_frame(verdicts, gold_set=gold, model=model, run_id=context.run_id)
     metadata = _summary_metadata(frame, case_verdicts, "paraphrase")
@@ -115,6 +117,7 @@ def perturbation_verdicts(
         limits=eval_settings.limits(),
         config=eval_settings.compare_config(),
         isolated=eval_settings.isolated,
+        progress=lambda stage, name: logged_progress(context, stage, name),
     )
     frame = variant_verdicts_to_frame(verdicts, gold_set=gold, model=model, run_id=context.run_id)
     failed = [f"{c.case_id} ({c.kind}): {c.reason}" for c in checks if not c.ok]

@@ -361,3 +361,22 @@ def test_the_robustness_section_has_a_heading_and_is_left_out_when_nothing_was_m
     assert robustness_section(["paraphrases (m): consistency 100.0%"]) == (
         "\n== robustness ==\nparaphrases (m): consistency 100.0%"
     )
+
+
+def test_every_stage_of_a_variant_run_names_the_model_and_the_measurement_in_its_progress(seeded_home):
+    from nl2sql_pipeline import progress
+    from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
+    from nl2sql_pipeline.robustness.evaluate import evaluate_variants
+    from nl2sql_pipeline.robustness.variant_cases import paraphrase_oracle, paraphrase_variants
+    from nl2sql_pipeline.stages import run_oracle
+
+    cases = [c for c in load_gold_set("multidomain-v1") if not c.is_probe][:2]
+    resolve = case_databases("multidomain-v1")
+    variants = paraphrase_variants(cases, 1)
+    seen: list[progress.ProgressSnapshot] = []
+    with progress.subscribe(seen.append):
+        evaluate_variants(variants, paraphrase_oracle(variants, run_oracle(cases, resolve)), "gold-echo", resolve)
+    stages = {s.stage: s.model for s in seen}
+    assert set(stages) == {progress.STAGE_GENERATE, progress.STAGE_EXECUTE, progress.STAGE_JUDGE}, stages
+    families = ", ".join(sorted({v.family for v in variants}))
+    assert set(stages.values()) == {f"gold-echo (paraphrase: {families})"}, stages
