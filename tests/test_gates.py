@@ -124,3 +124,9 @@ def test_a_run_that_failed_a_gate_is_never_a_baseline():
     assert not_baseline_reason(good, floor) == floor.failures[0].message
     skipped = _run("r", 0.9, query_count=2, skipped_count=1)
     assert not_baseline_reason(skipped, gate_run(skipped, None)) == "1 of 3 query cases skipped"
+
+
+def test_an_answer_only_run_says_it_is_never_a_baseline_not_that_it_is_the_first(tmp_path):
+    report = check_gates([_run("r", None, answer_only_count=3, query_count=0)], tmp_path / "b.duckdb")
+    assert report.passed, report.messages()
+    assert report.lines == ["m: answer-only run: never a baseline (scored by the answer judge, no execution rate)"]

@@ -175,6 +175,11 @@ def _no_probes(run: Mapping[str, Any]) -> str | None:
 
 def _regression_gate(run, baseline, limits: GateThresholds, report: GateReport) -> None:
     value = run.get(GATED_METRIC)
+    if answer_only(run):  # recorded, never comparable: there is no baseline to look for, now or later
+        report.lines.append(
+            f"{run['model']}: answer-only run: never a baseline (scored by the answer judge, no execution rate)"
+        )
+        return
     if baseline is None:
         report.lines.append(
             f"{run['model']}: no comparable baseline (first fully evaluated run with these gold/policy/comparator versions)"
@@ -191,7 +196,7 @@ def _regression_gate(run, baseline, limits: GateThresholds, report: GateReport) 
         f"{'unchanged' if baseline.get('model_config_hash') == run.get('model_config_hash') else 'changed'})"
     )
     threshold = limits.max_regression
-    if threshold is None or is_probe_only(run) or answer_only(run):
+    if threshold is None or is_probe_only(run):
         return
     if delta is None:
         if value is None:
