@@ -103,3 +103,22 @@ def test_a_run_whose_stored_verdicts_a_later_run_replaced_is_not_reused(data_cop
     again = json.loads(capsys.readouterr().out)
     assert again["reused"] == {} and again["runs"][0]["scores"]["run_id"] != first
     assert again["runs"][0]["scores"]["efficiency_measured_count"] == 1
+
+
+def test_a_run_of_answer_only_cases_is_reused_when_nothing_changed_and_says_it_is_never_a_baseline(data_copy, capsys):
+    case = {
+        "id": "a1",
+        "domain": "d",
+        "category": "answer",
+        "question": "How many TV titles?",
+        "database": "anime_platform",
+        "expected_answer": 412,
+    }
+    register_gold_set(data_copy, "answers-only-v1", [case])
+    assert cli.main(["run", "--gold-set", "answers-only-v1", "--model", "gold-echo", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert "answer-only run: never a baseline" in first["baseline_comparison"][0]
+    assert cli.main(["run", "--gold-set", "answers-only-v1", "--model", "gold-echo", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["reused"] == {"gold-echo": first["runs"][0]["scores"]["run_id"]}
+    assert "REUSED gold-echo: nothing changed since run" in captured.err
