@@ -51,6 +51,7 @@ class ProgressSnapshot:
     failures: tuple[tuple[str, int], ...] = ()  # (cause, count), most frequent first
     elapsed_s: float = 0.0
     finished: bool = False
+    left_out: str = ""  # the cases the count does not hold, e.g. "24 probes not asked" (units differ from cases)
 
     @property
     def fraction(self) -> float:
@@ -74,7 +75,7 @@ class ProgressSnapshot:
 
     def summary(self) -> str:
         """Everything but the counts, as ``in flight 2, 4.1 calls/s, tokens 1200 in / 80 out, ...``."""
-        parts = []
+        parts = [self.left_out] if self.left_out else []
         if self.in_flight:
             parts.append(f"in flight {self.in_flight}")
         rate = self.rate
@@ -111,6 +112,21 @@ class ProgressSnapshot:
         head = f"progress {self.stage} {self.model}: {self.done}/{self.total} ({self.fraction:.0%})"
         tail = self.summary()
         return f"{head}{', ' + tail if tail else ''}{' done' if self.finished else ''}"
+
+
+def left_out_cases(verb: str, **counts: int) -> str:
+    """``24 probes and 2 ambiguous questions not asked``: the non-zero counts (keyword: the plural noun, words
+    joined by ``_``), or "" when there are none."""
+    parts = [
+        f"{n} {noun.replace('_', ' ') if n != 1 else _singular(noun.replace('_', ' '))}"
+        for noun, n in counts.items()
+        if n
+    ]
+    return f"{' and '.join(parts)} {verb}" if parts else ""
+
+
+def _singular(noun: str) -> str:
+    return noun[:-1] if noun.endswith("s") else noun
 
 
 def format_seconds(seconds: float) -> str:
@@ -186,13 +202,15 @@ class ProgressTracker:
         self._lock = threading.Lock()
         self._counts = _Counts()
         self._total = 0
+        self._left_out = ""
         self._started: float | None = None
         self._finished = False
 
-    def begin(self, total: int) -> None:
-        """The stage plans ``total`` units; the clock starts."""
+    def begin(self, total: int, left_out: str = "") -> None:
+        """The stage plans ``total`` units; the clock starts. ``left_out`` names the cases the units do not count
+        (``left_out_cases``), so a count below the gold set's size says why."""
         with self._lock:
-            self._total, self._started = total, self._clock()
+            self._total, self._left_out, self._started = total, left_out, self._clock()
         self._emit(force=True)
 
     def unit_started(self) -> None:
@@ -270,6 +288,7 @@ class ProgressTracker:
             failures=failures,
             elapsed_s=elapsed,
             finished=self._finished,
+            left_out=self._left_out,
         )
 
     def _emit(self, force: bool = False) -> None:

@@ -400,10 +400,13 @@ def test_the_answer_stage_and_the_judge_report_progress():
     from nl2sql_pipeline.progress import STAGE_ANSWER, STAGE_ANSWER_JUDGE, ProgressTracker
 
     case = case_from_dict(answer_only("a1", 412))
+    probe = case_from_dict(
+        {**answer_only("p1", None), "expected_outcome": "policy_rejection", "policy_probe_sql": "DROP TABLE anime"}
+    )
     offline = ModelSpec(slug="gold-echo", kind="offline", model="nl2sql-offline/gold-echo")
     seen: list = []
     answers = answer_candidates(
-        [case],
+        [case, probe],
         [attempt(case, [[412]])],
         offline,
         registry={},
@@ -418,6 +421,7 @@ def test_the_answer_stage_and_the_judge_report_progress():
     )
     last = {s.stage: s for s in seen}
     assert last[STAGE_ANSWER].finished and (last[STAGE_ANSWER].done, last[STAGE_ANSWER].total) == (1, 1)
+    assert "1/1 (100%), 1 probe not answered" in last[STAGE_ANSWER].line()  # 1 unit of 2 cases
     assert last[STAGE_ANSWER_JUDGE].finished and last[STAGE_ANSWER_JUDGE].done == 1
 
 

@@ -57,6 +57,12 @@ def test_tracker_counts_calls_retries_tokens_cost_and_failures_by_cause():
     assert [s.finished for s in seen].count(True) == 1 and seen[-1].line().endswith("took 2s done")
 
 
+def test_a_stage_says_which_cases_its_count_leaves_out():
+    tracker = ProgressTracker("answer", "m")
+    tracker.begin(110, left_out="24 probes not answered")
+    assert tracker.snapshot().line() == "progress answer m: 0/110 (0%), 24 probes not answered"
+
+
 def test_failures_are_listed_most_frequent_first_and_judge_says_not_correct():
     tracker = ProgressTracker("judge", "m")
     tracker.begin(3)
@@ -179,7 +185,7 @@ def test_a_log_record_wipes_the_live_bar_first():
 
 
 def test_generation_reports_every_unit_while_it_runs():
-    from nl2sql_pipeline.cases import Case
+    from nl2sql_pipeline.cases import OUTCOME_POLICY_REJECTION, Case
     from nl2sql_pipeline.generation import generate_candidates
     from nl2sql_pipeline.generation.model_spec import Limits, ModelSpec, Prices, RetryPolicy
     from nl2sql_pipeline.generation.prompts import DatabasePromptText, PromptContext
@@ -188,6 +194,9 @@ def test_generation_reports_every_unit_while_it_runs():
         Case(id=f"c{i}", domain="d", category="c", question=f"q{i}", database="db", expected_sql="SELECT 1")
         for i in range(6)
     ]
+    probe = Case(
+        id="p", domain="d", category="c", question="drop it", database="db", expected_outcome=OUTCOME_POLICY_REJECTION
+    )
     script = {f"q{i}": Reply.sql("SELECT 1", delay_s=0.15) for i in range(5)}
     script["q5"] = Reply.text("no idea", delay_s=0.15)
     seen: list[ProgressSnapshot] = []
@@ -203,9 +212,10 @@ def test_generation_reports_every_unit_while_it_runs():
         )
         with progress.subscribe(seen.append):
             context = PromptContext({"db": DatabasePromptText("CREATE TABLE t (a INTEGER);", "sem", "2026-06-30")})
-            records = generate_candidates(cases, spec, cache=None, context=context)
+            records = generate_candidates([*cases, probe], spec, cache=None, context=context)
     assert len(records) == 6
     assert seen[0].done == 0 and seen[0].total == 6
+    assert seen[0].line() == "progress generate scripted: 0/6 (0%), 1 probe not asked"  # 6 units of 7 cases
     assert [s.done for s in seen] == sorted(s.done for s in seen), "done never goes back"
     assert any(0 < s.done < 6 for s in seen), "heard of part-way, not only at the start and the end"
     assert max(s.in_flight for s in seen) >= 1 and all(s.in_flight <= 2 for s in seen)

@@ -35,7 +35,7 @@ from nl2sql_pipeline.generation.prompts import prompt_hash
 from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.registry import prompts_dir
 from nl2sql_pipeline.generation.section_prompt import SectionPrompt, load_section_prompt
-from nl2sql_pipeline.progress import STAGE_ANSWER, ProgressTracker, tracking
+from nl2sql_pipeline.progress import STAGE_ANSWER, ProgressTracker, left_out_cases, tracking
 
 logger = logging.getLogger(__name__)
 
@@ -303,6 +303,7 @@ def answer_candidates(
         from nl2sql_pipeline.generation.registry import load_registry
 
         registry = load_registry()
+    cases = list(cases)
     # an ambiguous question is scored on asking back (stages.clarify), never on an answer
     by_id = {case.id: case for case in cases if not case.is_probe and not case.is_clarify}
     todo = [a for a in attempts if not a.is_probe and a.case_id in by_id]
@@ -327,7 +328,14 @@ def answer_candidates(
     )
     count = max(1, min(workers or (answer_spec.limits.max_concurrency if answer_spec else None) or 1, len(todo) or 1))
     with tracking(progress, STAGE_ANSWER, spec.slug) as tracker:
-        tracker.begin(len(todo))
+        tracker.begin(
+            len(todo),
+            left_out_cases(
+                "not answered",
+                probes=sum(case.is_probe for case in cases),
+                ambiguous_questions=sum(case.is_clarify and not case.is_probe for case in cases),
+            ),
+        )
 
         def answer_one(attempt: Any) -> AnswerRecord:
             record = answerer.answer(by_id[attempt.case_id], attempt)
