@@ -125,6 +125,16 @@ def left_out_cases(verb: str, **counts: int) -> str:
     return f"{' and '.join(parts)} {verb}" if parts else ""
 
 
+def units_of_questions(units: int, unit: str, questions: int) -> str:
+    """``110 candidates for 96 questions`` when a stage's units are not one per question, else ""."""
+    return f"{units} {unit} for {questions} questions" if units != questions else ""
+
+
+def counted(*notes: str) -> str:
+    """The non-empty ``notes`` of a stage's count, joined (``ProgressTracker.begin``'s ``left_out``)."""
+    return ", ".join(note for note in notes if note)
+
+
 def _singular(noun: str) -> str:
     return noun[:-1] if noun.endswith("s") else noun
 

@@ -20,7 +20,13 @@ from fake_llm_server import FakeLLMServer, Reply, last_user_message
 from nl2sql_cli.progress_view import ProgressView, live_line
 from nl2sql_pipeline import progress
 from nl2sql_pipeline.paths import PROJECT_ROOT
-from nl2sql_pipeline.progress import ProgressSnapshot, ProgressTracker, ThrottledSink
+from nl2sql_pipeline.progress import (
+    ProgressSnapshot,
+    ProgressTracker,
+    ThrottledSink,
+    left_out_cases,
+    units_of_questions,
+)
 
 
 class FakeClock:
@@ -61,6 +67,11 @@ def test_a_stage_says_which_cases_its_count_leaves_out():
     tracker = ProgressTracker("answer", "m")
     tracker.begin(110, left_out="24 probes not answered")
     assert tracker.snapshot().line() == "progress answer m: 0/110 (0%), 24 probes not answered"
+    assert left_out_cases("not asked", probes=1, ambiguous_questions=2) == "1 probe and 2 ambiguous questions not asked"
+    assert left_out_cases("not asked", probes=0) == ""
+    # multidomain-v1: 96 questions (some ask for several candidates) and 24 probes
+    assert units_of_questions(110, "candidates", 96) == "110 candidates for 96 questions"
+    assert units_of_questions(6, "candidates", 6) == ""
 
 
 def test_failures_are_listed_most_frequent_first_and_judge_says_not_correct():

@@ -35,7 +35,14 @@ from nl2sql_pipeline.generation.prompts import prompt_hash
 from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.registry import prompts_dir
 from nl2sql_pipeline.generation.section_prompt import SectionPrompt, load_section_prompt
-from nl2sql_pipeline.progress import STAGE_ANSWER, ProgressTracker, left_out_cases, tracking
+from nl2sql_pipeline.progress import (
+    STAGE_ANSWER,
+    ProgressTracker,
+    counted,
+    left_out_cases,
+    tracking,
+    units_of_questions,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -330,10 +337,13 @@ def answer_candidates(
     with tracking(progress, STAGE_ANSWER, spec.slug) as tracker:
         tracker.begin(
             len(todo),
-            left_out_cases(
-                "not answered",
-                probes=sum(case.is_probe for case in cases),
-                ambiguous_questions=sum(case.is_clarify and not case.is_probe for case in cases),
+            counted(
+                units_of_questions(len(todo), "answers", len(by_id)),
+                left_out_cases(
+                    "not answered",
+                    probes=sum(case.is_probe for case in cases),
+                    ambiguous_questions=sum(case.is_clarify and not case.is_probe for case in cases),
+                ),
             ),
         )
 

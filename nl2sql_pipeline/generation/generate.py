@@ -32,7 +32,14 @@ from nl2sql_pipeline.generation.model_spec import ModelSpec, Readiness
 from nl2sql_pipeline.generation.prompts import PromptContext
 from nl2sql_pipeline.generation.readiness import model_readiness
 from nl2sql_pipeline.generation.tracked import report_record, tracked
-from nl2sql_pipeline.progress import STAGE_GENERATE, ProgressTracker, left_out_cases, tracking
+from nl2sql_pipeline.progress import (
+    STAGE_GENERATE,
+    ProgressTracker,
+    counted,
+    left_out_cases,
+    tracking,
+    units_of_questions,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +161,14 @@ def _generate(
             f"model {spec.slug}: a PromptContext is needed to build prompts (prompt_context_for_cases)"
         )
     requests = plan_calls(cases, spec, context, samples)
-    tracker.begin(len(requests), left_out_cases("not asked", probes=sum(case.is_probe for case in cases)))
+    probes = sum(case.is_probe for case in cases)
+    tracker.begin(
+        len(requests),
+        counted(
+            units_of_questions(len(requests), "candidates", len(cases) - probes),
+            left_out_cases("not asked", probes=probes),
+        ),
+    )
     run_unit = tracked(_run_unit, tracker)
     control = RunControl(limiter=limiter if limiter is not None else limiter_for(spec), slots=slots_for(spec))
     readiness = _ReadinessOnce(spec)
