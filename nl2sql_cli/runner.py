@@ -50,7 +50,7 @@ from nl2sql_pipeline.runs.reuse import reusable_run
 from nl2sql_pipeline.storage.prepared import gold_ready, mark_prepared, prepared_triage, variants_ready
 from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 from resources.build import build_resources
-from resources.instance import ensure_instance_home
+from resources.instance import ensure_instance_home, open_instance
 from resources.pools import sync_pool_limits
 from resources.stale_runs import fail_dead_runs, process_tags
 
@@ -62,7 +62,7 @@ logger = logging.getLogger(__name__)
 def get_instance() -> dg.DagsterInstance:
     """The persistent local instance under the storage root."""
     ensure_instance_home()
-    return dg.DagsterInstance.get()
+    return open_instance()
 
 
 def _console_loggers() -> dict:

@@ -11,11 +11,19 @@ per-provider pool limits derived from ``data/models.yml`` are written into the i
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.storage.root import check_dagster_home, check_root, check_writable_folder
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+logger = logging.getLogger(__name__)
 
 MARKER = "# Written by nl2sql-eval"
 DAGSTER_YAML = """\
@@ -73,13 +81,36 @@ def ensure_instance_home() -> Path:
     return home
 
 
+SCHEMA_RACE_ATTEMPTS = 5
+
+
+def open_instance() -> dg.DagsterInstance:
+    """``DagsterInstance.get()``, tried again when another process was creating the storage's schema at the
+    same moment.
+
+    On an empty PostgreSQL database, two processes starting at once (two ``nl2sql-eval run`` of different
+    models) both run Dagster's ``CREATE TABLE``s; the loser fails with ``relation/type ... already exists``
+    (Dagster retries only some of these). A second try finds the tables and creates nothing."""
+    import dagster as dg
+    import sqlalchemy.exc
+
+    for attempt in range(SCHEMA_RACE_ATTEMPTS):
+        try:
+            return dg.DagsterInstance.get()
+        except (sqlalchemy.exc.ProgrammingError, sqlalchemy.exc.IntegrityError) as exc:
+            if "already exists" not in str(exc) or attempt == SCHEMA_RACE_ATTEMPTS - 1:
+                raise
+            logger.info("another process was creating the instance's tables; opening it again")
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def write_pool_limits() -> dict[str, int]:
     """Write the pool limits of ``data/models.yml`` into the instance at DAGSTER_HOME (what changed)."""
-    import dagster as dg
 
     from resources.pools import sync_pool_limits
 
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         return sync_pool_limits(instance)
 
 

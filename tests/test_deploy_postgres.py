@@ -162,3 +162,34 @@ def test_two_model_partitions_at_once_on_the_postgres_instance(postgres, tmp_pat
     assert sorted(exported["model"]) == sorted(MODELS) and set(exported["run_id"]) == set(reported.values())
     with duckdb.connect(str(views), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM run_scores").fetchone()[0] == len(MODELS)
+
+
+def test_an_instance_whose_schema_another_process_was_creating_is_opened_again(monkeypatch):
+    """Two processes on an empty database both create Dagster's tables; the loser's ``already exists`` is not
+    an error: the instance is opened again and finds the tables (seen: ``type "run_tags" already exists``)."""
+    import dagster as dg
+    import sqlalchemy.exc
+
+    from resources import instance as instance_module
+
+    monkeypatch.setattr(instance_module.time, "sleep", lambda _s: None)
+    calls = []
+
+    def get():
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlalchemy.exc.ProgrammingError(
+                "CREATE TABLE run_tags", {}, Exception('type "run_tags" already exists')
+            )
+        return "the instance"
+
+    monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(get))
+    assert instance_module.open_instance() == "the instance"
+    assert len(calls) == 2
+
+    def other_error():
+        raise sqlalchemy.exc.ProgrammingError("SELECT", {}, Exception("permission denied for table runs"))
+
+    monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(other_error))
+    with pytest.raises(sqlalchemy.exc.ProgrammingError, match="permission denied"):
+        instance_module.open_instance()
