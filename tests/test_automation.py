@@ -215,7 +215,7 @@ def test_assets_carry_code_versions_and_automation_conditions():
     )
 
 
-def test_the_automation_sensor_runs_by_default_over_every_asset():
+def test_the_automation_sensor_runs_by_default():
     from assets.definitions import defs
 
     sensor = defs.get_repository_def().get_sensor_def("automation_sensor")
