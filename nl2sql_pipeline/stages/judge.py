@@ -21,6 +21,7 @@ from nl2sql_pipeline.compare.model import grade
 from nl2sql_pipeline.compare.structure import ClauseItems, clause_scores, parse_clauses
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.execution import QueryResult, SandboxLimits
+from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.progress import STAGE_JUDGE, ProgressTracker, tracking
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.budgets import budget_fields
@@ -198,13 +199,7 @@ def judge_clarify(case: Case, sample: int, group: Sequence[Attempt]) -> Verdict:
         latency_ms=generation.latency_ms if generation else None,
         oracle_latency_ms=None,
         execution_ms=None,
-        input_tokens=_sum_over(group, "input_tokens"),
-        output_tokens=_sum_over(group, "output_tokens"),
-        token_source=generation.token_source if generation else None,
-        cost_usd=_sum_over(group, "cost_usd"),
-        cached=bool(generation.cached) if generation else None,
-        cold_start=bool(generation.cold_start) if generation else False,
-        mutation=generation.mutation if generation else None,
+        **_spend_fields(group, generation),
         skip_reason=generation.error_class if outcome == outcomes.SKIPPED and generation else None,
         answer=reply_text(attempt) if outcome != outcomes.GUESSED else None,  # a guess's words are its SQL
         system_latency_ms=generation.system_latency_ms if generation else None,
@@ -245,13 +240,7 @@ def judge_answer_only(case: Case, sample: int, group: Sequence[Attempt]) -> Verd
         latency_ms=generation.latency_ms if generation else None,
         oracle_latency_ms=None,
         execution_ms=selected.result.elapsed_ms if selected.result is not None else None,
-        input_tokens=_sum_over(group, "input_tokens"),
-        output_tokens=_sum_over(group, "output_tokens"),
-        token_source=generation.token_source if generation else None,
-        cost_usd=_sum_over(group, "cost_usd"),
-        cached=bool(generation.cached) if generation else None,
-        cold_start=bool(generation.cold_start) if generation else False,
-        mutation=generation.mutation if generation else None,
+        **_spend_fields(group, generation),
         skip_reason="no expected SQL: judged on its answer alone",
         source_sql=generation.source_sql if generation else None,
         error_message=generation.error_message if generation and generation.error_class else None,
@@ -301,13 +290,7 @@ def judge_sample(
         latency_ms=generation.latency_ms if generation else None,
         oracle_latency_ms=float(oracle_results[0].elapsed_ms) if oracle_results else None,
         execution_ms=selected.result.elapsed_ms if selected.result is not None else None,
-        input_tokens=_sum_over(group, "input_tokens"),
-        output_tokens=_sum_over(group, "output_tokens"),
-        token_source=generation.token_source if generation else None,
-        cost_usd=_sum_over(group, "cost_usd"),
-        cached=bool(generation.cached) if generation else None,
-        cold_start=bool(generation.cold_start) if generation else False,
-        mutation=generation.mutation if generation else None,
+        **_spend_fields(group, generation),
         skip_reason=decision.reason if decision.outcome in outcomes.NOT_SCORED else None,
         source_sql=generation.source_sql if generation else None,
         error_message=generation.error_message if generation and generation.error_class else None,
@@ -354,6 +337,20 @@ def explain(
         "clause_scores": dict(scores) if scores is not None else None,
         "diagnosis": ",".join(label for label, _ in findings) or None,
         "diagnosis_detail": tuple((str(label), str(text)) for label, text in findings) if findings else None,
+    }
+
+
+def _spend_fields(group: Sequence[Attempt], generation: CandidateRecord | None) -> dict[str, Any]:
+    """The verdict fields of a sample's generation: tokens and cost summed over every candidate, the rest from
+    ``generation`` (the selected candidate's; what the query-like verdicts repeat)."""
+    return {
+        "input_tokens": _sum_over(group, "input_tokens"),
+        "output_tokens": _sum_over(group, "output_tokens"),
+        "token_source": generation.token_source if generation else None,
+        "cost_usd": _sum_over(group, "cost_usd"),
+        "cached": bool(generation.cached) if generation else None,
+        "cold_start": bool(generation.cold_start) if generation else False,
+        "mutation": generation.mutation if generation else None,
     }
 
 
