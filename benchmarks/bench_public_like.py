@@ -393,6 +393,45 @@ def plain_loop(folder: Path, questions: Sequence[Question], *, gold_only: bool =
     return time.perf_counter() - started, equal
 
 
+def duckdb_loop(data: Path, key: str, questions: Sequence[Question]) -> tuple[float, int]:
+    """The engine's floor, for context (no target): seconds to run every imported gold query and the converted
+    prediction in DuckDB, one read-only connection per database opened before the clock starts, and compare the
+    results as sets; the number judged equal. The predictions are converted from SQLite untimed."""
+    import duckdb
+
+    from nl2sql_pipeline.dialect.convert import ConversionError, convert_sql
+
+    gold_file = data / "gold" / key / f"{key}.jsonl"
+    records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pairs: list[tuple[str, str, str | None]] = []
+    for record, q in zip(records, questions, strict=True):
+        try:
+            predicted: str | None = convert_sql(q.predicted, "sqlite").sql
+        except ConversionError:
+            predicted = None
+        pairs.append((str(gold_file.parent / record["database"]), record["expected_sql"], predicted))
+    connections = {path: duckdb.connect(path, read_only=True) for path in {p for p, _, _ in pairs}}
+    try:
+        for con in connections.values():
+            con.execute("SET threads = 1")
+        started = time.perf_counter()
+        equal = 0
+        for path, gold_sql, predicted_sql in pairs:
+            con = connections[path]
+            gold = con.execute(gold_sql).fetchall()
+            if predicted_sql is None:
+                continue
+            try:
+                predicted = con.execute(predicted_sql).fetchall()
+            except duckdb.Error:
+                continue
+            equal += set(predicted) == set(gold)
+        return time.perf_counter() - started, equal
+    finally:
+        for con in connections.values():
+            con.close()
+
+
 # ----------------------------------------------------------------------------------------------- the CLI runs
 
 
@@ -415,8 +454,14 @@ class Lab:
     def cli(self, *args: str, profile: Path | None = None) -> tuple[float, str]:
         """Run ``nl2sql-eval ARGS`` as a fresh process (under cProfile, writing ``profile``, when given);
         (wall seconds, stdout). BenchError on a non-zero exit."""
-        profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
-        command = [sys.executable, *profiler, "-m", "nl2sql_cli.main", *args]
+        if profile is None:
+            command = [sys.executable, "-m", "nl2sql_cli.main", *args]
+        else:  # main() under cProfile: the console entry ends with os._exit, which would skip the profile's dump
+            script = (
+                "import cProfile, sys; path = sys.argv.pop(1); sys.argv[0] = 'nl2sql-eval'; "
+                "cProfile.run('from nl2sql_cli.main import main; main()', path)"
+            )
+            command = [sys.executable, "-c", script, str(profile), *args]
         started = time.perf_counter()
         done = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
@@ -626,6 +671,7 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
     loop = min(plain_loop(folder, questions)[0] for _ in range(max(3, args.rounds)))
     loop_gold = min(plain_loop(folder, questions, gold_only=True)[0] for _ in range(max(3, args.rounds)))
     _, equal = plain_loop(folder, questions)
+    engine = min(duckdb_loop(lab.data, GOLD_SET, questions)[0] for _ in range(max(3, args.rounds)))
 
     lab.run(ONE_SET, one_predictions, None)  # warm-up: builds the sample database, prepares the 1-case set
     first, _ = lab.run(GOLD_SET, predictions, None)  # preparation (preflight, oracle, 3 variants) + one model
@@ -650,6 +696,7 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
     rows = (
         ("plain loop: SQLite, prediction + gold, results as sets", loop),
         ("plain loop: SQLite, gold queries only", loop_gold),
+        ("engine floor: DuckDB, gold + converted prediction, as sets", engine),
         ("nl2sql-eval run, 1 case, --test-suite-variants 0", fixed["0"]),
         ("nl2sql-eval run, 1 case, default (3 variants)", fixed["None"]),
         (f"nl2sql-eval run, {n} cases, --test-suite-variants 0", timings[("whole", "0")]),
@@ -674,7 +721,8 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
         checks += scale_checks(lab, args.databases, args.rounds, fixed, args.scale_sizes)
     print(
         f"derived: marginal ms/case {1000 * marginal['0']:.2f} (variants 0), {1000 * marginal['None']:.2f} "
-        f"(default); plain loop {1000 * per_case:.3f} ms/case; preparation {preparation:.2f} s"
+        f"(default); plain loop {1000 * per_case:.3f} ms/case; preparation {preparation:.2f} s; "
+        f"DuckDB engine floor {1000 * engine / n:.3f} ms/case ({engine / loop:.1f}x the plain loop)"
     )
     if min(marginal.values()) <= 0:
         print("warning: a whole-set run took less than the 1-case run: noise larger than the set's cost (run bigger)")
