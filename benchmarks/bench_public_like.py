@@ -393,32 +393,43 @@ def plain_loop(folder: Path, questions: Sequence[Question], *, gold_only: bool =
     return time.perf_counter() - started, equal
 
 
-def duckdb_loop(data: Path, key: str, questions: Sequence[Question]) -> tuple[float, int]:
-    """The engine's floor, for context (no target): seconds to run every imported gold query and the converted
-    prediction in DuckDB, one read-only connection per database opened before the clock starts, and compare the
-    results as sets; the number judged equal. The predictions are converted from SQLite untimed."""
+def duckdb_loop(data: Path, key: str, questions: Sequence[Question], *, run_floor: bool = False) -> tuple[float, int]:
+    """The engine's floor, for context (no target): seconds to run every imported gold query and the prediction
+    converted to DuckDB, one read-only connection per database opened before the clock starts, and compare the
+    results as sets; the number judged equal. The predictions are converted untimed.
+
+    ``run_floor``: the least a model run on a prepared gold version does per case instead: the gold results are
+    fetched untimed (a prepared version has them), and the prediction's conversion from SQLite (sqlglot), its
+    execution and the set comparison are timed."""
     import duckdb
 
     from nl2sql_pipeline.dialect.convert import ConversionError, convert_sql
 
+    def converted(sql: str) -> str | None:
+        try:
+            return convert_sql(sql, "sqlite").sql
+        except ConversionError:
+            return None
+
     gold_file = data / "gold" / key / f"{key}.jsonl"
     records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pairs: list[tuple[str, str, str | None]] = []
-    for record, q in zip(records, questions, strict=True):
-        try:
-            predicted: str | None = convert_sql(q.predicted, "sqlite").sql
-        except ConversionError:
-            predicted = None
-        pairs.append((str(gold_file.parent / record["database"]), record["expected_sql"], predicted))
-    connections = {path: duckdb.connect(path, read_only=True) for path in {p for p, _, _ in pairs}}
+    paths = [str(gold_file.parent / record["database"]) for record in records]
+    connections = {path: duckdb.connect(path, read_only=True) for path in set(paths)}
     try:
         for con in connections.values():
             con.execute("SET threads = 1")
+        if run_floor:
+            golds = [connections[p].execute(r["expected_sql"]).fetchall() for p, r in zip(paths, records, strict=True)]
+        else:
+            predictions = [converted(q.predicted) for q in questions]
         started = time.perf_counter()
         equal = 0
-        for path, gold_sql, predicted_sql in pairs:
+        for i, (path, record, q) in enumerate(zip(paths, records, questions, strict=True)):
             con = connections[path]
-            gold = con.execute(gold_sql).fetchall()
+            if run_floor:
+                gold, predicted_sql = golds[i], converted(q.predicted)
+            else:
+                gold, predicted_sql = con.execute(record["expected_sql"]).fetchall(), predictions[i]
             if predicted_sql is None:
                 continue
             try:
@@ -672,6 +683,7 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
     loop_gold = min(plain_loop(folder, questions, gold_only=True)[0] for _ in range(max(3, args.rounds)))
     _, equal = plain_loop(folder, questions)
     engine = min(duckdb_loop(lab.data, GOLD_SET, questions)[0] for _ in range(max(3, args.rounds)))
+    run_floor = min(duckdb_loop(lab.data, GOLD_SET, questions, run_floor=True)[0] for _ in range(max(3, args.rounds)))
 
     lab.run(ONE_SET, one_predictions, None)  # warm-up: builds the sample database, prepares the 1-case set
     first, _ = lab.run(GOLD_SET, predictions, None)  # preparation (preflight, oracle, 3 variants) + one model
@@ -697,6 +709,7 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
         ("plain loop: SQLite, prediction + gold, results as sets", loop),
         ("plain loop: SQLite, gold queries only", loop_gold),
         ("engine floor: DuckDB, gold + converted prediction, as sets", engine),
+        ("run floor: convert prediction + DuckDB + sets (gold stored)", run_floor),
         ("nl2sql-eval run, 1 case, --test-suite-variants 0", fixed["0"]),
         ("nl2sql-eval run, 1 case, default (3 variants)", fixed["None"]),
         (f"nl2sql-eval run, {n} cases, --test-suite-variants 0", timings[("whole", "0")]),
@@ -722,7 +735,9 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
     print(
         f"derived: marginal ms/case {1000 * marginal['0']:.2f} (variants 0), {1000 * marginal['None']:.2f} "
         f"(default); plain loop {1000 * per_case:.3f} ms/case; preparation {preparation:.2f} s; "
-        f"DuckDB engine floor {1000 * engine / n:.3f} ms/case ({engine / loop:.1f}x the plain loop)"
+        f"DuckDB engine floor {1000 * engine / n:.3f} ms/case ({engine / loop:.1f}x the plain loop); run floor "
+        f"{1000 * run_floor / n:.3f} ms/case ({run_floor / loop:.1f}x; marginal v0 / run floor "
+        f"{marginal['0'] * n / run_floor:.1f}x)"
     )
     if min(marginal.values()) <= 0:
         print("warning: a whole-set run took less than the 1-case run: noise larger than the set's cost (run bigger)")
