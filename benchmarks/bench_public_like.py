@@ -545,6 +545,12 @@ def make_lab(work: Path) -> Lab:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
     env.pop("NL2SQL_ASSETS_URL", None)
+    # Bytecode cached as on a user's machine (pip compiles an installed package; an editable one writes its cache
+    # on first import): a PYTHONDONTWRITEBYTECODE=1 inherited from the caller made every CLI process compile the
+    # project's ~240 modules again (0.2-0.3 s). The cache goes to the work folder (the checkout is not written);
+    # the unmeasured warm-up run fills it.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     return Lab(work, env)
 
 
