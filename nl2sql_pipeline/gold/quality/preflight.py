@@ -18,19 +18,26 @@ at the case's reference date, ``sql.clock``).
 Every expected SQL runs with the configured limits in this process, and once more with another thread
 count (``threads=1`` against N) in a worker process of its own (DuckDB allows one configuration per
 database file and process, so the second thread count cannot share this process's sandbox).
+
+The results of the first runs that succeeded are handed to the oracle stage of the same process
+(``take_gold_results``): it runs the same queries with the same limits on the same files, and uses them
+instead of running each a third time (a file changed since, other limits or another SQL are run again).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from dataclasses import asdict, dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, compare_query_results
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.execution import IsolatedRunner, SandboxLimits, run_query
+from nl2sql_pipeline.execution import IsolatedRunner, QueryResult, SandboxLimits, run_query
 from nl2sql_pipeline.gold.quality.triage import (
     TriageFlag,
     clock_flags,
@@ -128,6 +135,38 @@ class PreflightReport:
                 self.flags.append(flag.line())
 
 
+GoldRunKey = tuple[str, tuple[int, int, int, int], str, SandboxLimits]
+"""(resolved database path, the file's (device, inode, size, mtime), pinned SQL, limits)."""
+_GOLD_RESULTS: dict[GoldRunKey, QueryResult] = {}
+_GOLD_RESULTS_LOCK = threading.Lock()
+
+
+def gold_run_key(db_path: Path | str, sql: str, limits: SandboxLimits) -> GoldRunKey | None:
+    """The key of a gold query's result: the database file by path and identity, the SQL as run, the limits
+    (None when the file cannot be read: nothing is handed over then)."""
+    try:
+        resolved = Path(db_path).resolve()
+        stat = os.stat(resolved)
+    except OSError:
+        return None
+    return (str(resolved), (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns), sql, limits)
+
+
+def _hand_over(results: dict[GoldRunKey, QueryResult]) -> None:
+    """Offer the preflight's successful first runs to the oracle (replacing any earlier preflight's)."""
+    with _GOLD_RESULTS_LOCK:
+        _GOLD_RESULTS.clear()
+        _GOLD_RESULTS.update(results)
+
+
+def take_gold_results() -> dict[GoldRunKey, QueryResult]:
+    """The successful first runs of the last preflight of this process, handed over once (then forgotten)."""
+    with _GOLD_RESULTS_LOCK:
+        taken = dict(_GOLD_RESULTS)
+        _GOLD_RESULTS.clear()
+    return taken
+
+
 def run_preflight(
     cases: list[Case],
     resolve_database: DatabaseResolver,
@@ -141,6 +180,7 @@ def run_preflight(
     gate = PolicyGate(resolve_database) if check_policy else None
     other_limits = other_thread_count(limits)
     worker: IsolatedRunner | None = None
+    handed: dict[GoldRunKey, QueryResult] = {}
     try:
         for case in cases:
             if case.is_probe:
@@ -168,6 +208,9 @@ def run_preflight(
                         f"{first.error_message})",
                     )
                     continue
+                key = gold_run_key(db_path, sql, limits)
+                if key is not None:
+                    handed[key] = first
                 if first.truncated:
                     report.quarantine_case(
                         case.id, label, ROW_CAP_EXCEEDED, f"expected result exceeds the row cap ({limits.row_cap} rows)"
@@ -211,6 +254,7 @@ def run_preflight(
     finally:
         if worker is not None:
             worker.close()
+    _hand_over(handed)
     logger.info(
         "preflight: %d cases, %d quarantined, %d problems, %d flags",
         len(cases),
