@@ -85,3 +85,35 @@ def test_other_limits_or_a_changed_file_run_the_gold_again(shop, oracle_runs):
     rows = oracle.run_oracle(cases, lambda _name: shop, LIMITS)
     assert len(oracle_runs) == 4
     assert rows[0].result.rows == [(51,)]
+
+
+def test_findings_come_case_by_case_and_alternative_by_alternative(shop):
+    """The second runs go to the worker after every first run; the report still lists each alternative's
+    findings together, in order (as when each was checked in turn)."""
+    two = case_from_dict(
+        query_case(
+            "two",
+            ["SELECT id FROM t WHERE v = 3 AND current_date > DATE '2000-01-01'", "SELECT id FROM t LIMIT 3"],
+            database="shop",
+        )
+    )
+    report = run_preflight([two, *_cases()], lambda _name: shop, LIMITS, check_policy=False)
+    labels = [flag.label for flag in report.triage]
+    assert labels == sorted(labels, key=lambda label: ("two[1]" in label,))  # every two[0] before any two[1]
+    assert {"two[0]", "two[1]"} <= set(labels)
+    assert report.quarantined == ["two", "c"]
+    assert report.queries_run >= 6
+
+
+def test_a_worker_that_cannot_start_is_a_problem_for_each_query(shop, monkeypatch):
+    from nl2sql_pipeline.execution import IsolatedRunner
+    from nl2sql_pipeline.execution.exceptions import SandboxError
+
+    def refuse(self):
+        raise SandboxError("the sandbox worker process did not start")
+
+    monkeypatch.setattr(IsolatedRunner, "_worker", refuse)
+    report = run_preflight(_cases(), lambda _name: shop, LIMITS, check_policy=False)
+    assert [line.split(":")[0] for line in report.problems] == ["a", "b"]
+    assert "threads=" in report.problems[0] and "did not start" in report.problems[0]
+    assert not report.passed

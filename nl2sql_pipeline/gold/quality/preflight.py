@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -167,6 +168,18 @@ def take_gold_results() -> dict[GoldRunKey, QueryResult]:
     return taken
 
 
+@dataclass
+class _Second:
+    """An expected SQL whose first run succeeded, waiting for its run at the other thread count."""
+
+    case: Case
+    part: PreflightReport
+    label: str
+    db_path: Path
+    sql: str
+    first: QueryResult
+
+
 def run_preflight(
     cases: list[Case],
     resolve_database: DatabaseResolver,
@@ -175,85 +188,63 @@ def run_preflight(
     check_policy: bool = True,
 ) -> PreflightReport:
     """Run every expected SQL (twice, at two thread counts), triage the gold, score it against itself, and
-    check each case against its policy."""
+    check each case against its policy.
+
+    Every expected SQL first runs in this process; those that succeeded then go to the worker process in
+    turn, each sent while the previous one's findings are worked out here. Findings are recorded per case
+    and alternative and put together in that order: the report is the one of checking each in turn.
+    """
     report = PreflightReport(case_count=len(cases))
     gate = PolicyGate(resolve_database) if check_policy else None
-    other_limits = other_thread_count(limits)
-    worker: IsolatedRunner | None = None
+    parts: list[PreflightReport] = []
+    seconds: list[_Second] = []
     handed: dict[GoldRunKey, QueryResult] = {}
-    try:
-        for case in cases:
-            if case.is_probe:
-                if gate is not None:
-                    decision = gate.check(case, case.policy_probe_sql or "")
-                    if decision.allowed:
-                        report.quarantine_case(
-                            case.id, case.id, PROBE_ALLOWED, f"policy '{decision.policy_name}' lets the probe through"
-                        )
+    for case in cases:
+        if case.is_probe:
+            part = PreflightReport()
+            parts.append(part)
+            if gate is not None:
+                decision = gate.check(case, case.policy_probe_sql or "")
+                if decision.allowed:
+                    part.quarantine_case(
+                        case.id, case.id, PROBE_ALLOWED, f"policy '{decision.policy_name}' lets the probe through"
+                    )
+            continue
+        db_path = resolve_database(case.database)
+        for index, sql in enumerate(case.expected_sql):
+            part = PreflightReport()
+            parts.append(part)
+            label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
+            part.add(clock_flags(label, sql, case.reference_instant), case.id)
+            sql = pin_clock(sql, case.reference_instant)  # every run below sees the case's pinned clock
+            first = run_query(db_path, sql, limits)
+            part.queries_run += 1
+            if not first.ok:
+                timed_out = first.error_class == "timeout"
+                part.quarantine_case(
+                    case.id,
+                    label,
+                    EXPECTED_SQL_TIMEOUT if timed_out else EXPECTED_SQL_FAILS,
+                    f"expected SQL {'times out' if timed_out else 'fails'} ({first.error_class}: "
+                    f"{first.error_message})",
+                )
                 continue
-            db_path = resolve_database(case.database)
-            for index, sql in enumerate(case.expected_sql):
-                label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
-                report.add(clock_flags(label, sql, case.reference_instant), case.id)
-                sql = pin_clock(sql, case.reference_instant)  # every run below sees the case's pinned clock
-                first = run_query(db_path, sql, limits)
-                report.queries_run += 1
-                if not first.ok:
-                    timed_out = first.error_class == "timeout"
-                    report.quarantine_case(
-                        case.id,
-                        label,
-                        EXPECTED_SQL_TIMEOUT if timed_out else EXPECTED_SQL_FAILS,
-                        f"expected SQL {'times out' if timed_out else 'fails'} ({first.error_class}: "
-                        f"{first.error_message})",
-                    )
-                    continue
-                key = gold_run_key(db_path, sql, limits)
-                if key is not None:
-                    handed[key] = first
-                if first.truncated:
-                    report.quarantine_case(
-                        case.id, label, ROW_CAP_EXCEEDED, f"expected result exceeds the row cap ({limits.row_cap} rows)"
-                    )
-                worker = worker or IsolatedRunner()
-                try:
-                    second = worker.run(db_path, sql, other_limits)
-                except Nl2SqlError as exc:  # the worker process could not start or answer
-                    report.problems.append(
-                        f"{label}: could not run the expected SQL with threads={other_limits.threads} "
-                        f"in a worker process ({exc})"
-                    )
-                    continue
-                report.queries_run += 1
-                thread = thread_flags(label, sql, first, second, db_path, limits, config)
-                report.add(thread, case.id)
-                if thread:
-                    continue
-                self_score = compare_query_results(first, first, config)
-                if not self_score.match:
-                    report.quarantine_case(
-                        case.id,
-                        label,
-                        GOLD_SELF_MISMATCH,
-                        f"gold does not match itself ({self_score.reason}): comparator bug",
-                    )
-                report.add(result_flags(label, first), case.id)
-                flags, probes = limit_flags(label, sql, partial(run_query, db_path), limits, config)
-                report.queries_run += probes
-                report.add(flags, case.id)
-                if gate is not None:
-                    decision = gate.check(case, sql)
-                    if not decision.allowed:
-                        report.quarantine_case(
-                            case.id,
-                            label,
-                            POLICY_REJECTS_GOLD,
-                            f"its own policy '{decision.policy_name}' rejects the expected SQL "
-                            f"({decision.rule}: {decision.reason})",
-                        )
-    finally:
-        if worker is not None:
-            worker.close()
+            key = gold_run_key(db_path, sql, limits)
+            if key is not None:
+                handed[key] = first
+            if first.truncated:
+                part.quarantine_case(
+                    case.id, label, ROW_CAP_EXCEEDED, f"expected result exceeds the row cap ({limits.row_cap} rows)"
+                )
+            seconds.append(_Second(case, part, label, db_path, sql, first))
+    if seconds:
+        _check_seconds(seconds, limits, config, gate)
+    for part in parts:
+        report.queries_run += part.queries_run
+        report.problems += part.problems
+        report.flags += part.flags
+        report.triage += part.triage
+        report.quarantine += part.quarantine
     _hand_over(handed)
     logger.info(
         "preflight: %d cases, %d quarantined, %d problems, %d flags",
@@ -263,3 +254,62 @@ def run_preflight(
         len(report.flags),
     )
     return report
+
+
+def _check_seconds(
+    seconds: list[_Second], limits: SandboxLimits, config: CompareConfig, gate: PolicyGate | None
+) -> None:
+    """Run each expected SQL again with the other thread count in a worker process, and check the rest."""
+    other_limits = other_thread_count(limits)
+    worker = IsolatedRunner()
+    try:
+        with closing(worker.run_many(((item.db_path, item.sql) for item in seconds), other_limits)) as results:
+            for item, second in zip(seconds, results, strict=True):
+                _check_second(item, second, other_limits, limits, config, gate)
+    finally:
+        worker.close()
+
+
+def _check_second(
+    item: _Second,
+    second: QueryResult | Nl2SqlError,
+    other_limits: SandboxLimits,
+    limits: SandboxLimits,
+    config: CompareConfig,
+    gate: PolicyGate | None,
+) -> None:
+    """Thread check, self score, result and LIMIT triage and the policy check of one expected SQL."""
+    case, part, label, db_path, sql, first = item.case, item.part, item.label, item.db_path, item.sql, item.first
+    if isinstance(second, Nl2SqlError):  # the worker process could not start or answer
+        part.problems.append(
+            f"{label}: could not run the expected SQL with threads={other_limits.threads} "
+            f"in a worker process ({second})"
+        )
+        return
+    part.queries_run += 1
+    thread = thread_flags(label, sql, first, second, db_path, limits, config)
+    part.add(thread, case.id)
+    if thread:
+        return
+    self_score = compare_query_results(first, first, config)
+    if not self_score.match:
+        part.quarantine_case(
+            case.id,
+            label,
+            GOLD_SELF_MISMATCH,
+            f"gold does not match itself ({self_score.reason}): comparator bug",
+        )
+    part.add(result_flags(label, first), case.id)
+    flags, probes = limit_flags(label, sql, partial(run_query, db_path), limits, config)
+    part.queries_run += probes
+    part.add(flags, case.id)
+    if gate is not None:
+        decision = gate.check(case, sql)
+        if not decision.allowed:
+            part.quarantine_case(
+                case.id,
+                label,
+                POLICY_REJECTS_GOLD,
+                f"its own policy '{decision.policy_name}' rejects the expected SQL "
+                f"({decision.rule}: {decision.reason})",
+            )
