@@ -198,8 +198,12 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
             if key_column is None:  # not so: _duplicable found the key among the columns
                 continue
             kind = key_column.data_type.upper()
-            [(largest,)] = ctx.con.execute(f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchall()
-            top = largest or 0
+            largest_key = ("source_max", table.qualified, key)  # of the source: the same for every variant
+            if largest_key not in ctx.cache:
+                [(ctx.cache[largest_key],)] = ctx.con.execute(
+                    f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}"
+                ).fetchall()
+            top = ctx.cache[largest_key] or 0
             offset = int(top) + 1
             if top < 0 or 2 * offset > _INTEGER_MAX[kind]:
                 continue
