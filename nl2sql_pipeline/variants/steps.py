@@ -8,6 +8,7 @@ summary for the variant's manifest.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import re
@@ -19,7 +20,7 @@ import duckdb
 
 from nl2sql_pipeline.sql.identifiers import quote_identifier as quote
 from nl2sql_pipeline.variants.literals import BoundaryLiteral
-from nl2sql_pipeline.variants.schema import SOURCE_ALIAS, SourceSchema, Table
+from nl2sql_pipeline.variants.schema import SOURCE_ALIAS, Column, SourceSchema, Table
 
 logger = logging.getLogger(__name__)
 
@@ -246,9 +247,10 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
     """Write each boundary value of the gold's literals into a few rows of its column (``BOUNDARY_ROWS``).
 
     The rows (distinct for each value of a column) are drawn by a ``random.Random`` seeded by the variant
-    and the column; one UPDATE per column.
+    and the column; one UPDATE per table (``_write_boundaries``).
     """
     written: list[str] = []
+    planned: list[_Boundaries] = []
     row_ids: dict[str, Sequence[int]] = {}
     for literal in ctx.literals:
         table = ctx.schema.table(literal.table, literal.schema)
@@ -282,19 +284,60 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
                 cases.append(f"WHEN rowid IN ({', '.join(map(str, rows))}) THEN CAST(? AS {column.data_type})")
                 params.append(value)
                 targets += rows
-        if not targets:
-            continue
+        if targets:
+            planned.append(_Boundaries(table, column, cases, params, targets))
+    for _, same_table in itertools.groupby(planned, key=lambda plan: plan.table.qualified):
+        written += _write_boundaries(ctx, list(same_table))
+    return {"boundary_values": written}
+
+
+@dataclass
+class _Boundaries:
+    """The boundary values to write into one column: CASE branches (``WHEN rowid IN (...) THEN CAST(? ...)``),
+    their values and every row they write."""
+
+    table: Table
+    column: Column
+    cases: list[str]
+    params: list[str]
+    targets: list[int]
+
+    def written(self) -> list[str]:
+        return [f"{self.table.schema}.{self.table.name}.{self.column.name}={value}" for value in self.params]
+
+
+def _write_boundaries(ctx: VariantContext, plans: list[_Boundaries]) -> list[str]:
+    """Write the boundary values of one table's columns: one UPDATE for all of them, or, should it fail, one per
+    column, a column that refuses its values keeping its own (every column's rows are its own draw, so the
+    result is the same either way)."""
+    table = plans[0].table
+    if len(plans) > 1:
+        sets = ", ".join(
+            f"{quote(plan.column.name)} = CASE {' '.join(plan.cases)} ELSE {quote(plan.column.name)} END"
+            for plan in plans
+        )
+        targets = sorted({row for plan in plans for row in plan.targets})
         try:
             ctx.con.execute(
-                f"UPDATE {table.qualified} SET {quote(column.name)} = CASE {' '.join(cases)} END "
-                f"WHERE rowid IN ({', '.join(map(str, sorted(targets)))})",
-                params,
+                f"UPDATE {table.qualified} SET {sets} WHERE rowid IN ({', '.join(map(str, targets))})",
+                [value for plan in plans for value in plan.params],
+            )
+            return [line for plan in plans for line in plan.written()]
+        except duckdb.Error as exc:
+            logger.debug("boundary values of %s not written at once, column by column instead: %s", table.name, exc)
+    written: list[str] = []
+    for plan in plans:
+        try:
+            ctx.con.execute(
+                f"UPDATE {table.qualified} SET {quote(plan.column.name)} = CASE {' '.join(plan.cases)} END "
+                f"WHERE rowid IN ({', '.join(map(str, sorted(plan.targets)))})",
+                plan.params,
             )
         except duckdb.Error as exc:  # a CHECK constraint or a type the cast accepts but the column refuses
-            logger.debug("boundary values not written to %s.%s: %s", table.name, column.name, exc)
+            logger.debug("boundary values not written to %s.%s: %s", table.name, plan.column.name, exc)
             continue
-        written += [f"{table.schema}.{table.name}.{column.name}={value}" for value in params]
-    return {"boundary_values": written}
+        written += plan.written()
+    return written
 
 
 def shuffle_rows(ctx: VariantContext) -> dict[str, Any]:
