@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -190,55 +192,22 @@ def run_preflight(
     """Run every expected SQL (twice, at two thread counts), triage the gold, score it against itself, and
     check each case against its policy.
 
-    Every expected SQL first runs in this process; those that succeeded then go to the worker process in
-    turn, each sent while the previous one's findings are worked out here. Findings are recorded per case
-    and alternative and put together in that order: the report is the one of checking each in turn.
+    Every expected SQL first runs in this process; one that succeeded is queued at once for the worker
+    process, which runs it while the next first runs run here. Findings are recorded per case and
+    alternative and put together in that order: the report is the one of checking each in turn.
     """
     report = PreflightReport(case_count=len(cases))
     gate = PolicyGate(resolve_database) if check_policy else None
     parts: list[PreflightReport] = []
     seconds: list[_Second] = []
     handed: dict[GoldRunKey, QueryResult] = {}
-    for case in cases:
-        if case.is_probe:
-            part = PreflightReport()
-            parts.append(part)
-            if gate is not None:
-                decision = gate.check(case, case.policy_probe_sql or "")
-                if decision.allowed:
-                    part.quarantine_case(
-                        case.id, case.id, PROBE_ALLOWED, f"policy '{decision.policy_name}' lets the probe through"
-                    )
-            continue
-        db_path = resolve_database(case.database)
-        for index, sql in enumerate(case.expected_sql):
-            part = PreflightReport()
-            parts.append(part)
-            label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
-            part.add(clock_flags(label, sql, case.reference_instant), case.id)
-            sql = pin_clock(sql, case.reference_instant)  # every run below sees the case's pinned clock
-            first = run_query(db_path, sql, limits)
-            part.queries_run += 1
-            if not first.ok:
-                timed_out = first.error_class == "timeout"
-                part.quarantine_case(
-                    case.id,
-                    label,
-                    EXPECTED_SQL_TIMEOUT if timed_out else EXPECTED_SQL_FAILS,
-                    f"expected SQL {'times out' if timed_out else 'fails'} ({first.error_class}: "
-                    f"{first.error_message})",
-                )
-                continue
-            key = gold_run_key(db_path, sql, limits)
-            if key is not None:
-                handed[key] = first
-            if first.truncated:
-                part.quarantine_case(
-                    case.id, label, ROW_CAP_EXCEEDED, f"expected result exceeds the row cap ({limits.row_cap} rows)"
-                )
-            seconds.append(_Second(case, part, label, db_path, sql, first))
-    if seconds:
-        _check_seconds(seconds, limits, config, gate)
+    other = _OtherThreadCount(limits)
+    try:
+        _first_runs(cases, resolve_database, limits, gate, parts, seconds, handed, other)
+        for item, second in zip(seconds, other.outcomes(), strict=True):
+            _check_second(item, second, other.limits, limits, config, gate)
+    finally:
+        other.close()
     for part in parts:
         report.queries_run += part.queries_run
         report.problems += part.problems
@@ -256,18 +225,70 @@ def run_preflight(
     return report
 
 
-def _check_seconds(
-    seconds: list[_Second], limits: SandboxLimits, config: CompareConfig, gate: PolicyGate | None
-) -> None:
-    """Run each expected SQL again with the other thread count in a worker process, and check the rest."""
-    other_limits = other_thread_count(limits)
-    worker = IsolatedRunner()
-    try:
-        with closing(worker.run_many(((item.db_path, item.sql) for item in seconds), other_limits)) as results:
-            for item, second in zip(seconds, results, strict=True):
-                _check_second(item, second, other_limits, limits, config, gate)
-    finally:
-        worker.close()
+class _OtherThreadCount:
+    """The runs at the other thread count (``threads=1`` against N), in a worker process fed from a thread of
+    this one: an expected SQL queued as soon as its first run succeeded runs there while the next first runs
+    run here. ``outcomes`` gives one outcome per queued SQL, in order."""
+
+    def __init__(self, limits: SandboxLimits):
+        self.limits = other_thread_count(limits)
+        self._runner = IsolatedRunner()
+        self._queued: queue.SimpleQueue[_Second | None] = queue.SimpleQueue()
+        self._outcomes: queue.SimpleQueue[QueryResult | Nl2SqlError | _End] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def queue(self, item: _Second) -> None:
+        """Run ``item`` in the worker (started with the first item)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._feed, name="preflight-threads", daemon=True)
+            self._thread.start()
+        self._queued.put(item)
+
+    def outcomes(self) -> Iterator[QueryResult | Nl2SqlError]:
+        """The outcome of each queued SQL in order (call once every SQL is queued)."""
+        if self._thread is None:
+            return
+        self._queued.put(None)
+        while True:
+            outcome = self._outcomes.get()
+            if isinstance(outcome, _End):
+                if outcome.error is not None:
+                    raise outcome.error
+                return
+            yield outcome
+
+    def close(self) -> None:
+        """Stop feeding the worker, wait for the thread, stop the worker process."""
+        self._stop.set()
+        if self._thread is not None:
+            self._queued.put(None)
+            self._thread.join()
+        self._runner.close()
+
+    def _feed(self) -> None:
+        def requests() -> Iterator[tuple[Path, str]]:
+            while not self._stop.is_set():
+                item = self._queued.get()
+                if item is None:
+                    return
+                yield item.db_path, item.sql
+
+        try:
+            with closing(self._runner.run_many(requests(), self.limits)) as results:
+                for outcome in results:
+                    self._outcomes.put(outcome)
+        except BaseException as exc:  # handed to the preflight's thread, which raises it
+            self._outcomes.put(_End(exc))
+        else:
+            self._outcomes.put(_End(None))
+
+
+@dataclass(frozen=True)
+class _End:
+    """The end of the worker's outcomes; ``error`` when feeding it failed."""
+
+    error: BaseException | None
 
 
 def _check_second(
@@ -313,3 +334,56 @@ def _check_second(
                 f"its own policy '{decision.policy_name}' rejects the expected SQL "
                 f"({decision.rule}: {decision.reason})",
             )
+
+
+def _first_runs(
+    cases: list[Case],
+    resolve_database: DatabaseResolver,
+    limits: SandboxLimits,
+    gate: PolicyGate | None,
+    parts: list[PreflightReport],
+    seconds: list[_Second],
+    handed: dict[GoldRunKey, QueryResult],
+    other: _OtherThreadCount,
+) -> None:
+    """The probes' policy check and each expected SQL's first run, a report part per case and alternative;
+    an expected SQL whose first run succeeded is queued for its run at the other thread count."""
+    for case in cases:
+        if case.is_probe:
+            part = PreflightReport()
+            parts.append(part)
+            if gate is not None:
+                decision = gate.check(case, case.policy_probe_sql or "")
+                if decision.allowed:
+                    part.quarantine_case(
+                        case.id, case.id, PROBE_ALLOWED, f"policy '{decision.policy_name}' lets the probe through"
+                    )
+            continue
+        db_path = resolve_database(case.database)
+        for index, sql in enumerate(case.expected_sql):
+            part = PreflightReport()
+            parts.append(part)
+            label = case.id if len(case.expected_sql) == 1 else f"{case.id}[{index}]"
+            part.add(clock_flags(label, sql, case.reference_instant), case.id)
+            sql = pin_clock(sql, case.reference_instant)  # every run below sees the case's pinned clock
+            first = run_query(db_path, sql, limits)
+            part.queries_run += 1
+            if not first.ok:
+                timed_out = first.error_class == "timeout"
+                part.quarantine_case(
+                    case.id,
+                    label,
+                    EXPECTED_SQL_TIMEOUT if timed_out else EXPECTED_SQL_FAILS,
+                    f"expected SQL {'times out' if timed_out else 'fails'} ({first.error_class}: "
+                    f"{first.error_message})",
+                )
+                continue
+            key = gold_run_key(db_path, sql, limits)
+            if key is not None:
+                handed[key] = first
+            if first.truncated:
+                part.quarantine_case(
+                    case.id, label, ROW_CAP_EXCEEDED, f"expected result exceeds the row cap ({limits.row_cap} rows)"
+                )
+            seconds.append(_Second(case, part, label, db_path, sql, first))
+            other.queue(seconds[-1])  # runs in the worker while the next first runs run here
