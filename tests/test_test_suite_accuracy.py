@@ -18,7 +18,7 @@ from nl2sql_pipeline.stages import judge
 from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow
 from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, check_on_variants, run_variant_oracle
 from nl2sql_pipeline.variants import boundary_literals, ensure_variants, literals
-from nl2sql_pipeline.variants.build import VariantBuilder, build_variant, read_source_schema
+from nl2sql_pipeline.variants.build import VariantBuilder, build_connection, build_variant, read_source_schema
 
 LIMITS = SandboxLimits(timeout_s=10)
 GOLD = "SELECT count(*) AS n FROM orders WHERE amount >= 100"
@@ -115,6 +115,24 @@ def test_one_builder_builds_every_variant_as_a_builder_of_its_own_would(shop, tm
             a.close()
             b.close()
     assert not list(tmp_path.glob(".*.tmp*"))  # no temporary file left behind
+
+
+def test_one_build_instance_serves_source_after_source(shop, tmp_path, home):
+    """A build instance shared by several sources (``build_suites``) builds what a builder of its own would."""
+    lits = boundary_literals([GOLD], read_source_schema(shop))
+    build_variant(shop, tmp_path / "own.duckdb", 2, 0, lits)
+    con = build_connection()
+    try:
+        for round_ in range(2):  # the second source finds the instance as the first left it
+            with VariantBuilder(shop, con) as builder:
+                builder.build(tmp_path / f"shared-{round_}.duckdb", 2, 0, lits)
+        assert con.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall() == [
+            ("memory",)
+        ]
+    finally:
+        con.close()
+    own = _content(tmp_path / "own.duckdb")
+    assert _content(tmp_path / "shared-0.duckdb") == own and _content(tmp_path / "shared-1.duckdb") == own
 
 
 def test_foreign_keys_hold_in_every_variant_while_rows_are_sampled(shop, home):

@@ -29,7 +29,7 @@ from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 from nl2sql_pipeline.variants import VariantSet, ensure_variants
-from nl2sql_pipeline.variants.build import VariantBuildError
+from nl2sql_pipeline.variants.build import VariantBuildError, build_connection
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +52,21 @@ def build_suites(
         if not case.is_probe:
             sqls.setdefault(case.database, []).extend(case.expected_sql)
     suites: dict[str, VariantSet] = {}
-    if count <= 0:
+    if count <= 0 or not sqls:
         return suites
-    for name, found in sorted(sqls.items()):
-        try:
-            suites[name] = ensure_variants(resolve_database(name), found, count, seed)
-        except VariantBuildError as exc:  # the run goes on: its cases are judged on the database alone
-            logger.warning(
-                "test-suite accuracy: no variants of database %s (%s); its cases count as checked on no variant",
-                name,
-                exc,
-            )
+    con = build_connection()  # one build instance for every database
+    try:
+        for name, found in sorted(sqls.items()):
+            try:
+                suites[name] = ensure_variants(resolve_database(name), found, count, seed, con)
+            except VariantBuildError as exc:  # the run goes on: its cases are judged on the database alone
+                logger.warning(
+                    "test-suite accuracy: no variants of database %s (%s); its cases count as checked on no variant",
+                    name,
+                    exc,
+                )
+    finally:
+        con.close()
     return suites
 
 

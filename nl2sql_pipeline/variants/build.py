@@ -70,10 +70,27 @@ def read_source_schema(source: Path) -> SourceSchema:
         con.close()
 
 
+def build_connection() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB instance to build variants in: one thread, ``BUILD_MEMORY_LIMIT``, spill files in
+    the scratch folder, no extensions. Sources and variant files are attached to it; one instance can serve
+    every source in turn (a new instance costs ~30 ms)."""
+    scratch = paths.scratch_dir() / f"variant-build-{os.getpid()}"
+    return duckdb.connect(
+        ":memory:",
+        config={
+            "threads": 1,
+            "memory_limit": BUILD_MEMORY_LIMIT,
+            "temp_directory": str(scratch),
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        },
+    )
+
+
 class VariantBuilder:
-    """One source database opened to build its variants: one DuckDB instance with the source attached
-    read-only and its shape read once, each variant file attached to it in turn, built, checkpointed and
-    detached (a new instance costs ~30 ms, reading the shape ~20 ms: once per source, not per variant).
+    """One source database opened to build its variants: the source attached read-only to a build instance
+    (``build_connection``, its own or ``con``) and its shape read once, each variant file attached in turn,
+    built, checkpointed and detached (reading the shape costs ~20 ms: once per source, not per variant).
 
         with VariantBuilder(source) as builder:
             literals = boundary_literals(sqls, builder.schema)
@@ -82,25 +99,16 @@ class VariantBuilder:
     Raises ``VariantBuildError`` when the source cannot be read.
     """
 
-    def __init__(self, source: Path):
+    def __init__(self, source: Path, con: duckdb.DuckDBPyConnection | None = None):
         self.source = Path(source)
-        scratch = paths.scratch_dir() / f"variant-build-{os.getpid()}"
-        self._con = duckdb.connect(
-            ":memory:",
-            config={
-                "threads": 1,
-                "memory_limit": BUILD_MEMORY_LIMIT,
-                "temp_directory": str(scratch),
-                "autoinstall_known_extensions": False,
-                "autoload_known_extensions": False,
-            },
-        )
+        self._own = con is None
+        self._con = build_connection() if con is None else con
         self._cache: dict[Any, Any] = {}
         try:
             attach_source(self._con, self.source)
             self.schema = read_schema(self._con)
         except duckdb.Error as exc:
-            self._con.close()
+            self.close()
             raise VariantBuildError(f"cannot read the schema of {source} to build its variants ({exc})") from exc
 
     def __enter__(self) -> VariantBuilder:
@@ -110,8 +118,15 @@ class VariantBuilder:
         self.close()
 
     def close(self) -> None:
-        """Close the instance (the source is detached with it)."""
-        self._con.close()
+        """Close the builder's own instance; detach the source from a shared one."""
+        if self._own:
+            self._con.close()
+            return
+        try:
+            self._con.execute("USE memory")
+            self._con.execute(f"DETACH DATABASE IF EXISTS {SOURCE_ALIAS}")
+        except duckdb.Error as exc:
+            logger.debug("could not detach %s from the shared build instance: %s", self.source, exc)
 
     def build(self, target: Path, index: int, seed: int, literals: Sequence[BoundaryLiteral] = ()) -> dict[str, Any]:
         """Write variant ``index`` to ``target`` (through a temporary file renamed into place); returns what

@@ -61,13 +61,20 @@ def variants_dir(source: Path, fingerprint: str) -> Path:
     return paths.storage_root() / "variants" / f"{source.stem}-{fingerprint}"
 
 
-def ensure_variants(source: Path, expected_sqls: Iterable[str], count: int, seed: int = 0) -> VariantSet:
-    """The first ``count`` variants of ``source`` for gold SQL ``expected_sqls``, building the missing ones.
+def ensure_variants(
+    source: Path,
+    expected_sqls: Iterable[str],
+    count: int,
+    seed: int = 0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> VariantSet:
+    """The first ``count`` variants of ``source`` for gold SQL ``expected_sqls``, building the missing ones
+    (in ``con``, a ``build.build_connection`` shared by several sources, when given).
 
     Raises ``VariantBuildError`` when the source cannot be read or a variant cannot be built.
     """
     source = Path(source).resolve()
-    with VariantBuilder(source) as builder:  # the source opened and its shape read once for every variant
+    with VariantBuilder(source, con) as builder:  # the source opened and its shape read once for every variant
         literals = boundary_literals(expected_sqls, builder.schema)
         fingerprint = variants_fingerprint(source, literals, seed)
         folder = variants_dir(source, fingerprint)
