@@ -17,6 +17,7 @@ import nl2sql_pipeline.execution.sandbox as sandbox_module
 from nl2sql_pipeline.errors import DatabaseNotFoundError
 from nl2sql_pipeline.execution import (
     ERROR_CLASSES,
+    IsolatedRunner,
     QueryResult,
     Sandbox,
     SandboxLimits,
@@ -363,6 +364,46 @@ def test_isolated_runner_refuses_without_a_worker_and_reports_missing_databases(
     assert run_query_isolated(db, "SELEC").error_class == "syntax"
     with pytest.raises(DatabaseNotFoundError):
         run_query_isolated(tmp_path / "absent.duckdb", "SELECT 1")
+
+
+def test_isolated_runner_runs_many_in_order_and_kills_a_query_past_its_deadline(db, tmp_path):
+    """``run_many``: one outcome per query in order (refusals and missing databases included), a query that
+    ignores interrupt killed with its worker after its own timeout and grace, the next on a new worker."""
+    runner = IsolatedRunner(grace_s=0.3)
+    limits = SandboxLimits(timeout_s=0.2)
+    queries = [
+        (db, "SELECT count(*) FROM t"),
+        (db, "DROP TABLE t"),
+        (tmp_path / "absent.duckdb", "SELECT 1"),
+        (db, "SELECT length(repeat('x', 1000000000))"),  # one huge value: no interrupt check in-process
+        (db, "SELECT 7"),
+    ]
+    try:
+        outcomes = []
+        for outcome in runner.run_many(queries, limits):
+            outcomes.append(outcome)
+            time.sleep(0.05)  # the caller working on a result while the worker runs the next query
+        counted, refused, missing, hung, seven = outcomes
+        assert counted.rows == [(3,)] and refused.error_class == "forbidden"
+        assert isinstance(missing, DatabaseNotFoundError)
+        assert hung.error_class == "timeout" and "ignored interrupt and its process was killed" in hung.error_message
+        assert hung.elapsed_ms >= (0.2 + 0.3) * 1000
+        assert seven.rows == [(7,)]
+    finally:
+        runner.close()
+
+
+def test_isolated_runner_left_mid_run_many_kills_the_query_in_flight(db):
+    runner = IsolatedRunner()
+    try:
+        results = runner.run_many([(db, "SELECT 1"), (db, "SELECT 2")])
+        assert next(results).rows == [(1,)]  # SELECT 2 is in flight now
+        worker = runner._process
+        results.close()
+        assert worker is not None and worker.poll() is not None  # its reply can never be read by a later call
+        assert runner.run(db, "SELECT 3").rows == [(3,)]
+    finally:
+        runner.close()
 
 
 def test_a_stage_hold_acquires_each_database_once_and_gives_it_back(tmp_path, monkeypatch):

@@ -131,6 +131,22 @@ def test_content_hash_is_canonical(tmp_path: Path, model: SemanticModel) -> None
     assert load_semantic_model(edited).content_hash != model.content_hash
 
 
+def test_a_model_is_loaded_once_per_file_text(tmp_path: Path) -> None:
+    path = tmp_path / "semantic_model.yml"
+    path.write_text(MODEL_FILE.read_text())
+    first = load_semantic_model(path)
+    assert load_semantic_model(path) is first  # the same text: the model built before
+    changed = raw_model()
+    changed["metrics"]["watch_hours"]["description"] = "Hours of video watched."
+    path.write_text(yaml.safe_dump(changed, sort_keys=False))  # edited in place (same mtime tick, maybe)
+    edited = load_semantic_model(path)
+    assert edited is not first and edited.content_hash != first.content_hash
+    path.write_text("version: [")  # broken: the error every time, never a model remembered before
+    for _ in range(2):
+        with pytest.raises(SemanticModelError):
+            load_semantic_model(path)
+
+
 # ------------------------------------------------------------------------------- coverage of the DB
 
 

@@ -18,7 +18,7 @@ from nl2sql_pipeline.stages import judge
 from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow
 from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, check_on_variants, run_variant_oracle
 from nl2sql_pipeline.variants import boundary_literals, ensure_variants, literals
-from nl2sql_pipeline.variants.build import build_variant, read_source_schema
+from nl2sql_pipeline.variants.build import VariantBuilder, build_connection, build_variant, read_source_schema
 
 LIMITS = SandboxLimits(timeout_s=10)
 GOLD = "SELECT count(*) AS n FROM orders WHERE amount >= 100"
@@ -90,6 +90,49 @@ def test_variants_are_built_deterministically(shop, tmp_path, home):
     assert a == b  # same seed and index: the same rows in the same order
     assert a != c  # another variant differs
     assert a != _content(shop)
+
+
+def test_one_builder_builds_every_variant_as_a_builder_of_its_own_would(shop, tmp_path, home):
+    """``VariantBuilder`` opens the source once for several variants: each is the file ``build_variant`` writes
+    alone (rows in storage order, row ids, views), and the manifests say the same."""
+    lits = boundary_literals([GOLD], read_source_schema(shop))
+    alone = {index: build_variant(shop, tmp_path / f"alone-{index}.duckdb", index, 0, lits) for index in range(3)}
+    with VariantBuilder(shop) as builder:
+        assert boundary_literals([GOLD], builder.schema) == lits
+        shared = {index: builder.build(tmp_path / f"shared-{index}.duckdb", index, 0, lits) for index in range(3)}
+    assert shared == alone
+    for index in range(3):
+        a, b = (duckdb.connect(str(tmp_path / f"{k}-{index}.duckdb"), read_only=True) for k in ("alone", "shared"))
+        try:
+            for query in (
+                "SELECT rowid, * FROM customers",
+                "SELECT rowid, * FROM orders",
+                "SELECT * FROM big_orders",
+                "SELECT sql FROM duckdb_views() WHERE NOT internal",
+            ):
+                assert a.execute(query).fetchall() == b.execute(query).fetchall(), query
+        finally:
+            a.close()
+            b.close()
+    assert not list(tmp_path.glob(".*.tmp*"))  # no temporary file left behind
+
+
+def test_one_build_instance_serves_source_after_source(shop, tmp_path, home):
+    """A build instance shared by several sources (``build_suites``) builds what a builder of its own would."""
+    lits = boundary_literals([GOLD], read_source_schema(shop))
+    build_variant(shop, tmp_path / "own.duckdb", 2, 0, lits)
+    con = build_connection()
+    try:
+        for round_ in range(2):  # the second source finds the instance as the first left it
+            with VariantBuilder(shop, con) as builder:
+                builder.build(tmp_path / f"shared-{round_}.duckdb", 2, 0, lits)
+        assert con.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall() == [
+            ("memory",)
+        ]
+    finally:
+        con.close()
+    own = _content(tmp_path / "own.duckdb")
+    assert _content(tmp_path / "shared-0.duckdb") == own and _content(tmp_path / "shared-1.duckdb") == own
 
 
 def test_foreign_keys_hold_in_every_variant_while_rows_are_sampled(shop, home):

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -70,6 +72,36 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     return b"".join(chunks)
 
 
+def _request(db_path: Path | str, sql: str, limits: SandboxLimits) -> tuple | QueryResult:
+    """The worker's request for ``sql``, or the refusal of a statement that is not one query.
+
+    Raises ``DatabaseNotFoundError`` when the database file does not exist.
+    """
+    try:
+        parse_single_query(sql)
+    except StatementRefused as exc:
+        return QueryResult.failure("forbidden", str(exc))
+    except duckdb.ParserException as exc:
+        return QueryResult.failure("syntax", str(exc))
+    path = Path(db_path).resolve()
+    if not path.is_file():
+        raise DatabaseNotFoundError(
+            f"database file {path} does not exist; build the sample database with `nl2sql-eval db build` "
+            "or pass the path of an existing .duckdb file"
+        )
+    return (str(path), sql, limits, os.environ.get(paths.STORAGE_ENV_VAR))
+
+
+@dataclass
+class _Sent:
+    """A query written to the worker: when, its timeout, and the failure when the worker was found dead."""
+
+    process: subprocess.Popen[bytes]
+    started: float
+    timeout_s: float
+    died: str | None = None
+
+
 class IsolatedRunner:
     """One worker process running queries one at a time; killed and replaced when a query overruns."""
 
@@ -88,41 +120,86 @@ class IsolatedRunner:
     ) -> QueryResult:
         """Run ``sql`` in the worker; a worker still busy ``grace_s`` after the timeout is killed."""
         grace_s = self.grace_s if grace_s is None else grace_s
-        try:
-            parse_single_query(sql)
-        except StatementRefused as exc:
-            return QueryResult.failure("forbidden", str(exc))
-        except duckdb.ParserException as exc:
-            return QueryResult.failure("syntax", str(exc))
-        path = Path(db_path).resolve()
-        if not path.is_file():
-            raise DatabaseNotFoundError(
-                f"database file {path} does not exist; build the sample database with `nl2sql-eval db build` "
-                "or pass the path of an existing .duckdb file"
-            )
-        request = (str(path), sql, limits, os.environ.get(paths.STORAGE_ENV_VAR))
+        request = _request(db_path, sql, limits)
+        if isinstance(request, QueryResult):
+            return request
         with self._lock:
-            process = self._worker()
-            started = time.perf_counter()
-            try:
-                write_frame(_pipe(process.stdin), request)
-                outcome = self._await(process, limits.timeout_s + grace_s)
-            except (BrokenPipeError, EOFError):
-                outcome = self._died(process)
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            if outcome is None:
-                self._kill()
-                logger.warning("query ignored interrupt: killed its worker after %.1f s", elapsed_ms / 1000)
-                return QueryResult.failure(
-                    "timeout",
-                    f"query exceeded the {limits.timeout_s:g} s timeout, ignored interrupt and its process "
-                    f"was killed after {elapsed_ms / 1000:.1f} s",
-                    elapsed_ms,
-                )
-        if isinstance(outcome, QueryResult):
-            return outcome
+            outcome = self._collect(self._send(self._worker(), request, limits), grace_s)
         if isinstance(outcome, Nl2SqlError):
             raise outcome
+        return outcome
+
+    def run_many(
+        self,
+        queries: Iterable[tuple[Path | str, str]],
+        limits: SandboxLimits = SandboxLimits(),
+        grace_s: float | None = None,
+    ) -> Generator[QueryResult | Nl2SqlError, None, None]:
+        """``run`` for each ``(db_path, sql)`` in order: one result each, or the ``Nl2SqlError`` that ``run``
+        would raise (a missing database, a worker that cannot start).
+
+        Each query is sent to the worker before the previous query's result is yielded, so the worker runs
+        it while the caller looks at that result. Each has the deadline ``run`` gives it, counted from when it
+        was sent; a worker still busy past it is killed (when the caller asks for that result) and the next
+        query goes to a new one. The runner is held for the whole iteration: exhaust or close the iterator.
+        """
+        grace_s = self.grace_s if grace_s is None else grace_s
+        with self._lock:
+            pending: _Sent | QueryResult | Nl2SqlError | None = None
+            try:
+                for db_path, sql in queries:
+                    previous = self._collect(pending, grace_s) if isinstance(pending, _Sent) else pending
+                    pending = self._start(db_path, sql, limits)  # the worker runs it while the caller has previous
+                    if previous is not None:
+                        yield previous
+                last, pending = pending, None
+                if last is not None:
+                    yield self._collect(last, grace_s) if isinstance(last, _Sent) else last
+            finally:
+                if isinstance(pending, _Sent):  # left before its reply was read: no later call may read it
+                    self._kill()
+
+    def _start(self, db_path: Path | str, sql: str, limits: SandboxLimits) -> _Sent | QueryResult | Nl2SqlError:
+        """Send one query to the worker (started when needed); the refusal or error that stops it instead."""
+        try:
+            request = _request(db_path, sql, limits)
+            if isinstance(request, QueryResult):
+                return request
+            return self._send(self._worker(), request, limits)
+        except Nl2SqlError as exc:
+            return exc
+
+    def _send(self, process: subprocess.Popen[bytes], request: tuple, limits: SandboxLimits) -> _Sent:
+        """Write ``request`` to the worker; its deadline counts from now."""
+        started = time.perf_counter()
+        try:
+            write_frame(_pipe(process.stdin), request)
+        except (BrokenPipeError, EOFError):
+            return _Sent(process, started, limits.timeout_s, self._died(process))
+        return _Sent(process, started, limits.timeout_s)
+
+    def _collect(self, sent: _Sent, grace_s: float) -> QueryResult | Nl2SqlError:
+        """The outcome of a sent query: its reply, or a timeout (the worker killed) once ``grace_s`` after its
+        timeout has passed since it was sent."""
+        outcome: object = sent.died
+        if outcome is None:
+            try:
+                remaining = max(0.0, sent.started + sent.timeout_s + grace_s - time.perf_counter())
+                outcome = self._await(sent.process, remaining)
+            except (BrokenPipeError, EOFError):
+                outcome = self._died(sent.process)
+        elapsed_ms = (time.perf_counter() - sent.started) * 1000
+        if outcome is None:
+            self._kill()
+            logger.warning("query ignored interrupt: killed its worker after %.1f s", elapsed_ms / 1000)
+            return QueryResult.failure(
+                "timeout",
+                f"query exceeded the {sent.timeout_s:g} s timeout, ignored interrupt and its process "
+                f"was killed after {elapsed_ms / 1000:.1f} s",
+                elapsed_ms,
+            )
+        if isinstance(outcome, (QueryResult, Nl2SqlError)):
+            return outcome
         return QueryResult.failure("resource", str(outcome), elapsed_ms)
 
     def close(self) -> None:

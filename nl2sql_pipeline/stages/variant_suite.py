@@ -23,13 +23,13 @@ from typing import Any
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits, held_sandboxes, run_query, run_query_isolated
 from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import VariantOracleRow, Verdict
 from nl2sql_pipeline.stages.selection import WholeResults, best_comparison
 from nl2sql_pipeline.variants import VariantSet, ensure_variants
-from nl2sql_pipeline.variants.build import VariantBuildError
+from nl2sql_pipeline.variants.build import VariantBuildError, build_connection
 
 logger = logging.getLogger(__name__)
 
@@ -52,41 +52,49 @@ def build_suites(
         if not case.is_probe:
             sqls.setdefault(case.database, []).extend(case.expected_sql)
     suites: dict[str, VariantSet] = {}
-    if count <= 0:
+    if count <= 0 or not sqls:
         return suites
-    for name, found in sorted(sqls.items()):
-        try:
-            suites[name] = ensure_variants(resolve_database(name), found, count, seed)
-        except VariantBuildError as exc:  # the run goes on: its cases are judged on the database alone
-            logger.warning(
-                "test-suite accuracy: no variants of database %s (%s); its cases count as checked on no variant",
-                name,
-                exc,
-            )
+    con = build_connection()  # one build instance for every database
+    try:
+        for name, found in sorted(sqls.items()):
+            try:
+                suites[name] = ensure_variants(resolve_database(name), found, count, seed, con)
+            except VariantBuildError as exc:  # the run goes on: its cases are judged on the database alone
+                logger.warning(
+                    "test-suite accuracy: no variants of database %s (%s); its cases count as checked on no variant",
+                    name,
+                    exc,
+                )
+    finally:
+        con.close()
     return suites
 
 
 def run_variant_oracle(
     cases: Iterable[Case], suites: Mapping[str, VariantSet], limits: SandboxLimits = SandboxLimits()
 ) -> list[VariantOracleRow]:
-    """Every expected SQL alternative of every query case on every variant of its database, in the sandbox."""
+    """Every expected SQL alternative of every query case on every variant of its database, in the sandbox
+    (each variant's sandbox held for the whole stage)."""
     rows: list[VariantOracleRow] = []
-    for case in cases:
-        suite = suites.get(case.database)
-        if case.is_probe or suite is None:
-            continue
-        for variant_index, path in enumerate(suite.paths):
-            for alternative, sql in enumerate(case.expected_sql):
-                result = run_query(path, pin_clock(sql, case.reference_instant), limits)
-                if not result.ok:
-                    logger.info(
-                        "gold of %s[%d] fails on variant %d (%s); that variant is left out for it",
-                        case.id,
-                        alternative,
-                        variant_index,
-                        result.error_class,
+    with held_sandboxes() as run:
+        for case in cases:
+            suite = suites.get(case.database)
+            if case.is_probe or suite is None:
+                continue
+            for variant_index, path in enumerate(suite.paths):
+                for alternative, sql in enumerate(case.expected_sql):
+                    result = run(path, pin_clock(sql, case.reference_instant), limits)
+                    if not result.ok:
+                        logger.info(
+                            "gold of %s[%d] fails on variant %d (%s); that variant is left out for it",
+                            case.id,
+                            alternative,
+                            variant_index,
+                            result.error_class,
+                        )
+                    rows.append(
+                        VariantOracleRow(case.id, case.fingerprint, variant_index, alternative, str(path), result)
                     )
-                rows.append(VariantOracleRow(case.id, case.fingerprint, variant_index, alternative, str(path), result))
     return rows
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from nl2sql_pipeline import paths
-from nl2sql_pipeline.variants.build import build_variant, read_source_schema
+from nl2sql_pipeline.variants.build import VariantBuilder
 from nl2sql_pipeline.variants.literals import BoundaryLiteral, boundary_literals
 
 logger = logging.getLogger(__name__)
@@ -61,27 +61,35 @@ def variants_dir(source: Path, fingerprint: str) -> Path:
     return paths.storage_root() / "variants" / f"{source.stem}-{fingerprint}"
 
 
-def ensure_variants(source: Path, expected_sqls: Iterable[str], count: int, seed: int = 0) -> VariantSet:
-    """The first ``count`` variants of ``source`` for gold SQL ``expected_sqls``, building the missing ones.
+def ensure_variants(
+    source: Path,
+    expected_sqls: Iterable[str],
+    count: int,
+    seed: int = 0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> VariantSet:
+    """The first ``count`` variants of ``source`` for gold SQL ``expected_sqls``, building the missing ones
+    (in ``con``, a ``build.build_connection`` shared by several sources, when given).
 
     Raises ``VariantBuildError`` when the source cannot be read or a variant cannot be built.
     """
     source = Path(source).resolve()
-    literals = boundary_literals(expected_sqls, read_source_schema(source))
-    fingerprint = variants_fingerprint(source, literals, seed)
-    folder = variants_dir(source, fingerprint)
-    found: list[Path] = []
-    for index in range(count):
-        target = folder / f"variant-{index}.duckdb"
-        if not target.is_file():
-            logger.info("building variant %d of %s (%s)", index, source, fingerprint)
-            summary = build_variant(source, target, index, seed, literals)
-            manifest = folder / f"variant-{index}.json"
-            tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
-            tmp.write_text(
-                json.dumps({"source": str(source), "fingerprint": fingerprint, **summary}, indent=1, default=str),
-                encoding="utf-8",
-            )
-            os.replace(tmp, manifest)
-        found.append(target)
+    with VariantBuilder(source, con) as builder:  # the source opened and its shape read once for every variant
+        literals = boundary_literals(expected_sqls, builder.schema)
+        fingerprint = variants_fingerprint(source, literals, seed)
+        folder = variants_dir(source, fingerprint)
+        found: list[Path] = []
+        for index in range(count):
+            target = folder / f"variant-{index}.duckdb"
+            if not target.is_file():
+                logger.info("building variant %d of %s (%s)", index, source, fingerprint)
+                summary = builder.build(target, index, seed, literals)
+                manifest = folder / f"variant-{index}.json"
+                tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
+                tmp.write_text(
+                    json.dumps({"source": str(source), "fingerprint": fingerprint, **summary}, indent=1, default=str),
+                    encoding="utf-8",
+                )
+                os.replace(tmp, manifest)
+            found.append(target)
     return VariantSet(source, fingerprint, tuple(found))

@@ -8,6 +8,7 @@ summary for the variant's manifest.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import re
@@ -19,7 +20,7 @@ import duckdb
 
 from nl2sql_pipeline.sql.identifiers import quote_identifier as quote
 from nl2sql_pipeline.variants.literals import BoundaryLiteral
-from nl2sql_pipeline.variants.schema import SOURCE_ALIAS, SourceSchema, Table
+from nl2sql_pipeline.variants.schema import SOURCE_ALIAS, Column, SourceSchema, Table
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class VariantContext:
     literals: list[BoundaryLiteral]
     keep_share: float
     notes: dict[str, Any] = field(default_factory=dict)
+    cache: dict[Any, Any] = field(default_factory=dict)
+    """What does not depend on the variant, shared by the variants of one source (``build.VariantBuilder``)."""
 
     def draw(self, salt: str, *parts: str) -> str:
         """A SQL expression: a deterministic integer in [0, BUCKETS) from ``parts`` and this variant's seed."""
@@ -63,13 +66,8 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _count(con: duckdb.DuckDBPyConnection, table: Table) -> int:
-    [(count,)] = con.execute(f"SELECT count(*) FROM {table.qualified}").fetchall()
-    return int(count)
-
-
 def _changed(con: duckdb.DuckDBPyConnection, sql: str) -> int:
-    """Run an INSERT or DELETE and return how many rows it changed."""
+    """Run an INSERT, DELETE or CREATE TABLE AS and return how many rows it wrote or removed."""
     row = con.execute(sql).fetchone()
     return int(row[0]) if row else 0
 
@@ -121,7 +119,7 @@ def sample_rows(ctx: VariantContext) -> dict[str, Any]:
     and only rows whose foreign keys point at parent rows that were kept."""
     kept: dict[str, int] = {}
     threshold = int(ctx.keep_share * BUCKETS)
-    for schema_name in sorted({t.schema for t in ctx.schema.tables}):
+    for schema_name in sorted({t.schema for t in ctx.schema.tables} - {"main"}):  # a new file has main
         ctx.con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(schema_name)}")
     ordered, late = parents_first(ctx.schema.tables)
     tables = {(t.schema, t.name.lower()): t for t in ctx.schema.tables}
@@ -132,11 +130,11 @@ def sample_rows(ctx: VariantContext) -> dict[str, Any]:
             parent = tables.get((table.schema, fk.parent.lower()))
             if parent is not None and (table.schema, table.name, index) not in late:
                 conditions.append(_parent_present(table, index, parent, "s"))
-        ctx.con.execute(
+        kept[f"{table.schema}.{table.name}"] = _changed(  # CREATE TABLE AS answers with its row count
+            ctx.con,
             f"CREATE TABLE {table.qualified} AS SELECT s.* FROM {source} AS s "
-            f"WHERE {' AND '.join(conditions)} ORDER BY s.rowid"
+            f"WHERE {' AND '.join(conditions)} ORDER BY s.rowid",
         )
-        kept[f"{table.schema}.{table.name}"] = _count(ctx.con, table)
     ctx.notes["late_foreign_keys"] = late
     return {"keep_share": round(ctx.keep_share, 4), "rows_kept": kept}
 
@@ -201,8 +199,12 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
             if key_column is None:  # not so: _duplicable found the key among the columns
                 continue
             kind = key_column.data_type.upper()
-            [(largest,)] = ctx.con.execute(f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}").fetchall()
-            top = largest or 0
+            largest_key = ("source_max", table.qualified, key)  # of the source: the same for every variant
+            if largest_key not in ctx.cache:
+                [(ctx.cache[largest_key],)] = ctx.con.execute(
+                    f"SELECT max({quote(key)}) FROM {SOURCE_ALIAS}.{table.qualified}"
+                ).fetchall()
+            top = ctx.cache[largest_key] or 0
             offset = int(top) + 1
             if top < 0 or 2 * offset > _INTEGER_MAX[kind]:
                 continue
@@ -216,19 +218,28 @@ def duplicate_rows(ctx: VariantContext) -> dict[str, Any]:
 
 
 def inject_nulls(ctx: VariantContext) -> dict[str, Any]:
-    """Set about ``NULL_SHARE`` of the values of each nullable, non-key column to NULL."""
+    """Set about ``NULL_SHARE`` of the values of each nullable, non-key column to NULL.
+
+    Each column's rows are drawn on their own (by the row id, salted with the column); one UPDATE per table.
+    """
     threshold = int(NULL_SHARE * BUCKETS)
     columns: list[str] = []
     for table in ctx.schema.tables:
         keys = table.key_columns - {c.lower() for fk in table.foreign_keys for c in fk.columns}
+        draws: list[tuple[str, str]] = []
         for column in table.columns:
             if not column.nullable or column.name.lower() in keys:
                 continue
-            ctx.con.execute(
-                f"UPDATE {table.qualified} SET {quote(column.name)} = NULL "
-                f"WHERE {ctx.draw('null:' + table.name + '.' + column.name, 'rowid')} < {threshold}"
-            )
+            drawn = f"{ctx.draw('null:' + table.name + '.' + column.name, 'rowid')} < {threshold}"
+            draws.append((quote(column.name), drawn))
             columns.append(f"{table.schema}.{table.name}.{column.name}")
+        if draws:
+            ctx.con.execute(
+                f"UPDATE {table.qualified} SET "
+                + ", ".join(f"{name} = CASE WHEN {drawn} THEN NULL ELSE {name} END" for name, drawn in draws)
+                + " WHERE "
+                + " OR ".join(drawn for _, drawn in draws)
+            )
     return {"null_columns": columns}
 
 
@@ -236,9 +247,10 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
     """Write each boundary value of the gold's literals into a few rows of its column (``BOUNDARY_ROWS``).
 
     The rows (distinct for each value of a column) are drawn by a ``random.Random`` seeded by the variant
-    and the column; one UPDATE per column.
+    and the column; one UPDATE per table (``_write_boundaries``).
     """
     written: list[str] = []
+    planned: list[_Boundaries] = []
     row_ids: dict[str, Sequence[int]] = {}
     for literal in ctx.literals:
         table = ctx.schema.table(literal.table, literal.schema)
@@ -253,9 +265,14 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
                 else [r[0] for r in ctx.con.execute(f"SELECT rowid FROM {table.qualified} ORDER BY rowid").fetchall()]
             )
         candidates = row_ids[table.qualified]
-        [casts] = ctx.con.execute(
-            "SELECT " + ", ".join(f"TRY_CAST(? AS {column.data_type})" for _ in literal.values), list(literal.values)
-        ).fetchall()
+        cast_key = ("boundary_casts", literal.values, column.data_type)
+        casts = ctx.cache.get(cast_key)
+        if casts is None:
+            [casts] = ctx.con.execute(
+                "SELECT " + ", ".join(f"TRY_CAST(? AS {column.data_type})" for _ in literal.values),
+                list(literal.values),
+            ).fetchall()
+            ctx.cache[cast_key] = casts
         values = [v for v, cast in zip(literal.values, casts) if cast is not None]
         rng = random.Random(f"{ctx.seed}:{table.qualified}.{column.name}")
         per_value = max(BOUNDARY_ROWS[0], min(BOUNDARY_ROWS[1], int(len(candidates) * BOUNDARY_ROWS[2])))
@@ -267,31 +284,69 @@ def write_boundary_values(ctx: VariantContext) -> dict[str, Any]:
                 cases.append(f"WHEN rowid IN ({', '.join(map(str, rows))}) THEN CAST(? AS {column.data_type})")
                 params.append(value)
                 targets += rows
-        if not targets:
-            continue
+        if targets:
+            planned.append(_Boundaries(table, column, cases, params, targets))
+    for _, same_table in itertools.groupby(planned, key=lambda plan: plan.table.qualified):
+        written += _write_boundaries(ctx, list(same_table))
+    return {"boundary_values": written}
+
+
+@dataclass
+class _Boundaries:
+    """The boundary values to write into one column: CASE branches (``WHEN rowid IN (...) THEN CAST(? ...)``),
+    their values and every row they write."""
+
+    table: Table
+    column: Column
+    cases: list[str]
+    params: list[str]
+    targets: list[int]
+
+    def written(self) -> list[str]:
+        return [f"{self.table.schema}.{self.table.name}.{self.column.name}={value}" for value in self.params]
+
+
+def _write_boundaries(ctx: VariantContext, plans: list[_Boundaries]) -> list[str]:
+    """Write the boundary values of one table's columns: one UPDATE for all of them, or, should it fail, one per
+    column, a column that refuses its values keeping its own (every column's rows are its own draw, so the
+    result is the same either way)."""
+    table = plans[0].table
+    if len(plans) > 1:
+        sets = ", ".join(
+            f"{quote(plan.column.name)} = CASE {' '.join(plan.cases)} ELSE {quote(plan.column.name)} END"
+            for plan in plans
+        )
+        targets = sorted({row for plan in plans for row in plan.targets})
         try:
             ctx.con.execute(
-                f"UPDATE {table.qualified} SET {quote(column.name)} = CASE {' '.join(cases)} END "
-                f"WHERE rowid IN ({', '.join(map(str, sorted(targets)))})",
-                params,
+                f"UPDATE {table.qualified} SET {sets} WHERE rowid IN ({', '.join(map(str, targets))})",
+                [value for plan in plans for value in plan.params],
+            )
+            return [line for plan in plans for line in plan.written()]
+        except duckdb.Error as exc:
+            logger.debug("boundary values of %s not written at once, column by column instead: %s", table.name, exc)
+    written: list[str] = []
+    for plan in plans:
+        try:
+            ctx.con.execute(
+                f"UPDATE {table.qualified} SET {quote(plan.column.name)} = CASE {' '.join(plan.cases)} END "
+                f"WHERE rowid IN ({', '.join(map(str, sorted(plan.targets)))})",
+                plan.params,
             )
         except duckdb.Error as exc:  # a CHECK constraint or a type the cast accepts but the column refuses
-            logger.debug("boundary values not written to %s.%s: %s", table.name, column.name, exc)
+            logger.debug("boundary values not written to %s.%s: %s", table.name, plan.column.name, exc)
             continue
-        written += [f"{table.schema}.{table.name}.{column.name}={value}" for value in params]
-    return {"boundary_values": written}
+        written += plan.written()
+    return written
 
 
 def shuffle_rows(ctx: VariantContext) -> dict[str, Any]:
     """Store every table's rows in a new order (queries that rely on storage order show it)."""
     for table in ctx.schema.tables:
-        shuffled = quote(f"__shuffled_{table.name}")
         ctx.con.execute(
-            f"CREATE TABLE {quote(table.schema)}.{shuffled} AS SELECT * FROM {table.qualified} "
+            f"CREATE OR REPLACE TABLE {table.qualified} AS SELECT * FROM {table.qualified} "
             f"ORDER BY {ctx.draw('shuffle:' + table.name, 'rowid')}, rowid"
         )
-        ctx.con.execute(f"DROP TABLE {table.qualified}")
-        ctx.con.execute(f"ALTER TABLE {quote(table.schema)}.{shuffled} RENAME TO {quote(table.name)}")
     return {"shuffled_tables": len(ctx.schema.tables)}
 
 
