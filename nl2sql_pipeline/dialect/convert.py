@@ -66,12 +66,16 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
     tree: exp.Expr = trees[0]
     applied = []
     out = _duckdb_sql(tree)
-    types = _node_types(tree)
+    nodes = list(tree.walk())
+    types = _node_types(nodes)
     for fix in DIALECT_FIXES.get(source_dialect, ()):
         hash(tree)  # caches every node's hash; a change through set/append/replace clears the root's
         fixed = fix(tree, columns or {})
-        after_types = _node_types(fixed)
-        untouched = fixed is tree and tree._hash is not None and _same_types(types, after_types)
+        same_nodes = fixed is tree and tree._hash is not None  # nothing set, appended or replaced: the same nodes
+        if not same_nodes:
+            nodes = list(fixed.walk())
+        after_types = _node_types(nodes)
+        untouched = same_nodes and _same_types(types, after_types)
         tree, types = fixed, after_types
         if untouched:
             continue  # its SQL is the one already written (most fixes find nothing to do)
@@ -82,10 +86,10 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
     return ConvertedSql(sql, out, source_dialect, tuple(applied))
 
 
-def _node_types(tree: exp.Expr) -> list[tuple[exp.Expr, object]]:
-    """Each typed node with its type (a fix may type a node, as ``integer_division`` does: that changes the SQL
-    written but not the tree's hash)."""
-    return [(node, node._type) for node in tree.walk() if node._type is not None]
+def _node_types(nodes: list[exp.Expr]) -> list[tuple[exp.Expr, object]]:
+    """Each typed node of a tree's ``nodes`` with its type (a fix may type a node, as ``integer_division`` does:
+    that changes the SQL written but not the tree's hash)."""
+    return [(node, node._type) for node in nodes if node._type is not None]
 
 
 def _same_types(before: list[tuple[exp.Expr, object]], after: list[tuple[exp.Expr, object]]) -> bool:
