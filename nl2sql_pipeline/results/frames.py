@@ -136,9 +136,16 @@ def _columns(frame: pd.DataFrame, required: Sequence[str] = ()) -> dict[str, lis
     absent = [name for name in required if name not in frame.columns]
     if absent and len(frame):
         raise FrameCodecError(f"stored frame lacks the columns {absent}")
-    return {
-        str(name): [None if is_missing(value) else value for value in frame[name].tolist()] for name in frame.columns
-    }
+    return {str(name): _column_values(frame[name]) for name in frame.columns}
+
+
+def _column_values(series: pd.Series) -> list[Any]:
+    """One column as a list, missing markers as None (a column pandas finds nothing missing in is left as it is:
+    every value ``is_missing`` names, pandas counts as missing too)."""
+    values = series.tolist()
+    if not series.hasnans:
+        return values
+    return [None if is_missing(value) else value for value in values]
 
 
 def _rows(columns: dict[str, list[Any]], length: int) -> list[dict[str, Any]]:
@@ -186,24 +193,53 @@ def encode_result(result: QueryResult) -> dict[str, Any]:
 
 def decode_result(row: dict[str, Any]) -> QueryResult:
     """The ``QueryResult`` stored by ``encode_result`` (missing values read back from pandas as NaN/NA are None)."""
-    missing = [name for name in ("ok", "columns", "column_types", "rows") if is_missing(row.get(name))]
+    return _decoded({name: None if is_missing(value := row.get(name)) else value for name in RESULT_FIELDS})
+
+
+def _decoded(row: dict[str, Any]) -> QueryResult:
+    """``decode_result`` of a row holding every ``RESULT_FIELDS`` name, its missing values already None."""
+    missing = [name for name in ("ok", "columns", "column_types", "rows") if row[name] is None]
     if missing:
         raise ResultsCodecError(f"stored result lacks {', '.join(missing)}; expected the fields {RESULT_FIELDS}")
     try:
-        columns = json.loads(row["columns"])
-        column_types = json.loads(row["column_types"])
+        columns = _names(row["columns"])
+        column_types = _names(row["column_types"])
     except (TypeError, ValueError) as exc:
         raise ResultsCodecError(f"stored result columns are not JSON text ({exc})") from exc
+    truncated, error_class, error_message, elapsed_ms = (
+        row["truncated"],
+        row["error_class"],
+        row["error_message"],
+        row["elapsed_ms"],
+    )
     return QueryResult(
         ok=bool(row["ok"]),
-        columns=list(columns),
-        column_types=list(column_types),
+        columns=columns,
+        column_types=column_types,
         rows=decode_rows(row["rows"]),
-        truncated=False if is_missing(row.get("truncated")) else bool(row["truncated"]),
-        error_class=None if is_missing(row.get("error_class")) else str(row["error_class"]),
-        error_message=None if is_missing(row.get("error_message")) else str(row["error_message"]),
-        elapsed_ms=0.0 if is_missing(row.get("elapsed_ms")) else float(row["elapsed_ms"]),
+        truncated=False if truncated is None else bool(truncated),
+        error_class=None if error_class is None else str(error_class),
+        error_message=None if error_message is None else str(error_message),
+        elapsed_ms=0.0 if elapsed_ms is None else float(elapsed_ms),
     )
+
+
+_NAMES: dict[str, tuple[str, ...]] = {}
+"""Column names and types decoded, by their JSON text (the results of one gold set repeat a few hundred)."""
+_NAMES_MAX = 4096
+
+
+def _names(text: Any) -> list[Any]:
+    """A stored JSON list of column names or types, as a new list (decoded once per text)."""
+    known = _NAMES.get(text) if isinstance(text, str) else None
+    if known is not None:
+        return list(known)
+    value = json.loads(text)
+    if isinstance(text, str) and isinstance(value, list) and all(isinstance(item, str) for item in value):
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        _NAMES[text] = tuple(value)
+    return list(value)
 
 
 def _result_columns(result: QueryResult | None) -> dict[str, Any]:
@@ -212,8 +248,12 @@ def _result_columns(result: QueryResult | None) -> dict[str, Any]:
     return {f"result_{name}": value for name, value in encode_result(result).items()}
 
 
+_RESULT_PAIRS: tuple[tuple[str, str], ...] = tuple(zip(RESULT_FIELDS, RESULT_COLUMNS))
+
+
 def _result_of(row: dict[str, Any]) -> QueryResult:
-    return decode_result({name: row.get(f"result_{name}") for name in RESULT_FIELDS})
+    """The result of a frame row whose missing values ``_columns`` already made None."""
+    return _decoded({name: row.get(column) for name, column in _RESULT_PAIRS})
 
 
 # ------------------------------------------------------------------------------------------------ cases
