@@ -69,11 +69,14 @@ def _key(row: Sequence[object]) -> tuple:
     return tuple(repr(v) if isinstance(v, float) else v for v in row)
 
 
-def case_sample(expected: QueryResult | None, generated: QueryResult | None, limit: int = SAMPLE_ROWS) -> CaseSample:
-    """The samples of one verdict and, when both results ran, the rows each lacks (as multisets)."""
+def case_sample(
+    expected: QueryResult | None, generated: QueryResult | None, limit: int = SAMPLE_ROWS, differences: bool = True
+) -> CaseSample:
+    """The samples of one verdict and, when both results ran and ``differences`` is asked, the rows each lacks
+    (as multisets)."""
     left = row_sample(expected, limit) if expected is not None else None
     right = row_sample(generated, limit) if generated is not None else None
-    if expected is None or generated is None or not expected.ok or not generated.ok:
+    if not differences or expected is None or generated is None or not expected.ok or not generated.ok:
         return CaseSample(left, right)
     try:
         want, got = Counter(_key(r) for r in expected.rows), Counter(_key(r) for r in generated.rows)
@@ -96,7 +99,8 @@ def result_samples(
     attempts: Iterable[Attempt],
     limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
-    """The samples of every query verdict: the first expected alternative against the selected candidate."""
+    """The samples of every query verdict: the first expected alternative against the selected candidate; the
+    rows that differ only for a verdict that is not correct (the report shows no difference for a correct one)."""
     expected: dict[str, QueryResult] = {}
     for row in sorted(oracle_rows, key=lambda r: r.alternative_index):
         expected.setdefault(row.case_id, row.result)
@@ -106,7 +110,9 @@ def result_samples(
         if verdict.is_probe:
             continue
         generated = results.get((verdict.case_id, verdict.sample_index, verdict.selected_candidate_index))
-        samples[(verdict.case_id, verdict.sample_index)] = case_sample(expected.get(verdict.case_id), generated, limit)
+        samples[(verdict.case_id, verdict.sample_index)] = case_sample(
+            expected.get(verdict.case_id), generated, limit, differences=not verdict.correct
+        )
     return samples
 
 
