@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -373,6 +373,18 @@ def oracle_rows_from_frame(frame: pd.DataFrame) -> list[OracleRow]:
     ]
 
 
+def first_alternative_results(frame: pd.DataFrame) -> dict[str, QueryResult]:
+    """Each case's result for its first expected alternative (the lowest index; of equal ones the first row) in an
+    ``oracle_results`` frame: only those results are decoded, and no clause items (the report's samples)."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "alternative_index", *RESULT_COLUMNS[:4]))
+    first: dict[str, tuple[int, dict[str, Any]]] = {}
+    for row in _rows(columns, len(frame)):
+        case_id, index = str(row["case_id"]), int(row["alternative_index"])
+        if case_id not in first or index < first[case_id][0]:
+            first[case_id] = (index, row)
+    return {case_id: _result_of(row) for case_id, (_, row) in first.items()}
+
+
 def _clause_items(text: Any) -> ClauseItems | None:
     """Stored clause items (None when absent, as in oracle frames stored before they were, or of another version)."""
     if text is None:
@@ -478,6 +490,22 @@ def attempts_from_frame(frame: pd.DataFrame) -> list[Attempt]:
     """The attempts of a ``candidate_results`` frame, each executed result decoded once."""
     columns = _columns(frame, ("case_id", "case_fingerprint", "source", "sample_index", "candidate_index", "executed"))
     return [_attempt(row) for row in _rows(columns, len(frame))]
+
+
+AttemptKey = tuple[str, int, int]
+"""An attempt's (case id, sample index, candidate index)."""
+
+
+def attempt_results(frame: pd.DataFrame, keys: Collection[AttemptKey]) -> dict[AttemptKey, QueryResult | None]:
+    """The results of the ``candidate_results`` rows of ``keys`` (None: not executed; of several rows of one key
+    the last, as ``attempts_from_frame`` gives them): only those results are decoded (the report's samples)."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "source", "sample_index", "candidate_index", "executed"))
+    chosen: dict[AttemptKey, dict[str, Any]] = {}
+    for row in _rows(columns, len(frame)):
+        key = (str(row["case_id"]), int(row["sample_index"]), int(row["candidate_index"]))
+        if key in keys:
+            chosen[key] = row
+    return {key: _result_of(row) if bool(row.get("executed")) else None for key, row in chosen.items()}
 
 
 # ------------------------------------------------------------------------------------------------ verdicts
