@@ -15,7 +15,8 @@ A variant on which the gold itself fails (a division by a boundary value, say) i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig
 from nl2sql_pipeline.errors import Nl2SqlError
-from nl2sql_pipeline.execution import QueryResult, SandboxLimits, run_query, run_query_isolated
+from nl2sql_pipeline.execution import QueryResult, SandboxLimits, held_sandboxes, run_query, run_query_isolated
 from nl2sql_pipeline.sql.clock import pin_clock
 from nl2sql_pipeline.stages import outcomes
 from nl2sql_pipeline.stages.records import VariantOracleRow, Verdict
@@ -166,6 +167,8 @@ class VariantSuite:
     isolated: bool = False
     _checked: dict[tuple[str, str], SuiteCheck] = field(default_factory=dict, repr=False)
     """Checks already made, by (case id, SQL): a sample repeating an earlier sample's SQL is not run again."""
+    _runner: QueryRunner | None = field(default=None, repr=False)
+    """The runner of a ``held`` block (None: ``run_query``)."""
 
     @classmethod
     def from_rows(
@@ -189,6 +192,20 @@ class VariantSuite:
         }
         return cls(variants, limits or SandboxLimits(), isolated)
 
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Within the block, candidates run on variant sandboxes held until it ends (``execution.held_sandboxes``:
+        no pool bookkeeping per query); with ``isolated``, each still runs in its own worker process."""
+        if self.isolated:
+            yield
+            return
+        with held_sandboxes() as runner:
+            previous, self._runner = self._runner, runner
+            try:
+                yield
+            finally:
+                self._runner = previous
+
     def verdict_fields(self, case: Case, verdict: Verdict, config: CompareConfig) -> dict[str, Any]:
         """The test-suite fields of a query verdict (none for a verdict that was not scored)."""
         if verdict.is_probe or verdict.outcome in outcomes.NOT_SCORED:
@@ -199,7 +216,7 @@ class VariantSuite:
             return {"test_suite_correct": False, "test_suite_variants": usable}
         key = (case.id, verdict.generated_sql)
         if key not in self._checked:
-            runner: QueryRunner = run_query_isolated if self.isolated else run_query
+            runner: QueryRunner = run_query_isolated if self.isolated else self._runner or run_query
             self._checked[key] = check_on_variants(case, verdict.generated_sql, variants, config, self.limits, runner)
         check = self._checked[key]
         return {"test_suite_correct": check.correct, "test_suite_variants": usable, "test_suite_reason": check.reason}
