@@ -107,7 +107,7 @@ def stored_suite(
     stored = max((r.variant_index for r in rows), default=-1) + 1
     if rows and stored < count:
         raise StoredVariantsError(f"the stored variant results hold {stored} variants per database, {count} asked")
-    missing = sorted({r.variant_path for r in rows if not Path(r.variant_path).is_file()})
+    missing = sorted(path for path in {r.variant_path for r in rows} if not Path(path).is_file())
     if missing:
         raise StoredVariantsError(f"variant files are missing ({', '.join(missing[:3])})")
     return VariantSuite.from_rows(rows, count, limits, isolated)
