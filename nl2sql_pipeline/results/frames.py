@@ -463,11 +463,16 @@ def attempts_to_frame(attempts: Iterable[Attempt]) -> pd.DataFrame:
     return _frame([_attempt_row(a) for a in attempts], ATTEMPT_COLUMNS)
 
 
+_GENERATION_SOURCES: tuple[tuple[str, str], ...] = tuple(
+    (name, _GENERATION_RENAMED.get(name, name)) for name in CANDIDATE_COLUMNS
+)
+"""Each ``CandidateRecord`` field with the ``candidate_results`` column it is stored in."""
+
+
 def _attempt(row: dict[str, Any]) -> Attempt:
     generation = None
     if row.get("source", SOURCE_MODEL) == SOURCE_MODEL:
-        values = {name: row.get(_GENERATION_RENAMED.get(name, name)) for name in CANDIDATE_COLUMNS}
-        generation = _candidate(values)
+        generation = _candidate({name: row.get(column) for name, column in _GENERATION_SOURCES})
     executed = bool(row.get("executed"))
     return Attempt(
         case_id=str(row["case_id"]),
@@ -567,32 +572,32 @@ _VERDICT_CONVERTERS = {
 }
 
 
-def _verdict(row: dict[str, Any]) -> Verdict:
-    values: dict[str, Any] = {}
-    for name in VERDICT_COLUMNS:
-        value = row.get(name)
-        if name == "tags":
-            value = tuple(t for t in (value or "").split(",") if t)
-        elif name in _VERDICT_JSON:
-            value = None if value is None else _VERDICT_JSON[name](json.loads(value))
-        elif value is not None and name in _VERDICT_CONVERTERS:
-            value = _VERDICT_CONVERTERS[name](value)
-        elif value is None and name in (
-            "is_probe",
-            "correct",
-            "first_candidate_correct",
-            "cold_start",
-            "system_rows_disagree",
-        ):
-            value = False
-        values[name] = value
-    return Verdict(**values)
+_FALSE_WHEN_MISSING = frozenset(
+    {"is_probe", "correct", "first_candidate_correct", "cold_start", "system_rows_disagree"}
+)
+
+
+def _verdict_values(name: str, values: list[Any]) -> list[Any]:
+    """One verdict field's stored column as the record's values (missing values already None)."""
+    if name == "tags":
+        return [tuple(t for t in (value or "").split(",") if t) for value in values]
+    if name in _VERDICT_JSON:
+        read = _VERDICT_JSON[name]
+        return [None if value is None else read(json.loads(value)) for value in values]
+    convert = _VERDICT_CONVERTERS.get(name)
+    if convert is None:
+        return values
+    missing = False if name in _FALSE_WHEN_MISSING else None
+    return [missing if value is None else convert(value) for value in values]
 
 
 def verdicts_from_frame(frame: pd.DataFrame) -> list[Verdict]:
-    """The verdicts of a ``case_verdicts`` frame (partition-key and hash columns are left aside)."""
+    """The verdicts of a ``case_verdicts`` frame (partition-key and hash columns are left aside); each field is
+    converted a column at a time."""
     columns = _columns(frame, ("case_id", "outcome", "is_probe", "sample_index"))
-    return [_verdict(row) for row in _rows(columns, len(frame))]
+    absent = [None] * len(frame)
+    fields_ = [_verdict_values(name, columns.get(name, absent)) for name in VERDICT_COLUMNS]
+    return [Verdict(**dict(zip(VERDICT_COLUMNS, row))) for row in zip(*fields_)]
 
 
 def model_config_hash_of(frame: pd.DataFrame) -> str | None:
