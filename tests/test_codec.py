@@ -295,3 +295,20 @@ def test_oracle_rows_carry_the_canonical_clause_items_and_ignore_other_versions(
     assert codec.oracle_rows_from_frame(frame)[0].clause_items is None  # made by another version: worked out again
     older = codec.oracle_rows_to_frame(rows).drop(columns=["clause_items"])  # stored before the column existed
     assert [row.clause_items for row in codec.oracle_rows_from_frame(older)] == [None, None]
+
+
+def test_the_reports_samples_read_only_the_results_they_show(tmp_path):
+    failed = QueryResult.failure("timeout", "took too long", elapsed_ms=500.0)
+    other = QueryResult(ok=True, columns=["n"], column_types=["INTEGER"], rows=[(1,)])
+    oracle = [OracleRow("c1", "fp", 1, failed), OracleRow("c1", "fp", 0, RICH), OracleRow("c2", "fp", 0, other)]
+    frame = _parquet(codec.oracle_rows_to_frame(oracle), tmp_path, "oracle")
+    first = codec.first_alternative_results(frame)
+    assert set(first) == {"c1", "c2"} and first["c2"] == other
+    _same_result(first["c1"], RICH)  # the lowest alternative, wherever its row is
+    ran = Attempt("c1", "fp", "model", 0, 0, "SELECT 1", executed=True, result=other)
+    again = Attempt("c1", "fp", "model", 0, 0, "SELECT 2", executed=True, result=RICH)
+    rejected = Attempt("c2", "fp", "model", 0, 1, "SELECT email", policy_allowed=False)
+    frame = _parquet(codec.attempts_to_frame([ran, again, rejected]), tmp_path, "attempts")
+    results = codec.attempt_results(frame, {("c1", 0, 0), ("c2", 0, 1), ("c3", 0, 0)})
+    assert set(results) == {("c1", 0, 0), ("c2", 0, 1)} and results[("c2", 0, 1)] is None
+    _same_result(results[("c1", 0, 0)], RICH)  # the last row of a key, as attempts_from_frame has it

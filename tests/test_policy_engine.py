@@ -412,3 +412,33 @@ def test_gates_share_engines_and_decisions_until_the_file_changes(db_path: Path)
     assert PolicyGate(lambda name: db_path).engine(case) is not first.engine(case)
     clear_shared_engines()
     assert PolicyGate(lambda name: db_path).check(case, "SELECT title FROM anime") is not decision
+
+
+def test_schema_read_by_the_callers_query_is_the_same_and_cached_once(db_path: Path) -> None:
+    from nl2sql_pipeline.policy import schema as schema_module
+
+    own = read_database_schema(db_path)
+    schema_module._SCHEMAS.clear()
+    asked: list[str] = []
+
+    def query(path: Path, sql: str) -> list[tuple]:
+        asked.append(sql)
+        with duckdb.connect(str(path), read_only=True) as con:
+            return con.execute(sql).fetchall()
+
+    read = read_database_schema(db_path, None, query)
+    assert len(asked) == 4 and read == own and list(read.relations) == list(own.relations)
+    assert read_database_schema(db_path) is read  # one read per file version, whoever made it
+
+
+def test_schema_falls_back_to_its_own_read_when_the_callers_query_cannot(db_path: Path) -> None:
+    from nl2sql_pipeline.policy import schema as schema_module
+
+    schema_module._SCHEMAS.clear()
+
+    def failing(path: Path, sql: str) -> None:
+        raise RuntimeError("no sandbox")
+
+    assert read_database_schema(db_path, None, failing).has_relation("users")
+    schema_module._SCHEMAS.clear()
+    assert read_database_schema(db_path, None, lambda path, sql: None).has_relation("users")

@@ -216,7 +216,7 @@ def test_result_samples_are_bounded_and_name_the_missing_and_extra_rows():
     samples = _samples(_verdicts())
     right, wrong, broken = samples[("c1", 0)], samples[("c2", 0)], samples[("c4", 0)]
     assert right.expected.rows == (("A", "3"), ("B", "2"), ("C", "1")) and right.expected.total_rows == 4
-    assert (right.missing_rows, right.extra_rows) == (0, 0)
+    assert (right.missing_rows, right.extra_rows) == (None, None)  # correct: the report shows no difference
     assert (wrong.missing_rows, wrong.extra_rows) == (2, 1)
     assert wrong.missing_examples == (("C", "1"), ("D", "1")) and wrong.extra_examples == (("E", "9"),)
     assert broken.generated.error == "binder: Referenced column x not found" and broken.missing_rows is None
@@ -244,3 +244,11 @@ def test_the_case_table_shows_result_samples_and_the_diff():
     assert correct.endswith('<td class="diff"></td></tr>') or '<td class="diff"></td>' in correct
     plain = run_html([build_run_report(fixture_verdicts(), model="m", gold_set="g")])
     assert "<th>expected rows</th>" not in plain, "no stored results: no sample columns"
+
+
+def test_row_differences_are_found_only_where_the_report_shows_them():
+    from nl2sql_pipeline.report.samples import case_sample
+
+    assert case_sample(EXPECTED, WRONG).missing_rows == 2
+    skipped = case_sample(EXPECTED, WRONG, differences=False)
+    assert skipped.missing_rows is None and skipped.expected.rows and skipped.generated.rows

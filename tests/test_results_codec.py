@@ -216,3 +216,41 @@ def test_results_survive_a_parquet_round_trip(tmp_path):
 def test_decode_result_reports_missing_fields():
     with pytest.raises(ResultsCodecError, match="rows"):
         decode_result({"ok": True, "columns": "[]", "column_types": "[]"})
+
+
+def test_rows_without_objects_decode_as_plain_json_and_tagged_ones_as_values():
+    plain = [(1, "a {b", None, [1, [2.5, "x"]], True)]
+    assert decode_rows(encode_rows(plain)) == plain  # a brace inside a string: still exact
+    assert decode_rows('[[1, "a", [1, 2]]]') == [(1, "a", [1, 2])]
+    assert decode_rows('[[{"$dec": "1.50"}, [{"$int": "99999999999999999999"}]]]') == [
+        (Decimal("1.50"), [99999999999999999999])
+    ]
+    with pytest.raises(ResultsCodecError):
+        decode_rows("[1, 2]")  # rows that are not arrays
+
+
+def test_decoded_column_names_are_new_lists_each_time():
+    encoded = encode_result(QueryResult(ok=True, columns=["a", "b"], column_types=["INTEGER", "VARCHAR"], rows=[]))
+    first, second = decode_result(encoded), decode_result(encoded)
+    assert first.columns == second.columns == ["a", "b"] and first.columns is not second.columns
+    first.columns.append("c")
+    assert decode_result(encoded).columns == ["a", "b"]
+
+
+def test_frame_columns_turn_every_missing_marker_into_none():
+    from nl2sql_pipeline.results.frames import _columns
+
+    frame = pd.DataFrame(
+        {
+            "plain": ["a", "b", "c"],
+            "holes": ["a", None, float("nan")],
+            "na": pd.array([1, None, 3], dtype="Int64"),
+            "floats": [1.5, float("nan"), 2.0],
+            "ints": [1, 2, 3],
+            "times": [pd.Timestamp("2026-01-01"), pd.NaT, pd.Timestamp("2026-01-02")],
+        }
+    )
+    columns = _columns(frame)
+    assert columns["plain"] == ["a", "b", "c"] and columns["ints"] == [1, 2, 3]
+    assert columns["holes"] == ["a", None, None] and columns["na"] == [1, None, 3]
+    assert columns["floats"] == [1.5, None, 2.0] and columns["times"][1] is None

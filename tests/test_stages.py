@@ -222,3 +222,20 @@ def test_a_miss_reads_the_canonical_clause_items_the_oracle_stored(db, monkeypat
     assert verdict.clause_scores["where"] == 0.0 and verdict.clause_scores["group_by"] == 1.0
     without = [replace(row, clause_items=None) for row in oracle]  # an oracle stored before the items were
     assert judge(cases, without, attempts)[0] == verdict and parsed[1:] == [gold, candidate]
+
+
+def test_execution_reads_the_policys_schema_in_the_sandbox_it_opens_anyway(db, monkeypatch):
+    from nl2sql_pipeline.policy import schema as schema_module
+
+    schema_module._SCHEMAS.clear()
+    own_reads = []
+    monkeypatch.setattr(schema_module, "_read_schema", lambda *args: own_reads.append(args))
+    cases = [_case("c1", "SELECT title FROM anime WHERE format = 'TV'")]
+    attempts = attempts_from_candidates(
+        _candidates([("c1", 0, 0, "SELECT title FROM anime WHERE format = 'TV'", None)])
+    )
+    [done] = execute_attempts(cases, attempts, PolicyGate(lambda _name: db))
+    assert done.policy_allowed and done.result.ok and sorted(done.result.rows) == [("A",), ("B",)]
+    assert not own_reads  # no read-only instance of its own beside the sandbox
+    assert schema_module.read_database_schema(db).has_relation("users")
+    schema_module._SCHEMAS.clear()

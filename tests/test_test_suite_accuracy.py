@@ -393,3 +393,24 @@ def test_stored_variants_must_fit_the_run(shop, home):
     gone = [replace(r, variant_path=str(shop.parent / "gone.duckdb")) for r in rows]
     with pytest.raises(StoredVariantsError, match="missing"):
         stored_suite(gone, 2)
+
+
+def test_variant_queries_run_on_sandboxes_held_for_the_stage(shop, home, monkeypatch):
+    from nl2sql_pipeline.execution import pool
+
+    case = _case()
+    suite = _suite(shop, case)
+    verdict = _verdict(shop, case, "SELECT count(*) AS n FROM orders WHERE 100 <= amount", None)
+    acquired: list[Path] = []
+    real_acquire = pool.POOL._acquire
+    monkeypatch.setattr(pool.POOL, "_acquire", lambda path, limits: acquired.append(path) or real_acquire(path, limits))
+    rewrites = (
+        "SELECT count(*) AS n FROM orders WHERE 100 <= amount",
+        "SELECT count(*) AS n FROM orders WHERE amount >= 100",
+    )
+    with suite.held():
+        fields = [suite.verdict_fields(case, replace(verdict, generated_sql=sql), CompareConfig()) for sql in rewrites]
+    assert all(f["test_suite_correct"] is True and f["test_suite_variants"] == 3 for f in fields)
+    variant_paths = {v.path for v in suite.variants[case.id]}
+    assert sorted(acquired) == sorted(variant_paths)  # each variant acquired once for both candidates
+    assert suite._runner is None  # the hold ended with the block

@@ -54,47 +54,59 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
     >>> convert_sql("SELECT name FROM singer WHERE name LIKE 'a%'", "sqlite", {}).sql
     "SELECT name FROM singer WHERE name ILIKE 'a%'"
     """
-    text = sql.strip().rstrip(";").strip()
-    try:
-        trees = [
-            t for t in sqlglot.parse(PREPARED.get(source_dialect, str)(text), read=source_dialect) if t is not None
-        ]
-    except (SqlglotError, ValueError) as exc:
-        raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
-    if len(trees) != 1 or not isinstance(trees[0], exp.Query):
-        raise ConversionError(f"is not exactly one query in {source_dialect} ({len(trees)} statements)")
-    tree: exp.Expr = trees[0]
+    text = PREPARED.get(source_dialect, str)(sql.strip().rstrip(";").strip())
+    tree = _parse(text, source_dialect)
     applied = []
-    out = _duckdb_sql(tree)
-    types = _node_types(tree)
+    out: str | None = None  # the SQL written so far; None: the parsed tree's, not written yet
+    nodes = list(tree.walk())
+    types = _node_types(nodes)
     for fix in DIALECT_FIXES.get(source_dialect, ()):
         hash(tree)  # caches every node's hash; a change through set/append/replace clears the root's
         fixed = fix(tree, columns or {})
-        after_types = _node_types(fixed)
-        untouched = fixed is tree and tree._hash is not None and _same_types(types, after_types)
+        same_nodes = fixed is tree and tree._hash is not None  # nothing set, appended or replaced: the same nodes
+        if not same_nodes:
+            nodes = list(fixed.walk())
+        after_types = _node_types(nodes)
+        untouched = same_nodes and _same_types(types, after_types)
         tree, types = fixed, after_types
         if untouched:
             continue  # its SQL is the one already written (most fixes find nothing to do)
+        if out is None:  # the SQL before the first fix that changed the tree: the parsed tree's, from a new parse
+            out = _duckdb_sql(_parse(text, source_dialect), copy=False)
         after = _duckdb_sql(tree)
         if after != out:
             applied.append(fix.__name__)
         out = after
+    if out is None:  # no fix changed the tree: it is written once, and needs no copy (it is not used again)
+        out = _duckdb_sql(tree, copy=False)
     return ConvertedSql(sql, out, source_dialect, tuple(applied))
 
 
-def _node_types(tree: exp.Expr) -> list[tuple[exp.Expr, object]]:
-    """Each typed node with its type (a fix may type a node, as ``integer_division`` does: that changes the SQL
-    written but not the tree's hash)."""
-    return [(node, node._type) for node in tree.walk() if node._type is not None]
+def _parse(text: str, source_dialect: str) -> exp.Expr:
+    """The one query of ``text`` (prepared) in ``source_dialect``; ``ConversionError`` when it is not one query."""
+    try:
+        trees = [t for t in sqlglot.parse(text, read=source_dialect) if t is not None]
+    except (SqlglotError, ValueError) as exc:
+        raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
+    if len(trees) != 1 or not isinstance(trees[0], exp.Query):
+        raise ConversionError(f"is not exactly one query in {source_dialect} ({len(trees)} statements)")
+    return trees[0]
+
+
+def _node_types(nodes: list[exp.Expr]) -> list[tuple[exp.Expr, object]]:
+    """Each typed node of a tree's ``nodes`` with its type (a fix may type a node, as ``integer_division`` does:
+    that changes the SQL written but not the tree's hash)."""
+    return [(node, node._type) for node in nodes if node._type is not None]
 
 
 def _same_types(before: list[tuple[exp.Expr, object]], after: list[tuple[exp.Expr, object]]) -> bool:
     return len(before) == len(after) and all(n is m and t is u for (n, t), (m, u) in zip(before, after))
 
 
-def _duckdb_sql(tree: exp.Expr) -> str:
-    """``tree`` as DuckDB SQL (the generator works on a copy: ``tree`` is left as it is)."""
+def _duckdb_sql(tree: exp.Expr, copy: bool = True) -> str:
+    """``tree`` as DuckDB SQL (the generator works on a copy, ``tree`` is left as it is; without ``copy`` the
+    generator may change ``tree``: for a tree not used again)."""
     try:
-        return tree.sql(dialect=TARGET_DIALECT)
+        return tree.sql(dialect=TARGET_DIALECT, copy=copy)
     except SqlglotError as exc:
         raise ConversionError(f"cannot be written as DuckDB SQL: {exc}") from exc

@@ -95,9 +95,9 @@ def _aggregates(select: exp.Select) -> list[exp.AggFunc]:
     return found
 
 
-def _grouped(select: exp.Select) -> tuple[set[str], set[str]]:
-    """The SQL of every GROUP BY expression and the grouped columns as lower-case ``qualifier.name``
-    (``.name`` when unqualified; positions and projection aliases resolved)."""
+def _grouped(select: exp.Select) -> tuple[list[exp.Expr], set[str]]:
+    """Every GROUP BY expression (positions and projection aliases resolved) and the grouped columns as
+    lower-case ``qualifier.name`` (``.name`` when unqualified)."""
     group = select.args.get("group")
     exprs: list[exp.Expr] = list(group.expressions) if group else []
     by_alias = {p.alias.lower(): p.this for p in select.expressions if isinstance(p, exp.Alias)}
@@ -110,9 +110,8 @@ def _grouped(select: exp.Select) -> tuple[set[str], set[str]]:
             resolved.append(by_alias[item.name.lower()])
         else:
             resolved.append(item)
-    sql = {e.sql().lower() for e in resolved}
     names = {f"{c.table.lower()}.{c.name.lower()}" for e in resolved for c in e.find_all(exp.Column)}
-    return sql, names
+    return resolved, names
 
 
 def _is_grouped(column: exp.Column, grouped_names: set[str]) -> bool:
@@ -124,11 +123,10 @@ def _is_grouped(column: exp.Column, grouped_names: set[str]) -> bool:
 
 
 def _bare_columns(
-    part: exp.Expr, grouped_sql: set[str], grouped_names: set[str], aliases: set[str]
+    part: exp.Expr, grouped_sql: Callable[[], set[str]], grouped_names: set[str], aliases: set[str]
 ) -> list[exp.Column]:
-    """Columns of ``part`` outside any aggregate and not grouped."""
-    if part.sql().lower() in grouped_sql:
-        return []
+    """Columns of ``part`` outside any aggregate and not grouped (none when ``part`` is itself a GROUP BY
+    expression: ``grouped_sql()`` is the SQL of each, asked only of a part with such columns)."""
     found = []
     for node in _own_nodes(part, skip=(exp.AggFunc, exp.Window)):
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
@@ -138,6 +136,8 @@ def _bare_columns(
             if any(isinstance(a, (exp.AggFunc, exp.Window)) for a in _ancestors(node, part)):
                 continue
             found.append(node)
+    if found and part.sql().lower() in grouped_sql():
+        return []
     return found
 
 
@@ -153,7 +153,14 @@ def _ancestors(node: exp.Expr, stop: exp.Expr) -> Iterator[exp.Expr]:
 def ungrouped_columns(select: exp.Select) -> list[exp.Column]:
     """The columns ``select`` uses outside any aggregate in its projection, HAVING and ORDER BY that its
     GROUP BY does not hold (positions, projection aliases and grouped expressions resolved), in order."""
-    grouped_sql, grouped_names = _grouped(select)
+    grouped, grouped_names = _grouped(select)
+    written: list[set[str]] = []
+
+    def grouped_sql() -> set[str]:  # the GROUP BY expressions' SQL, written once and only when asked
+        if not written:
+            written.append({e.sql().lower() for e in grouped})
+        return written[0]
+
     aliases = _aliases(select)
     parts = [p.this if isinstance(p, exp.Alias) else p for p in select.expressions]
     for extra in ("having", "order"):

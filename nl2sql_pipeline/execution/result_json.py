@@ -138,6 +138,8 @@ def decode_rows(text: str) -> list[tuple]:
         data = json.loads(text)
         if not isinstance(data, list):
             raise ValueError(f"expected a JSON array of rows, got {type(data).__name__}")
+        if "{" not in text:  # no object anywhere, so no tagged value: every value is already what it encodes
+            return [tuple(row) for row in data]
         return [tuple(from_json_value(v) for v in row) for row in data]
     except (ValueError, TypeError, KeyError, ArithmeticError) as exc:  # InvalidOperation: a bad $dec
         raise ResultsCodecError(f"stored result rows are not valid codec JSON ({exc}): {text[:80]!r}") from exc

@@ -11,7 +11,8 @@ Which policy governs a case (``case_policy``), first match wins:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
 from nl2sql_pipeline.policy.loader import load_policy
 from nl2sql_pipeline.policy.model import Policy, PolicyDecision
-from nl2sql_pipeline.policy.schema import DatabaseSchema, read_database_schema
+from nl2sql_pipeline.policy.schema import CatalogQuery, DatabaseSchema, read_database_schema
 
 if TYPE_CHECKING:
     from nl2sql_pipeline.cases import Case
@@ -88,6 +89,7 @@ class PolicyGate:
     policy_override: str | None = None
     _engines: dict[tuple[str, str], SQLPolicyEngine] = field(default_factory=dict)
     _paths: dict[str, Path] = field(default_factory=dict)
+    _catalog_query: CatalogQuery | None = None
 
     def database_path(self, database: str) -> Path:
         """The file of a case's database, resolved once per name for the life of this gate (one stage)."""
@@ -106,10 +108,22 @@ class PolicyGate:
             policy = load_policy(key[0])
             exposed = getattr(self.resolve_database, "exposed_schemas", None)  # a CaseDatabases knows them
             schema = read_database_schema(
-                self.database_path(case.database), exposed(case.database) if exposed is not None else None
+                self.database_path(case.database),
+                exposed(case.database) if exposed is not None else None,
+                self._catalog_query,
             )
             self._engines[key] = shared_engine(policy, schema)
         return self._engines[key]
+
+    @contextmanager
+    def reading_catalogs_with(self, query: CatalogQuery) -> Iterator[None]:
+        """Within the block, a database's schema not read yet is read by ``query`` (``policy.schema.CatalogQuery``:
+        the execution stage's, in the sandbox it opens anyway); the schema is the same whichever reads it."""
+        previous, self._catalog_query = self._catalog_query, query
+        try:
+            yield
+        finally:
+            self._catalog_query = previous
 
     def check(self, case: Case, sql: str) -> PolicyDecision:
         """The policy decision for ``sql`` under the case's policy."""

@@ -9,9 +9,8 @@ gold set that uses the same database shares one read.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,10 +69,20 @@ class DatabaseSchema:
         )
 
 
-def read_database_schema(db_path: str | Path, schemas: tuple[str, ...] | None = None) -> DatabaseSchema:
+CatalogQuery = Callable[[Path, str], Sequence[tuple] | None]
+"""Runs one catalog query on a database file and returns its rows, or None when it cannot (the schema is
+then read over a read-only connection of its own). The execution stage passes one that runs in the
+database's sandbox, which it opens anyway: a second DuckDB instance costs ~20 ms per database."""
+
+
+def read_database_schema(
+    db_path: str | Path, schemas: tuple[str, ...] | None = None, query: CatalogQuery | None = None
+) -> DatabaseSchema:
     """Read the tables and views of ``db_path``'s exposed schemas (cached per path and modification time).
 
     ``schemas`` are the schemas to expose (None: every non-system schema; catalog schemas never).
+    ``query``: how to run the catalog queries (default: over a read-only connection opened for them);
+    whichever runs them, the schema of one file version is the same and is cached once.
 
     Raises ``DatabaseNotFoundError`` for a missing file and ``DatabaseSchemaError`` for one that
     cannot be opened read-only.
@@ -85,47 +94,90 @@ def read_database_schema(db_path: str | Path, schemas: tuple[str, ...] | None = 
         )
     stat = path.stat()
     wanted = tuple(s.lower() for s in schemas) if schemas is not None else None
-    return _read_schema_cached(str(path), stat.st_mtime_ns, stat.st_size, wanted)
+    key = (str(path), stat.st_mtime_ns, stat.st_size, wanted)
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        schema = _read_schema_with(path, wanted, query, Path(db_path)) if query is not None else None
+        if schema is None:
+            schema = _read_schema(path, wanted)
+        if len(_SCHEMAS) >= _SCHEMAS_MAX:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = schema
+    return schema
 
 
 SYSTEM_SCHEMAS = ("information_schema", "pg_catalog")
 
+_SCHEMAS: dict[tuple[str, int, int, tuple[str, ...] | None], DatabaseSchema] = {}
+"""Schemas read, by (resolved path, mtime, size, exposed schemas): one read per file version."""
+_SCHEMAS_MAX = 64
 
-@functools.lru_cache(maxsize=64)
-def _read_schema_cached(path: str, mtime_ns: int, size: int, wanted: tuple[str, ...] | None = None) -> DatabaseSchema:
-    logger.info("reading the schema of %s", path)
-    try:
-        con = duckdb.connect(path, read_only=True)
-    except duckdb.Error as exc:
-        raise DatabaseSchemaError(
-            f"cannot open database {path} read-only ({exc}); close any process writing to it, or rebuild it"
-        ) from exc
-    try:
-        [(catalog,)] = con.execute("SELECT current_database()").fetchall()
-        rows = con.execute(
-            """
+_CATALOG_SQL = "SELECT current_database()"
+_COLUMNS_SQL = """
             SELECT lower(c.schema_name), c.table_name, c.column_name
             FROM duckdb_columns() AS c
             WHERE c.database_name = current_database() AND NOT c.internal
             ORDER BY c.schema_name, c.table_name, c.column_index
             """
-        ).fetchall()
-        tables = con.execute(
-            """
+_TABLES_SQL = """
             SELECT lower(schema_name), table_name FROM duckdb_tables()
             WHERE database_name = current_database() AND NOT internal
             """
-        ).fetchall()
-        views = con.execute(
-            """
+_VIEWS_SQL = """
             SELECT lower(schema_name), view_name FROM duckdb_views()
             WHERE database_name = current_database() AND NOT internal
             """
-        ).fetchall()
+
+
+def _read_schema(path: Path, wanted: tuple[str, ...] | None) -> DatabaseSchema:
+    """The schema of ``path`` over a read-only connection of its own."""
+    logger.info("reading the schema of %s", path)
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise DatabaseSchemaError(
+            f"cannot open database {path} read-only ({exc}); close any process writing to it, or rebuild it"
+        ) from exc
+    try:
+        [(catalog,)] = con.execute(_CATALOG_SQL).fetchall()
+        rows = con.execute(_COLUMNS_SQL).fetchall()
+        tables = con.execute(_TABLES_SQL).fetchall()
+        views = con.execute(_VIEWS_SQL).fetchall()
     except duckdb.Error as exc:
         raise DatabaseSchemaError(f"cannot read the schema of {path} ({exc})") from exc
     finally:
         con.close()
+    return _schema_of(path, wanted, catalog, rows, tables, views)
+
+
+def _read_schema_with(
+    path: Path, wanted: tuple[str, ...] | None, query: CatalogQuery, given: Path
+) -> DatabaseSchema | None:
+    """The schema of ``path`` read by ``query`` on the file as the caller named it, ``given`` (None when one
+    of its queries could not run)."""
+    try:
+        catalog, rows, tables, views = (
+            query(given, sql) for sql in (_CATALOG_SQL, _COLUMNS_SQL, _TABLES_SQL, _VIEWS_SQL)
+        )
+    except Exception as exc:  # the caller's route failed (its sandbox would not open): the own read says why
+        logger.info("the catalog of %s could not be read by the caller's query (%s): reading it read-only", path, exc)
+        return None
+    if catalog is None or rows is None or tables is None or views is None or len(catalog) != 1:
+        logger.info("the catalog of %s could not be read by the caller's query: reading it read-only", path)
+        return None
+    logger.info("read the schema of %s", path)
+    return _schema_of(path, wanted, catalog[0][0], list(rows), list(tables), list(views))
+
+
+def _schema_of(
+    path: Path,
+    wanted: tuple[str, ...] | None,
+    catalog: object,
+    rows: list[tuple],
+    tables: list[tuple],
+    views: list[tuple],
+) -> DatabaseSchema:
+    """The ``DatabaseSchema`` of the catalog rows of ``path`` (columns, tables and views by schema)."""
     present = sorted({schema for schema, _ in tables + views} - set(SYSTEM_SCHEMAS), key=lambda s: (s != "main", s))
     exposed = [s for s in present if wanted is None or s in wanted]
 
@@ -140,7 +192,7 @@ def _read_schema_cached(path: str, mtime_ns: int, size: int, wanted: tuple[str, 
         catalog=str(catalog).lower(),
         relations={name: tuple(cols) for name, cols in columns.items() if "." not in name},
         views=frozenset(key(s, name) for s, name in views if s == "main" and s in exposed),
-        path=Path(path),
+        path=path,
         qualified={name: tuple(cols) for name, cols in columns.items() if "." in name},
         schemas=tuple(exposed) or ("main",),
     )

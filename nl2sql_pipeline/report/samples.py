@@ -69,11 +69,14 @@ def _key(row: Sequence[object]) -> tuple:
     return tuple(repr(v) if isinstance(v, float) else v for v in row)
 
 
-def case_sample(expected: QueryResult | None, generated: QueryResult | None, limit: int = SAMPLE_ROWS) -> CaseSample:
-    """The samples of one verdict and, when both results ran, the rows each lacks (as multisets)."""
+def case_sample(
+    expected: QueryResult | None, generated: QueryResult | None, limit: int = SAMPLE_ROWS, differences: bool = True
+) -> CaseSample:
+    """The samples of one verdict and, when both results ran and ``differences`` is asked, the rows each lacks
+    (as multisets)."""
     left = row_sample(expected, limit) if expected is not None else None
     right = row_sample(generated, limit) if generated is not None else None
-    if expected is None or generated is None or not expected.ok or not generated.ok:
+    if not differences or expected is None or generated is None or not expected.ok or not generated.ok:
         return CaseSample(left, right)
     try:
         want, got = Counter(_key(r) for r in expected.rows), Counter(_key(r) for r in generated.rows)
@@ -96,17 +99,30 @@ def result_samples(
     attempts: Iterable[Attempt],
     limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
-    """The samples of every query verdict: the first expected alternative against the selected candidate."""
+    """The samples of every query verdict: the first expected alternative against the selected candidate; the
+    rows that differ only for a verdict that is not correct (the report shows no difference for a correct one)."""
     expected: dict[str, QueryResult] = {}
     for row in sorted(oracle_rows, key=lambda r: r.alternative_index):
         expected.setdefault(row.case_id, row.result)
     results = {(a.case_id, a.sample_index, a.candidate_index): a.result for a in attempts}
+    return _samples(verdicts, expected, results, limit)
+
+
+def _samples(
+    verdicts: Iterable[Verdict],
+    expected: Mapping[str, QueryResult],
+    results: Mapping[tuple[str, int, int], QueryResult | None],
+    limit: int,
+) -> dict[SampleKey, CaseSample]:
+    """``result_samples`` from each case's first expected result and the results by (case, sample, candidate)."""
     samples: dict[SampleKey, CaseSample] = {}
     for verdict in verdicts:
         if verdict.is_probe:
             continue
         generated = results.get((verdict.case_id, verdict.sample_index, verdict.selected_candidate_index))
-        samples[(verdict.case_id, verdict.sample_index)] = case_sample(expected.get(verdict.case_id), generated, limit)
+        samples[(verdict.case_id, verdict.sample_index)] = case_sample(
+            expected.get(verdict.case_id), generated, limit, differences=not verdict.correct
+        )
     return samples
 
 
@@ -117,8 +133,9 @@ def load_result_samples(
     root: Path | None = None,
     limit: int = SAMPLE_ROWS,
 ) -> dict[SampleKey, CaseSample]:
-    """The samples of a stored run (empty when its oracle or candidate results are not stored)."""
-    from nl2sql_pipeline.results.frames import attempts_from_frame, oracle_rows_from_frame
+    """The samples of a stored run (empty when its oracle or candidate results are not stored); only the results
+    the samples show are decoded."""
+    from nl2sql_pipeline.results.frames import attempt_results, first_alternative_results
     from nl2sql_pipeline.storage import layout
     from nl2sql_pipeline.storage.parquet import read_parquet
 
@@ -126,10 +143,12 @@ def load_result_samples(
     results_file = layout.partition_path(layout.CANDIDATE_RESULTS, gold_set, model, root=root)
     if not oracle_file.exists() or not results_file.exists():
         return {}
-    return result_samples(
-        verdicts,
-        oracle_rows_from_frame(read_parquet(oracle_file)),
-        attempts_from_frame(read_parquet(results_file)),
+    queries = [verdict for verdict in verdicts if not verdict.is_probe]
+    selected = {(v.case_id, v.sample_index, v.selected_candidate_index) for v in queries}
+    return _samples(
+        queries,
+        first_alternative_results(read_parquet(oracle_file)),
+        attempt_results(read_parquet(results_file), selected),
         limit,
     )
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -136,9 +136,16 @@ def _columns(frame: pd.DataFrame, required: Sequence[str] = ()) -> dict[str, lis
     absent = [name for name in required if name not in frame.columns]
     if absent and len(frame):
         raise FrameCodecError(f"stored frame lacks the columns {absent}")
-    return {
-        str(name): [None if is_missing(value) else value for value in frame[name].tolist()] for name in frame.columns
-    }
+    return {str(name): _column_values(frame[name]) for name in frame.columns}
+
+
+def _column_values(series: pd.Series) -> list[Any]:
+    """One column as a list, missing markers as None (a column pandas finds nothing missing in is left as it is:
+    every value ``is_missing`` names, pandas counts as missing too)."""
+    values = series.tolist()
+    if not series.hasnans:
+        return values
+    return [None if is_missing(value) else value for value in values]
 
 
 def _rows(columns: dict[str, list[Any]], length: int) -> list[dict[str, Any]]:
@@ -186,24 +193,53 @@ def encode_result(result: QueryResult) -> dict[str, Any]:
 
 def decode_result(row: dict[str, Any]) -> QueryResult:
     """The ``QueryResult`` stored by ``encode_result`` (missing values read back from pandas as NaN/NA are None)."""
-    missing = [name for name in ("ok", "columns", "column_types", "rows") if is_missing(row.get(name))]
+    return _decoded({name: None if is_missing(value := row.get(name)) else value for name in RESULT_FIELDS})
+
+
+def _decoded(row: dict[str, Any]) -> QueryResult:
+    """``decode_result`` of a row holding every ``RESULT_FIELDS`` name, its missing values already None."""
+    missing = [name for name in ("ok", "columns", "column_types", "rows") if row[name] is None]
     if missing:
         raise ResultsCodecError(f"stored result lacks {', '.join(missing)}; expected the fields {RESULT_FIELDS}")
     try:
-        columns = json.loads(row["columns"])
-        column_types = json.loads(row["column_types"])
+        columns = _names(row["columns"])
+        column_types = _names(row["column_types"])
     except (TypeError, ValueError) as exc:
         raise ResultsCodecError(f"stored result columns are not JSON text ({exc})") from exc
+    truncated, error_class, error_message, elapsed_ms = (
+        row["truncated"],
+        row["error_class"],
+        row["error_message"],
+        row["elapsed_ms"],
+    )
     return QueryResult(
         ok=bool(row["ok"]),
-        columns=list(columns),
-        column_types=list(column_types),
+        columns=columns,
+        column_types=column_types,
         rows=decode_rows(row["rows"]),
-        truncated=False if is_missing(row.get("truncated")) else bool(row["truncated"]),
-        error_class=None if is_missing(row.get("error_class")) else str(row["error_class"]),
-        error_message=None if is_missing(row.get("error_message")) else str(row["error_message"]),
-        elapsed_ms=0.0 if is_missing(row.get("elapsed_ms")) else float(row["elapsed_ms"]),
+        truncated=False if truncated is None else bool(truncated),
+        error_class=None if error_class is None else str(error_class),
+        error_message=None if error_message is None else str(error_message),
+        elapsed_ms=0.0 if elapsed_ms is None else float(elapsed_ms),
     )
+
+
+_NAMES: dict[str, tuple[str, ...]] = {}
+"""Column names and types decoded, by their JSON text (the results of one gold set repeat a few hundred)."""
+_NAMES_MAX = 4096
+
+
+def _names(text: Any) -> list[Any]:
+    """A stored JSON list of column names or types, as a new list (decoded once per text)."""
+    known = _NAMES.get(text) if isinstance(text, str) else None
+    if known is not None:
+        return list(known)
+    value = json.loads(text)
+    if isinstance(text, str) and isinstance(value, list) and all(isinstance(item, str) for item in value):
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        _NAMES[text] = tuple(value)
+    return list(value)
 
 
 def _result_columns(result: QueryResult | None) -> dict[str, Any]:
@@ -212,8 +248,12 @@ def _result_columns(result: QueryResult | None) -> dict[str, Any]:
     return {f"result_{name}": value for name, value in encode_result(result).items()}
 
 
+_RESULT_PAIRS: tuple[tuple[str, str], ...] = tuple(zip(RESULT_FIELDS, RESULT_COLUMNS))
+
+
 def _result_of(row: dict[str, Any]) -> QueryResult:
-    return decode_result({name: row.get(f"result_{name}") for name in RESULT_FIELDS})
+    """The result of a frame row whose missing values ``_columns`` already made None."""
+    return _decoded({name: row.get(column) for name, column in _RESULT_PAIRS})
 
 
 # ------------------------------------------------------------------------------------------------ cases
@@ -333,6 +373,18 @@ def oracle_rows_from_frame(frame: pd.DataFrame) -> list[OracleRow]:
     ]
 
 
+def first_alternative_results(frame: pd.DataFrame) -> dict[str, QueryResult]:
+    """Each case's result for its first expected alternative (the lowest index; of equal ones the first row) in an
+    ``oracle_results`` frame: only those results are decoded, and no clause items (the report's samples)."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "alternative_index", *RESULT_COLUMNS[:4]))
+    first: dict[str, tuple[int, dict[str, Any]]] = {}
+    for row in _rows(columns, len(frame)):
+        case_id, index = str(row["case_id"]), int(row["alternative_index"])
+        if case_id not in first or index < first[case_id][0]:
+            first[case_id] = (index, row)
+    return {case_id: _result_of(row) for case_id, (_, row) in first.items()}
+
+
 def _clause_items(text: Any) -> ClauseItems | None:
     """Stored clause items (None when absent, as in oracle frames stored before they were, or of another version)."""
     if text is None:
@@ -411,11 +463,16 @@ def attempts_to_frame(attempts: Iterable[Attempt]) -> pd.DataFrame:
     return _frame([_attempt_row(a) for a in attempts], ATTEMPT_COLUMNS)
 
 
+_GENERATION_SOURCES: tuple[tuple[str, str], ...] = tuple(
+    (name, _GENERATION_RENAMED.get(name, name)) for name in CANDIDATE_COLUMNS
+)
+"""Each ``CandidateRecord`` field with the ``candidate_results`` column it is stored in."""
+
+
 def _attempt(row: dict[str, Any]) -> Attempt:
     generation = None
     if row.get("source", SOURCE_MODEL) == SOURCE_MODEL:
-        values = {name: row.get(_GENERATION_RENAMED.get(name, name)) for name in CANDIDATE_COLUMNS}
-        generation = _candidate(values)
+        generation = _candidate({name: row.get(column) for name, column in _GENERATION_SOURCES})
     executed = bool(row.get("executed"))
     return Attempt(
         case_id=str(row["case_id"]),
@@ -438,6 +495,22 @@ def attempts_from_frame(frame: pd.DataFrame) -> list[Attempt]:
     """The attempts of a ``candidate_results`` frame, each executed result decoded once."""
     columns = _columns(frame, ("case_id", "case_fingerprint", "source", "sample_index", "candidate_index", "executed"))
     return [_attempt(row) for row in _rows(columns, len(frame))]
+
+
+AttemptKey = tuple[str, int, int]
+"""An attempt's (case id, sample index, candidate index)."""
+
+
+def attempt_results(frame: pd.DataFrame, keys: Collection[AttemptKey]) -> dict[AttemptKey, QueryResult | None]:
+    """The results of the ``candidate_results`` rows of ``keys`` (None: not executed; of several rows of one key
+    the last, as ``attempts_from_frame`` gives them): only those results are decoded (the report's samples)."""
+    columns = _columns(frame, ("case_id", "case_fingerprint", "source", "sample_index", "candidate_index", "executed"))
+    chosen: dict[AttemptKey, dict[str, Any]] = {}
+    for row in _rows(columns, len(frame)):
+        key = (str(row["case_id"]), int(row["sample_index"]), int(row["candidate_index"]))
+        if key in keys:
+            chosen[key] = row
+    return {key: _result_of(row) if bool(row.get("executed")) else None for key, row in chosen.items()}
 
 
 # ------------------------------------------------------------------------------------------------ verdicts
@@ -499,32 +572,32 @@ _VERDICT_CONVERTERS = {
 }
 
 
-def _verdict(row: dict[str, Any]) -> Verdict:
-    values: dict[str, Any] = {}
-    for name in VERDICT_COLUMNS:
-        value = row.get(name)
-        if name == "tags":
-            value = tuple(t for t in (value or "").split(",") if t)
-        elif name in _VERDICT_JSON:
-            value = None if value is None else _VERDICT_JSON[name](json.loads(value))
-        elif value is not None and name in _VERDICT_CONVERTERS:
-            value = _VERDICT_CONVERTERS[name](value)
-        elif value is None and name in (
-            "is_probe",
-            "correct",
-            "first_candidate_correct",
-            "cold_start",
-            "system_rows_disagree",
-        ):
-            value = False
-        values[name] = value
-    return Verdict(**values)
+_FALSE_WHEN_MISSING = frozenset(
+    {"is_probe", "correct", "first_candidate_correct", "cold_start", "system_rows_disagree"}
+)
+
+
+def _verdict_values(name: str, values: list[Any]) -> list[Any]:
+    """One verdict field's stored column as the record's values (missing values already None)."""
+    if name == "tags":
+        return [tuple(t for t in (value or "").split(",") if t) for value in values]
+    if name in _VERDICT_JSON:
+        read = _VERDICT_JSON[name]
+        return [None if value is None else read(json.loads(value)) for value in values]
+    convert = _VERDICT_CONVERTERS.get(name)
+    if convert is None:
+        return values
+    missing = False if name in _FALSE_WHEN_MISSING else None
+    return [missing if value is None else convert(value) for value in values]
 
 
 def verdicts_from_frame(frame: pd.DataFrame) -> list[Verdict]:
-    """The verdicts of a ``case_verdicts`` frame (partition-key and hash columns are left aside)."""
+    """The verdicts of a ``case_verdicts`` frame (partition-key and hash columns are left aside); each field is
+    converted a column at a time."""
     columns = _columns(frame, ("case_id", "outcome", "is_probe", "sample_index"))
-    return [_verdict(row) for row in _rows(columns, len(frame))]
+    absent = [None] * len(frame)
+    fields_ = [_verdict_values(name, columns.get(name, absent)) for name in VERDICT_COLUMNS]
+    return [Verdict(**dict(zip(VERDICT_COLUMNS, row))) for row in zip(*fields_)]
 
 
 def model_config_hash_of(frame: pd.DataFrame) -> str | None:

@@ -45,35 +45,52 @@ def execute_attempts(
     by_case: dict[str, list[Attempt]] = {}
     for attempt in attempts:
         by_case.setdefault(attempt.case_id, []).append(attempt)
-    # Every policy decision first, in one pass, then every query: parsing and the rules run back to back
-    # with their code and data in the CPU caches (interleaved with DuckDB queries they cost about twice
-    # as much). The decisions are the same either way: the policy never depends on what ran before.
-    decisions = {
-        id(attempt): gate.check(case, sql)
-        for case in cases
-        if not case.is_probe and not case.is_clarify
-        for attempt in by_case.get(case.id, ())
-        if (sql := _runnable_sql(attempt)) is not None
-    }
     executed: list[Attempt] = []
-    with tracking(progress, STAGE_EXECUTE, "") as tracker, hold as runner:
-        tracker.begin(sum(1 if case.is_probe else len(by_case.get(case.id, ())) for case in cases))
-        for case in cases:
-            if case.is_probe:
-                executed.append(check_probe(case, gate))
-                executed.extend(check_probe_reply(case, reply, gate) for reply in by_case.get(case.id, ()))
-                tracker.unit_finished(started=False)
-                continue
-            for attempt in by_case.get(case.id, ()):
-                tracker.unit_started()
-                if case.is_clarify:  # an ambiguous question: its guess is checked by the policy, never run
-                    executed.append(check_probe_reply(case, attempt, gate))
-                    tracker.unit_finished()
+    with hold as runner, _catalogs_in_sandboxes(gate, runner, limits, isolated):
+        # Every policy decision first, in one pass, then every query: parsing and the rules run back to back
+        # with their code and data in the CPU caches (interleaved with DuckDB queries they cost about twice
+        # as much). The decisions are the same either way: the policy never depends on what ran before.
+        decisions = {
+            id(attempt): gate.check(case, sql)
+            for case in cases
+            if not case.is_probe and not case.is_clarify
+            for attempt in by_case.get(case.id, ())
+            if (sql := _runnable_sql(attempt)) is not None
+        }
+        with tracking(progress, STAGE_EXECUTE, "") as tracker:
+            tracker.begin(sum(1 if case.is_probe else len(by_case.get(case.id, ())) for case in cases))
+            for case in cases:
+                if case.is_probe:
+                    executed.append(check_probe(case, gate))
+                    executed.extend(check_probe_reply(case, reply, gate) for reply in by_case.get(case.id, ()))
+                    tracker.unit_finished(started=False)
                     continue
-                done = execute_attempt(case, attempt, gate, limits, runner, decisions.get(id(attempt)))
-                executed.append(done)
-                tracker.unit_finished(failure=_execution_failure(done))
+                for attempt in by_case.get(case.id, ()):
+                    tracker.unit_started()
+                    if case.is_clarify:  # an ambiguous question: its guess is checked by the policy, never run
+                        executed.append(check_probe_reply(case, attempt, gate))
+                        tracker.unit_finished()
+                        continue
+                    done = execute_attempt(case, attempt, gate, limits, runner, decisions.get(id(attempt)))
+                    executed.append(done)
+                    tracker.unit_finished(failure=_execution_failure(done))
     return executed
+
+
+def _catalogs_in_sandboxes(
+    gate: PolicyGate, runner: QueryRunner, limits: SandboxLimits, isolated: bool
+) -> AbstractContextManager[None]:
+    """The gate reading each database's schema in the stage's sandbox of it, which the stage opens anyway (a
+    read-only instance of its own costs ~20 ms per database); with ``isolated``, each query would start a
+    worker process: the gate reads schemas as it always does."""
+    if isolated:
+        return nullcontext()
+
+    def query(path: Path, sql: str) -> list[tuple] | None:
+        result = runner(path, sql, limits)
+        return list(result.rows) if result.ok and not result.truncated else None
+
+    return gate.reading_catalogs_with(query)
 
 
 def _runnable_sql(attempt: Attempt) -> str | None:

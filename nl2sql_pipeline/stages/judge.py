@@ -73,7 +73,11 @@ def judge(
     cases = list(cases)
     verdicts: list[Verdict] = []
     meter = EfficiencyMeter(resolve_database, limits) if efficiency else None
-    with tracking(progress, STAGE_JUDGE, "") as tracker, meter if meter is not None else nullcontext():
+    with (
+        tracking(progress, STAGE_JUDGE, "") as tracker,
+        meter if meter is not None else nullcontext(),
+        suite.held() if suite is not None else nullcontext(),
+    ):
         tracker.begin(
             sum(
                 max(1, len(samples_by_case.get(c.id, {}))) if c.is_probe else len(samples_by_case.get(c.id, {}))

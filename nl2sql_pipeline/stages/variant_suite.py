@@ -15,7 +15,8 @@ A variant on which the gold itself fails (a division by a boundary value, say) i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def stored_suite(
     stored = max((r.variant_index for r in rows), default=-1) + 1
     if rows and stored < count:
         raise StoredVariantsError(f"the stored variant results hold {stored} variants per database, {count} asked")
-    missing = sorted({r.variant_path for r in rows if not Path(r.variant_path).is_file()})
+    missing = sorted(path for path in {r.variant_path for r in rows} if not Path(path).is_file())
     if missing:
         raise StoredVariantsError(f"variant files are missing ({', '.join(missing[:3])})")
     return VariantSuite.from_rows(rows, count, limits, isolated)
@@ -174,6 +175,8 @@ class VariantSuite:
     isolated: bool = False
     _checked: dict[tuple[str, str], SuiteCheck] = field(default_factory=dict, repr=False)
     """Checks already made, by (case id, SQL): a sample repeating an earlier sample's SQL is not run again."""
+    _runner: QueryRunner | None = field(default=None, repr=False)
+    """The runner of a ``held`` block (None: ``run_query``)."""
 
     @classmethod
     def from_rows(
@@ -197,6 +200,20 @@ class VariantSuite:
         }
         return cls(variants, limits or SandboxLimits(), isolated)
 
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Within the block, candidates run on variant sandboxes held until it ends (``execution.held_sandboxes``:
+        no pool bookkeeping per query); with ``isolated``, each still runs in its own worker process."""
+        if self.isolated:
+            yield
+            return
+        with held_sandboxes() as runner:
+            previous, self._runner = self._runner, runner
+            try:
+                yield
+            finally:
+                self._runner = previous
+
     def verdict_fields(self, case: Case, verdict: Verdict, config: CompareConfig) -> dict[str, Any]:
         """The test-suite fields of a query verdict (none for a verdict that was not scored)."""
         if verdict.is_probe or verdict.outcome in outcomes.NOT_SCORED:
@@ -207,7 +224,7 @@ class VariantSuite:
             return {"test_suite_correct": False, "test_suite_variants": usable}
         key = (case.id, verdict.generated_sql)
         if key not in self._checked:
-            runner: QueryRunner = run_query_isolated if self.isolated else run_query
+            runner: QueryRunner = run_query_isolated if self.isolated else self._runner or run_query
             self._checked[key] = check_on_variants(case, verdict.generated_sql, variants, config, self.limits, runner)
         check = self._checked[key]
         return {"test_suite_correct": check.correct, "test_suite_variants": usable, "test_suite_reason": check.reason}
