@@ -105,3 +105,14 @@ def test_a_runs_file_is_created_as_dagsters_own_and_its_migration_scripts_are_re
     assert schema(ours, "r1") == schema(dagsters, "r1")
     assert schema(ours, "r1")[1] == [(ScriptDirectory.from_config(event_log._alembic_config()).get_current_head(),)]
     storage.dispose()
+
+
+def test_has_table_answers_as_dagsters_on_the_kept_engine(tmp_path: Path) -> None:
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    dagsters = SqliteEventLogStorage(str(tmp_path / "dagster"))
+    ours = event_log.ReusedEngineSqliteEventLogStorage(str(tmp_path / "ours"))
+    for table in ("event_logs", "asset_event_tags", "dynamic_partitions", "no_such_table"):
+        assert ours.has_table(table) == dagsters.has_table(table)
+    assert list(ours._engines) == ["index"]
+    ours.dispose()
