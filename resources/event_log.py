@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -109,6 +110,8 @@ class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
+        self._table_engine: Engine | None = None
+        self._table_lock = threading.Lock()
         super().__init__(base_dir, inst_data=inst_data)
 
     @classmethod
@@ -174,12 +177,19 @@ class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
         super()._initdb(engine, for_index_shard=for_index_shard)
 
     def has_table(self, table_name: str) -> bool:
-        """Whether the index file has the table, asked on its kept engine (Dagster's creates and disposes of an
-        engine per question: about 30 per run, 4 ms each)."""
-        with self._db_lock:
-            engine = self._engine(INDEX_SHARD_NAME)
-            with engine.connect() as conn:
-                return bool(engine.dialect.has_table(conn, table_name))
+        """Whether the index file has the table, asked on an engine kept for these questions (Dagster's creates and
+        disposes of an engine per question: about 30 per run). Not the index file's engine of ``_connect``: Dagster
+        asks this inside its connections, under ``_db_lock``."""
+        with self._table_lock:
+            if self._table_engine is None:
+                self._table_engine = create_engine(
+                    self.conn_string_for_shard(INDEX_SHARD_NAME),
+                    poolclass=QueuePool,
+                    pool_size=1,
+                    connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+                )
+            with self._table_engine.connect() as conn:
+                return bool(self._table_engine.dialect.has_table(conn, table_name))
 
     def _claim_concurrency_slot(self, concurrency_key: str, run_id: str, step_key: str) -> ConcurrencySlotStatus:
         # the last step of Dagster's claim_concurrency_slot (after its queue of pending steps gave this step
@@ -192,3 +202,7 @@ class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()
+        with self._table_lock:
+            if self._table_engine is not None:
+                self._table_engine.dispose()
+                self._table_engine = None

@@ -114,5 +114,24 @@ def test_has_table_answers_as_dagsters_on_the_kept_engine(tmp_path: Path) -> Non
     ours = event_log.ReusedEngineSqliteEventLogStorage(str(tmp_path / "ours"))
     for table in ("event_logs", "asset_event_tags", "dynamic_partitions", "no_such_table"):
         assert ours.has_table(table) == dagsters.has_table(table)
-    assert list(ours._engines) == ["index"]
     ours.dispose()
+
+
+def test_has_table_inside_an_open_connection_does_not_wait_for_itself(tmp_path: Path) -> None:
+    import threading
+
+    storage = event_log.ReusedEngineSqliteEventLogStorage(str(tmp_path))
+    answers: list[bool] = []
+
+    def ask() -> None:
+        with storage.index_connection():  # Dagster asks has_table inside its connections (wipe, concurrency)
+            answers.append(storage.has_table("concurrency_limits"))
+        with storage.run_connection("r1"):
+            answers.append(storage.has_table("no_such_table"))
+
+    worker = threading.Thread(target=ask, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "has_table waited for the lock its caller holds"
+    assert answers == [True, False]
+    storage.dispose()
