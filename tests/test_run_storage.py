@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from resources.instance import ensure_instance_home
 from resources.run_storage import ReusedEngineSqliteRunStorage
@@ -53,3 +54,28 @@ def test_the_instance_keeps_the_runs_a_default_instance_wrote_in_the_same_file(i
         run = reopened.get_run_by_id(runs[0])
         assert run is not None and run.tags.get("nl2sql/test") == "kept"
     assert again is not None
+
+
+def test_a_ready_instance_opens_without_reading_the_migration_scripts(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alembic.script import ScriptDirectory
+
+    from resources.run_storage import ReadyCheckedSqliteScheduleStorage
+
+    ensure_instance_home()
+    with dg.DagsterInstance.get() as first:  # creates runs.db and schedules.db through Dagster's own from_local
+        run_id = _materialize(first)
+    reads: list[str] = []
+    from_config = ScriptDirectory.from_config.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        ScriptDirectory, "from_config", classmethod(lambda cls, config: reads.append("x") or from_config(cls, config))
+    )
+    with dg.DagsterInstance.get() as instance:
+        assert isinstance(instance.run_storage, ReusedEngineSqliteRunStorage)
+        assert isinstance(instance.schedule_storage, ReadyCheckedSqliteScheduleStorage)
+        assert instance.schedule_storage._conn_string.endswith("dagster_home/schedules/schedules.db")
+        assert reads == [], "a stamped file is opened as it is"
+        run = instance.get_run_by_id(run_id)
+        assert run is not None and run.is_success
+        assert instance.schedule_storage.all_instigator_state() == []
