@@ -18,8 +18,10 @@ def partition_keys_from_registries() -> tuple[list[str], list[str]]:
 def register_partitions(instance: dg.DagsterInstance) -> tuple[list[str], list[str]]:
     """Add every registered gold set and model as a dynamic partition; returns what was added."""
     golds, models = partition_keys_from_registries()
-    new_golds = [g for g in golds if not instance.has_dynamic_partition(GOLD_SETS_PARTITIONS, g)]
-    new_models = [m for m in models if not instance.has_dynamic_partition(MODELS_PARTITIONS, m)]
+    known_golds = set(instance.get_dynamic_partitions(GOLD_SETS_PARTITIONS))  # one query each, not one per key
+    known_models = set(instance.get_dynamic_partitions(MODELS_PARTITIONS))
+    new_golds = [g for g in golds if g not in known_golds]
+    new_models = [m for m in models if m not in known_models]
     if new_golds:
         instance.add_dynamic_partitions(GOLD_SETS_PARTITIONS, new_golds)
     if new_models:

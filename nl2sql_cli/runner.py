@@ -31,6 +31,7 @@ from assets.graph import ALL_ASSETS, ANSWER_ASSETS, ASSET_CHECKS, GOLD_ASSETS, M
 from assets.jobs import run_tags_for_partition
 from assets.sensors import register_partitions
 from nl2sql_cli.run_result import AnswerOptions, EvaluationOutcome
+from nl2sql_cli.startup import imports_without_collection
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
 from nl2sql_pipeline.errors import ConfigError
@@ -202,7 +203,9 @@ def evaluate(
         load_policy(policy)  # fail fast, before any run, on a missing or invalid policy
     _check_prediction_files(gold_set, specs.values())
     outcome = EvaluationOutcome()
-    instance = instance or get_instance()
+    if instance is None:
+        with imports_without_collection():  # opening it imports ~200 modules of Dagster's storage and daemon
+            instance = get_instance()
     outcome.reaped_runs = fail_dead_runs(instance)
     register_partitions(instance)
     # every pool's row exists before a step starts: otherwise two runs starting at once both ask Dagster to

@@ -1,6 +1,6 @@
 """The local Dagster instance under the storage root: ``dagster.yaml`` with telemetry off, the event log
-(``resources.event_log``: Dagster's SQLite files, one engine per file), the run queue's limits and the
-default pool limit.
+(``resources.event_log``: Dagster's SQLite files, one engine per file), the run and schedule storages (``resources.run_storage``:
+Dagster's SQLite files; the run storage keeps one engine), the run queue's limits and the default pool limit.
 
 Dagster's ``dagster.yaml`` takes one limit for every pool (``concurrency: pools: default_limit``); the
 per-provider pool limits derived from ``data/models.yml`` are written into the instance's storage by
@@ -34,6 +34,20 @@ event_log_storage:
   # Dagster's SQLite event log in its usual files, keeping one engine per file (resources/event_log.py)
   module: resources.event_log
   class: ReusedEngineSqliteEventLogStorage
+  config:
+    dagster_home:
+      env: DAGSTER_HOME
+run_storage:
+  # Dagster's SQLite run storage in its usual file, keeping one engine (resources/run_storage.py)
+  module: resources.run_storage
+  class: ReusedEngineSqliteRunStorage
+  config:
+    dagster_home:
+      env: DAGSTER_HOME
+schedule_storage:
+  # Dagster's SQLite schedule storage in its usual file, opened without reading its migration scripts when ready
+  module: resources.run_storage
+  class: ReadyCheckedSqliteScheduleStorage
   config:
     dagster_home:
       env: DAGSTER_HOME

@@ -64,3 +64,74 @@ def test_each_file_keeps_one_open_connection_that_commits_without_an_fsync(isola
         with storage.run_connection(run_id) as conn:
             assert conn.connection.dbapi_connection is first, "the file's connection is kept, not closed per use"
         assert len(instance.all_logs(run_id)) > 0
+
+
+def test_a_runs_file_is_created_as_dagsters_own_and_its_migration_scripts_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    def schema(folder: Path, run_id: str) -> tuple[list, list, list]:
+        con = sqlite3.connect(folder / f"{run_id}.db")
+        try:
+            return (
+                sorted(con.execute("SELECT type, name, sql FROM sqlite_master").fetchall()),
+                con.execute("SELECT version_num FROM alembic_version").fetchall(),
+                con.execute("PRAGMA journal_mode").fetchall(),
+            )
+        finally:
+            con.close()
+
+    dagsters, ours = tmp_path / "dagster", tmp_path / "ours"
+    with SqliteEventLogStorage(str(dagsters)).run_connection("r1"):
+        pass
+    event_log._migration_scripts.cache_clear()
+    reads: list[str] = []
+    from_config = ScriptDirectory.from_config.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        ScriptDirectory, "from_config", classmethod(lambda cls, config: reads.append("x") or from_config(cls, config))
+    )
+    storage = event_log.ReusedEngineSqliteEventLogStorage(str(ours))
+    reads.clear()  # the index shard: Dagster's own path
+    for run_id in ("r1", "r2", "r3"):
+        with storage.run_connection(run_id):
+            pass
+    with storage.run_connection("r1"):  # stamped already: left as it is
+        pass
+    assert len(reads) == 1
+    assert schema(ours, "r1") == schema(dagsters, "r1")
+    assert schema(ours, "r1")[1] == [(ScriptDirectory.from_config(event_log._alembic_config()).get_current_head(),)]
+    storage.dispose()
+
+
+def test_has_table_answers_as_dagsters_on_the_kept_engine(tmp_path: Path) -> None:
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+    dagsters = SqliteEventLogStorage(str(tmp_path / "dagster"))
+    ours = event_log.ReusedEngineSqliteEventLogStorage(str(tmp_path / "ours"))
+    for table in ("event_logs", "asset_event_tags", "dynamic_partitions", "no_such_table"):
+        assert ours.has_table(table) == dagsters.has_table(table)
+    ours.dispose()
+
+
+def test_has_table_inside_an_open_connection_does_not_wait_for_itself(tmp_path: Path) -> None:
+    import threading
+
+    storage = event_log.ReusedEngineSqliteEventLogStorage(str(tmp_path))
+    answers: list[bool] = []
+
+    def ask() -> None:
+        with storage.index_connection():  # Dagster asks has_table inside its connections (wipe, concurrency)
+            answers.append(storage.has_table("concurrency_limits"))
+        with storage.run_connection("r1"):
+            answers.append(storage.has_table("no_such_table"))
+
+    worker = threading.Thread(target=ask, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "has_table waited for the lock its caller holds"
+    assert answers == [True, False]
+    storage.dispose()

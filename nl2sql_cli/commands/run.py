@@ -461,12 +461,14 @@ def run_evaluation(
     """Evaluate, print the report and the baseline comparison, return the exit code; progress goes to stderr
     while it runs unless ``quiet``. ``answers`` (``run_result.AnswerOptions``) turns the answer stage and judges on."""
     from nl2sql_cli.run_result import stored_outcome
+    from nl2sql_cli.startup import imports_without_collection
     from nl2sql_pipeline import paths
     from nl2sql_pipeline.runs import GateThresholds, check_gates, thresholds_for_model
     from nl2sql_pipeline.runs.measurements import Measurements
 
     measurements = measurements or Measurements()
-    code = _check_inputs(gold_set)
+    with imports_without_collection():  # the gold registry and its checks
+        code = _check_inputs(gold_set)
     if code is not None:
         return code
     fallback = {"min_semantic_correct": min_correctness, "max_regression": max_regression}
@@ -478,25 +480,26 @@ def run_evaluation(
     try:
         if answers is not None:
             answers.check()  # an unknown judge or answer model, bad thresholds: exit 2 before any run
-        outcome = (
-            None
-            if force
-            or paraphrases > 0
-            or perturb
-            or answers is not None  # robustness, answers and judges run beside reused scores
-            else stored_outcome(
-                gold_set,
-                models,
-                repeat=repeat,
-                policy=policy,
-                test_suite_variants=test_suite_variants,
-                strict_gold=strict_gold,
-                measurements=measurements,
+        with imports_without_collection():  # stored_outcome imports pandas; the runner, the Dagster layer
+            outcome = (
+                None
+                if force
+                or paraphrases > 0
+                or perturb
+                or answers is not None  # robustness, answers and judges run beside reused scores
+                else stored_outcome(
+                    gold_set,
+                    models,
+                    repeat=repeat,
+                    policy=policy,
+                    test_suite_variants=test_suite_variants,
+                    strict_gold=strict_gold,
+                    measurements=measurements,
+                )
             )
-        )
+            if outcome is None:
+                from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
         if outcome is None:
-            from nl2sql_cli.runner import evaluate  # the Dagster layer, loaded only when a run is needed
-
             with _progress_shown(quiet):
                 outcome = evaluate(
                     gold_set,

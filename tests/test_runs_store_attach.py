@@ -1,0 +1,54 @@
+"""``runs.store`` reads and writes the baselines file through one in-memory DuckDB of the process (ATTACH, then
+DETACH): the file is free for another process between two calls, and what is written is the same file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from nl2sql_pipeline.runs import RunVersions, list_runs, record_run, store
+
+VERSIONS = RunVersions("m1", "g1", "s1", "p1", "c1", "h1")
+
+
+def test_the_file_is_detached_after_each_call_and_readable_by_a_connection_of_its_own(tmp_path: Path) -> None:
+    db = tmp_path / "baselines.duckdb"
+    record_run(db, run_id="r1", gold_set="gold", model="m", versions=VERSIONS, scores={"query_count": 3})
+    assert [r["run_id"] for r in list_runs(db, "gold", "m")] == ["r1"]
+    # another process may open it for writing now (DuckDB: one writer or several readers, across processes)
+    script = (
+        "import duckdb, sys; con = duckdb.connect(sys.argv[1]); "
+        "print(con.execute('SELECT run_id, query_count FROM latest_runs').fetchall()); "
+        'con.execute("UPDATE baseline_runs SET query_count = 4"); con.close()'
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "('r1', 3)" in done.stdout
+    assert list_runs(db, "gold", "m")[0]["query_count"] == 4, "a write of another process is read back"
+    attached = {
+        row[0] for row in store._memory_connection().execute("SELECT database_name FROM duckdb_databases()").fetchall()
+    }
+    assert store._ATTACHED not in attached
+    direct = duckdb.connect(str(db), read_only=True)
+    try:
+        assert direct.execute("SELECT count(*) FROM baseline_runs").fetchone() == (1,)
+    finally:
+        direct.close()
+
+
+def test_a_failed_query_leaves_nothing_attached(tmp_path: Path) -> None:
+    db = tmp_path / "baselines.duckdb"
+    record_run(db, run_id="r1", gold_set="gold", model="m", versions=VERSIONS, scores={})
+    try:
+        with store._attached(db, read_only=True) as con:
+            con.execute("SELECT no_such_column FROM baseline_runs")
+    except duckdb.Error:
+        pass
+    attached = {
+        row[0] for row in store._memory_connection().execute("SELECT database_name FROM duckdb_databases()").fetchall()
+    }
+    assert store._ATTACHED not in attached
+    assert [r["run_id"] for r in list_runs(db)] == ["r1"]
