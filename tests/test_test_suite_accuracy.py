@@ -18,7 +18,13 @@ from nl2sql_pipeline.stages import judge
 from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow
 from nl2sql_pipeline.stages.variant_suite import VariantSuite, build_suites, check_on_variants, run_variant_oracle
 from nl2sql_pipeline.variants import boundary_literals, ensure_variants, literals
-from nl2sql_pipeline.variants.build import VariantBuilder, build_connection, build_variant, read_source_schema
+from nl2sql_pipeline.variants.build import (
+    BUILD_CATALOG,
+    VariantBuilder,
+    build_connection,
+    build_variant,
+    read_source_schema,
+)
 
 LIMITS = SandboxLimits(timeout_s=10)
 GOLD = "SELECT count(*) AS n FROM orders WHERE amount >= 100"
@@ -127,7 +133,7 @@ def test_one_build_instance_serves_source_after_source(shop, tmp_path, home):
             with VariantBuilder(shop, con) as builder:
                 builder.build(tmp_path / f"shared-{round_}.duckdb", 2, 0, lits)
         assert con.execute("SELECT database_name FROM duckdb_databases() WHERE NOT internal").fetchall() == [
-            ("memory",)
+            (BUILD_CATALOG,)
         ]
     finally:
         con.close()
@@ -414,3 +420,34 @@ def test_variant_queries_run_on_sandboxes_held_for_the_stage(shop, home, monkeyp
     variant_paths = {v.path for v in suite.variants[case.id]}
     assert sorted(acquired) == sorted(variant_paths)  # each variant acquired once for both candidates
     assert suite._runner is None  # the hold ended with the block
+
+
+def test_a_source_schema_named_memory_builds(tmp_path, home):
+    """A source schema called ``memory`` builds: an in-memory build instance's catalog has that name, and every
+    statement naming the schema was an ambiguous reference (the build instance is file-backed for this)."""
+    path = tmp_path / "mem.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR)")
+    con.execute("INSERT INTO items SELECT i, 'item ' || i FROM range(1, 101) t(i)")
+    con.execute("CREATE SCHEMA memory")
+    con.execute("CREATE TABLE memory.notes (id INTEGER, body VARCHAR)")
+    con.execute("INSERT INTO memory.notes SELECT i, 'note ' || i FROM range(1, 21) t(i)")
+    con.close()
+    shared = build_connection()
+    try:
+        with VariantBuilder(path, shared) as builder:
+            builder.build(tmp_path / "shared.duckdb", 1, 0)
+        assert shared.execute("SELECT current_database()").fetchone() == (BUILD_CATALOG,)
+    finally:
+        shared.close()
+    build_variant(path, tmp_path / "own.duckdb", 1, 0)
+    contents = []
+    for name in ("shared", "own"):
+        variant = duckdb.connect(str(tmp_path / f"{name}.duckdb"), read_only=True)
+        try:
+            contents.append(
+                [variant.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("items", "memory.notes")]
+            )
+        finally:
+            variant.close()
+    assert contents[0] == contents[1] and all(contents[0])  # the same variant either way, both tables kept

@@ -12,6 +12,8 @@ import hashlib
 import logging
 import os
 import random
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,8 @@ STEPS: tuple[Step, ...] = (
 BUILD_MEMORY_LIMIT = "1GB"
 VARIANT_ALIAS = "nl2sql_variant"
 """The catalog name a variant file is attached under while it is built."""
+BUILD_CATALOG = "nl2sql_build"
+"""The build instance's own (empty) catalog, where the builder stands between variants."""
 
 
 class VariantBuildError(Nl2SqlError):
@@ -71,20 +75,32 @@ def read_source_schema(source: Path) -> SourceSchema:
 
 
 def build_connection() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB instance to build variants in: one thread, ``BUILD_MEMORY_LIMIT``, spill files in
-    the scratch folder, no extensions. Sources and variant files are attached to it; one instance can serve
-    every source in turn (a new instance costs ~30 ms)."""
+    """A DuckDB instance to build variants in: one thread, ``BUILD_MEMORY_LIMIT``, spill files in the scratch
+    folder, no extensions. Sources and variant files are attached to it; one instance can serve every source in
+    turn (a new instance costs ~30 ms).
+
+    Its own catalog is ``BUILD_CATALOG``, an empty database file removed as soon as it is open (nothing is written
+    to it), not ``:memory:``: an in-memory instance's catalog is always called ``memory``, and a source schema of
+    that name would then be an ambiguous reference in every statement that names it."""
     scratch = paths.scratch_dir() / f"variant-build-{os.getpid()}"
-    return duckdb.connect(
-        ":memory:",
-        config={
-            "threads": 1,
-            "memory_limit": BUILD_MEMORY_LIMIT,
-            "temp_directory": str(scratch),
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-        },
-    )
+    folder = Path(tempfile.mkdtemp(prefix="variant-catalog-", dir=paths.scratch_dir()))
+    own = folder / f"{BUILD_CATALOG}.duckdb"
+    try:
+        return duckdb.connect(str(own), config=_build_config(scratch))
+    finally:
+        own.unlink(missing_ok=True)
+        Path(f"{own}.wal").unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _build_config(scratch: Path) -> dict[str, Any]:
+    return {
+        "threads": 1,
+        "memory_limit": BUILD_MEMORY_LIMIT,
+        "temp_directory": str(scratch),
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
 
 
 class VariantBuilder:
@@ -123,7 +139,7 @@ class VariantBuilder:
             self._con.close()
             return
         try:
-            self._con.execute("USE memory")
+            self._con.execute(f"USE {BUILD_CATALOG}.main")
             self._con.execute(f"DETACH DATABASE IF EXISTS {SOURCE_ALIAS}")
         except duckdb.Error as exc:
             logger.debug("could not detach %s from the shared build instance: %s", self.source, exc)
@@ -156,13 +172,13 @@ class VariantBuilder:
             )
             for step in STEPS:
                 summary[step.__name__] = step(ctx)
-            con.execute("USE memory")
+            con.execute(f"USE {BUILD_CATALOG}.main")
             con.execute(f"CHECKPOINT {VARIANT_ALIAS}")
             con.execute(f"DETACH {VARIANT_ALIAS}")
         except duckdb.Error as exc:
             if attached:
                 try:
-                    con.execute("USE memory")
+                    con.execute(f"USE {BUILD_CATALOG}.main")
                     con.execute(f"DETACH {VARIANT_ALIAS}")
                 except duckdb.Error:
                     logger.debug("could not detach the failed variant %s", tmp)
