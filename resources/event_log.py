@@ -104,7 +104,16 @@ def _migration_scripts() -> ScriptDirectory:
     return ScriptDirectory.from_config(_alembic_config())
 
 
-class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
+class ConfiguredByDagsterHome:
+    """Mixin of the instance's SQLite storages: configured by the Dagster home (``dagster_home:`` in
+    ``dagster.yaml``), each finding its own file under it, as Dagster's default instance does."""
+
+    @classmethod
+    def config_type(cls) -> dict[str, Any]:
+        return {"dagster_home": dg.StringSource}
+
+
+class ReusedEngineSqliteEventLogStorage(ConfiguredByDagsterHome, SqliteEventLogStorage):
     """``SqliteEventLogStorage`` keeping one engine per shard (configured by the Dagster home, not a path),
     whose pool slot claim never double-books (:func:`take_free_slot`)."""
 
@@ -113,10 +122,6 @@ class ReusedEngineSqliteEventLogStorage(SqliteEventLogStorage):
         self._table_engine: Engine | None = None
         self._table_lock = threading.Lock()
         super().__init__(base_dir, inst_data=inst_data)
-
-    @classmethod
-    def config_type(cls) -> dict[str, Any]:
-        return {"dagster_home": dg.StringSource}
 
     @classmethod
     def from_config_value(

@@ -23,7 +23,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
 
-import dagster as dg
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sqlite import create_db_conn_string
@@ -32,7 +31,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import QueuePool
 
-from resources.event_log import _wal_without_fsync_per_commit
+from resources.event_log import ConfiguredByDagsterHome, _wal_without_fsync_per_commit
 
 
 def run_storage_directory(dagster_home: str) -> str:
@@ -65,7 +64,7 @@ def _ready(path: str, *tables: str) -> bool:
         return False
 
 
-class ReusedEngineSqliteRunStorage(SqliteRunStorage):
+class ReusedEngineSqliteRunStorage(ConfiguredByDagsterHome, SqliteRunStorage):
     """``SqliteRunStorage`` keeping one engine for its file (configured by the Dagster home, not a path)."""
 
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
@@ -78,10 +77,6 @@ class ReusedEngineSqliteRunStorage(SqliteRunStorage):
             connect_args={"check_same_thread": False},
         )
         event.listen(self._engine, "connect", _wal_without_fsync_per_commit)
-
-    @classmethod
-    def config_type(cls) -> dict[str, Any]:
-        return {"dagster_home": dg.StringSource}
 
     @classmethod
     def from_config_value(
@@ -106,13 +101,9 @@ class ReusedEngineSqliteRunStorage(SqliteRunStorage):
         self._engine.dispose()
 
 
-class ReadyCheckedSqliteScheduleStorage(SqliteScheduleStorage):
+class ReadyCheckedSqliteScheduleStorage(ConfiguredByDagsterHome, SqliteScheduleStorage):
     """Dagster's ``SqliteScheduleStorage`` (configured by the Dagster home) whose ``from_local`` skips reading the
     migration scripts for a file it would only open (stamped)."""
-
-    @classmethod
-    def config_type(cls) -> dict[str, Any]:
-        return {"dagster_home": dg.StringSource}
 
     @classmethod
     def from_config_value(

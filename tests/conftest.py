@@ -168,6 +168,24 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def materialize_tiny() -> Callable[..., str]:
+    """Materialize a one-asset graph on the given Dagster instance and return the run id (what the storage
+    tests need: a real run whose records, events and status the instance writes). Dagster loads only here."""
+    import dagster as dg
+
+    @dg.asset
+    def tiny() -> int:
+        return 1
+
+    def run(instance: dg.DagsterInstance) -> str:
+        result = dg.materialize([tiny], instance=instance)
+        assert result.success
+        return result.run_id
+
+    return run
+
+
+@pytest.fixture
 def seeded_home(isolated_home: Path, sample_database: Path) -> Path:
     """``isolated_home`` holding a copy of the built sample database (what a run builds first, as after
     ``make run``): a test that evaluates does not build it again."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -11,25 +12,14 @@ from resources import event_log
 from resources.instance import ensure_instance_home
 
 
-@dg.asset
-def tiny() -> int:
-    return 1
-
-
-def _materialize(instance: dg.DagsterInstance) -> str:
-    result = dg.materialize([tiny], instance=instance)
-    assert result.success
-    return result.run_id
-
-
 def test_the_instance_keeps_the_history_a_default_instance_wrote_and_reuses_its_engines(
-    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, materialize_tiny: Callable[[dg.DagsterInstance], str]
 ) -> None:
     dagster_home = isolated_home / "dagster_home"
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     with dg.DagsterInstance.from_config(str(dagster_home)) as default:
         assert type(default.event_log_storage).__name__ == "SqliteEventLogStorage"
-        before = _materialize(default)
+        before = materialize_tiny(default)
 
     (dagster_home / "dagster.yaml").unlink()  # the file ensure_instance_home writes
     ensure_instance_home()
@@ -43,7 +33,7 @@ def test_the_instance_keeps_the_history_a_default_instance_wrote_and_reuses_its_
         latest = instance.get_latest_materialization_event(dg.AssetKey("tiny"))
         assert latest is not None and latest.run_id == before
 
-        runs = [_materialize(instance) for _ in range(3)]
+        runs = [materialize_tiny(instance) for _ in range(3)]
         latest = instance.get_latest_materialization_event(dg.AssetKey("tiny"))
         assert latest is not None and latest.run_id == runs[-1]
         assert all(getattr(instance.get_run_by_id(r), "is_success", False) for r in runs)
@@ -52,10 +42,12 @@ def test_the_instance_keeps_the_history_a_default_instance_wrote_and_reuses_its_
     assert not storage._engines, "disposing of the instance disposes of its engines"
 
 
-def test_each_file_keeps_one_open_connection_that_commits_without_an_fsync(isolated_home: Path) -> None:
+def test_each_file_keeps_one_open_connection_that_commits_without_an_fsync(
+    isolated_home: Path, materialize_tiny: Callable[[dg.DagsterInstance], str]
+) -> None:
     ensure_instance_home()
     with dg.DagsterInstance.get() as instance:
-        run_id = _materialize(instance)
+        run_id = materialize_tiny(instance)
         storage = instance.event_log_storage
         with storage.run_connection(run_id) as conn:
             first = conn.connection.dbapi_connection

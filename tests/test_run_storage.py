@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -11,23 +12,14 @@ from resources.instance import ensure_instance_home
 from resources.run_storage import ReusedEngineSqliteRunStorage
 
 
-@dg.asset
-def tiny() -> int:
-    return 1
-
-
-def _materialize(instance: dg.DagsterInstance) -> str:
-    result = dg.materialize([tiny], instance=instance)
-    assert result.success
-    return result.run_id
-
-
-def test_the_instance_keeps_the_runs_a_default_instance_wrote_in_the_same_file(isolated_home: Path) -> None:
+def test_the_instance_keeps_the_runs_a_default_instance_wrote_in_the_same_file(
+    isolated_home: Path, materialize_tiny: Callable[[dg.DagsterInstance], str]
+) -> None:
     dagster_home = isolated_home / "dagster_home"
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     with dg.DagsterInstance.from_config(str(dagster_home)) as default:
         assert type(default.run_storage).__name__ == "SqliteRunStorage"
-        before = _materialize(default)
+        before = materialize_tiny(default)
 
     (dagster_home / "dagster.yaml").unlink()  # the file ensure_instance_home writes
     ensure_instance_home()
@@ -37,7 +29,7 @@ def test_the_instance_keeps_the_runs_a_default_instance_wrote_in_the_same_file(i
         assert storage._conn_string.endswith(str(dagster_home / "history" / "runs.db"))
         old = instance.get_run_by_id(before)
         assert old is not None and old.is_success, "the run the default instance stored is read back"
-        runs = [_materialize(instance) for _ in range(2)]
+        runs = [materialize_tiny(instance) for _ in range(2)]
         assert all(getattr(instance.get_run_by_id(r), "is_success", False) for r in runs)
         instance.add_run_tags(runs[0], {"nl2sql/test": "kept"})
         with storage.connect() as conn:
@@ -57,7 +49,7 @@ def test_the_instance_keeps_the_runs_a_default_instance_wrote_in_the_same_file(i
 
 
 def test_a_ready_instance_opens_without_reading_the_migration_scripts(
-    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, materialize_tiny: Callable[[dg.DagsterInstance], str]
 ) -> None:
     from alembic.script import ScriptDirectory
 
@@ -65,7 +57,7 @@ def test_a_ready_instance_opens_without_reading_the_migration_scripts(
 
     ensure_instance_home()
     with dg.DagsterInstance.get() as first:  # creates runs.db and schedules.db through Dagster's own from_local
-        run_id = _materialize(first)
+        run_id = materialize_tiny(first)
     reads: list[str] = []
     from_config = ScriptDirectory.from_config.__func__  # type: ignore[attr-defined]
     monkeypatch.setattr(
