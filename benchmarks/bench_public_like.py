@@ -29,8 +29,11 @@ Derived and checked against issue 21's targets (exit 0 only when every one holds
 at 10,000 is within 1.2x of that at 1,000, for both settings.
 
 ``--profile K`` profiles one more whole-set run (``--test-suite-variants 0``, unmeasured) and prints its top K entries.
+``--planning`` prints where DuckDB's own time goes on the set's gold queries (its detailed query profile: binding,
+each optimizer pass, physical planning, execution), the part of the floors no harness change can remove.
 
-``python benchmarks/bench_public_like.py [--databases 15] [--per-db 42] [--rounds 1] [--scale] [--keep] [--profile K]``
+``python benchmarks/bench_public_like.py [--databases 15] [--per-db 42] [--rounds 1] [--scale] [--keep] [--profile K]
+[--planning]``
 """
 
 from __future__ import annotations
@@ -443,6 +446,74 @@ def duckdb_loop(data: Path, key: str, questions: Sequence[Question], *, run_floo
             con.close()
 
 
+def duckdb_planning(data: Path, key: str) -> tuple[int, dict[str, float]]:
+    """DuckDB's own profile of every imported gold query (``profiling_mode = 'detailed'``, one read-only
+    connection per database, ``SET threads = 1``): the number profiled and the mean seconds per query of each
+    phase, keyed ``query`` (the whole query as DuckDB times it), ``execution (CPU)``, ``binding``, ``planner``,
+    ``optimizer`` and ``optimizer: <pass>`` for each pass, and ``physical planner``. Profiling inflates every
+    figure; the shares are what it shows."""
+    import duckdb
+
+    gold_file = data / "gold" / key / f"{key}.jsonl"
+    records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    output = data.parent / "duckdb-profile.json"
+    connections: dict[str, duckdb.DuckDBPyConnection] = {}
+    totals: dict[str, float] = {}
+    profiled = 0
+    try:
+        for record in records:
+            path = str(gold_file.parent / record["database"])
+            con = connections.get(path)
+            if con is None:
+                con = connections[path] = duckdb.connect(path, read_only=True)
+                for setting in (
+                    "SET threads = 1",
+                    "PRAGMA enable_profiling = 'json'",
+                    "SET profiling_mode = 'detailed'",
+                ):
+                    con.execute(setting)
+                con.execute("SET profiling_output = ?", [str(output)])
+            con.execute(record["expected_sql"]).fetchall()
+            profile = json.loads(output.read_text(encoding="utf-8"))
+            phases = {
+                "query": profile["query"]["total_time"],
+                "execution (CPU)": profile["query"]["cpu_time"],
+                "binding": profile["planner"]["binding_time"],
+                "planner": profile["planner"]["total_time"],
+                "optimizer": profile["optimizer"]["total_time"],
+                "physical planner": profile["physical_planner"]["total_time"],
+            }
+            phases.update(
+                (f"optimizer: {name}", seconds)
+                for name, seconds in profile["optimizer"].items()
+                if name != "total_time" and isinstance(seconds, int | float)
+            )
+            for phase, seconds in phases.items():
+                totals[phase] = totals.get(phase, 0.0) + seconds
+            profiled += 1
+    finally:
+        for con in connections.values():
+            con.close()
+        output.unlink(missing_ok=True)
+    return profiled, {phase: seconds / max(profiled, 1) for phase, seconds in totals.items()}
+
+
+def print_planning(data: Path, key: str, top: int = 8) -> None:
+    """Print :func:`duckdb_planning`: the phases, then the ``top`` costliest optimizer passes."""
+    profiled, phases = duckdb_planning(data, key)
+    passes = sorted(((s, p) for p, s in phases.items() if p.startswith("optimizer: ")), reverse=True)
+    print(
+        f"\nDuckDB's own profile of the {profiled} gold queries (detailed profiling, mean ms a query; inflated by it):"
+    )
+    for phase in ("query", "binding", "planner", "optimizer", "physical planner", "execution (CPU)"):
+        print(f"  {phase:<44} {1000 * phases[phase]:>7.3f}")
+    rest = phases["query"] - sum(phases[p] for p in ("planner", "optimizer", "physical planner", "execution (CPU)"))
+    print(f"  {'the rest (parsing, results, the profiler)':<44} {1000 * rest:>7.3f}")
+    print(f"  optimizer passes: {len(passes)}; the {min(top, len(passes))} costliest:")
+    for seconds, phase in passes[:top]:
+        print(f"    {phase.removeprefix('optimizer: '):<42} {1000 * seconds:>7.3f}")
+
+
 # ----------------------------------------------------------------------------------------------- the CLI runs
 
 
@@ -651,6 +722,12 @@ def main() -> int:
         help="after the measurements, run the whole set once more with --test-suite-variants 0 under cProfile "
         "(not measured) and print its top K entries by cumulative and by own time",
     )
+    parser.add_argument(
+        "--planning",
+        action="store_true",
+        help="after the measurements, print DuckDB's own profile of the gold queries (binding, optimizer passes, "
+        "physical planning, execution; not measured)",
+    )
     args = parser.parse_args()
     if args.databases < 1 or args.per_db < 1 or args.rounds < 1 or args.databases * args.per_db < 2:
         parser.error("--databases, --per-db and --rounds must be >= 1, with at least 2 questions in all")
@@ -754,6 +831,8 @@ def measure(lab: Lab, args: argparse.Namespace) -> int:
         print("(linearity to 10,000 cases: not measured; --scale)")
     if args.profile:
         print_profile(lab, predictions, args.profile)
+    if args.planning:
+        print_planning(lab.data, GOLD_SET)
     return 0 if all(check.holds for check in checks) else 1
 
 

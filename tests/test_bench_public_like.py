@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 def test_bench_public_like_runs_every_measurement_on_a_small_set() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_public_like.py"), "--databases", "2", "--per-db", "3"]
-        + ["--profile", "3"],
+        + ["--profile", "3", "--planning"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -43,3 +43,6 @@ def test_bench_public_like_runs_every_measurement_on_a_small_set() -> None:
     assert "correct: plain loop" in out and "semantic correctness" in out
     # the profile of a whole-set run was written and read (the console entry's os._exit once skipped its dump)
     assert "profile of a whole-set run" in out and out.count("Ordered by:") == 2, out[-3000:]
+    # DuckDB's own profile of the 6 gold queries, by phase, with its costliest optimizer passes
+    assert "DuckDB's own profile of the 6 gold queries" in out, out[-3000:]
+    assert "  optimizer passes: " in out and "the 8 costliest:" in out, out[-3000:]
