@@ -48,9 +48,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 21
@@ -414,21 +419,14 @@ def duckdb_loop(data: Path, key: str, questions: Sequence[Question], *, run_floo
         except ConversionError:
             return None
 
-    gold_file = data / "gold" / key / f"{key}.jsonl"
-    records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    paths = [str(gold_file.parent / record["database"]) for record in records]
-    connections = {path: duckdb.connect(path, read_only=True) for path in set(paths)}
-    try:
-        for con in connections.values():
-            con.execute("SET threads = 1")
+    with gold_on_duckdb(data, key) as gold_queries:
         if run_floor:
-            golds = [connections[p].execute(r["expected_sql"]).fetchall() for p, r in zip(paths, records, strict=True)]
+            golds = [con.execute(record["expected_sql"]).fetchall() for con, record in gold_queries]
         else:
             predictions = [converted(q.predicted) for q in questions]
         started = time.perf_counter()
         equal = 0
-        for i, (path, record, q) in enumerate(zip(paths, records, questions, strict=True)):
-            con = connections[path]
+        for i, ((con, record), q) in enumerate(zip(gold_queries, questions, strict=True)):
             if run_floor:
                 gold, predicted_sql = golds[i], converted(q.predicted)
             else:
@@ -441,60 +439,67 @@ def duckdb_loop(data: Path, key: str, questions: Sequence[Question], *, run_floo
                 continue
             equal += set(predicted) == set(gold)
         return time.perf_counter() - started, equal
+
+
+@contextmanager
+def gold_on_duckdb(
+    data: Path, key: str, *settings: str
+) -> Iterator[list[tuple[duckdb.DuckDBPyConnection, dict[str, Any]]]]:
+    """Every imported gold record of set ``key`` with a read-only DuckDB connection to its database (one per
+    database, opened here with ``SET threads = 1`` and then ``settings``, closed on exit), in the set's order."""
+    import duckdb
+
+    gold_file = data / "gold" / key / f"{key}.jsonl"
+    records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    connections: dict[str, duckdb.DuckDBPyConnection] = {}
+    try:
+        for path in dict.fromkeys(str(gold_file.parent / record["database"]) for record in records):
+            con = connections[path] = duckdb.connect(path, read_only=True)
+            for setting in ("SET threads = 1", *settings):
+                con.execute(setting)
+        yield [(connections[str(gold_file.parent / record["database"])], record) for record in records]
     finally:
         for con in connections.values():
             con.close()
 
 
 def duckdb_planning(data: Path, key: str) -> tuple[int, dict[str, float]]:
-    """DuckDB's own profile of every imported gold query (``profiling_mode = 'detailed'``, one read-only
-    connection per database, ``SET threads = 1``): the number profiled and the mean seconds per query of each
-    phase, keyed ``query`` (the whole query as DuckDB times it), ``execution (CPU)``, ``binding``, ``planner``,
+    """DuckDB's own profile of every imported gold query (``profiling_mode = 'detailed'``, connections as in
+    :func:`gold_on_duckdb`): the number profiled and the mean seconds per query of each phase, keyed ``query``
+    (the whole query as DuckDB times it), ``execution (CPU)``, ``binding``, ``planner`` (binding included),
     ``optimizer`` and ``optimizer: <pass>`` for each pass, and ``physical planner``. Profiling inflates every
     figure; the shares are what it shows."""
-    import duckdb
-
-    gold_file = data / "gold" / key / f"{key}.jsonl"
-    records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     output = data.parent / "duckdb-profile.json"
-    connections: dict[str, duckdb.DuckDBPyConnection] = {}
+    quoted = output.as_posix().replace("'", "''")
+    settings = (
+        "PRAGMA enable_profiling = 'json'",
+        "SET profiling_mode = 'detailed'",
+        f"SET profiling_output = '{quoted}'",
+    )
     totals: dict[str, float] = {}
-    profiled = 0
     try:
-        for record in records:
-            path = str(gold_file.parent / record["database"])
-            con = connections.get(path)
-            if con is None:
-                con = connections[path] = duckdb.connect(path, read_only=True)
-                for setting in (
-                    "SET threads = 1",
-                    "PRAGMA enable_profiling = 'json'",
-                    "SET profiling_mode = 'detailed'",
-                ):
-                    con.execute(setting)
-                con.execute("SET profiling_output = ?", [str(output)])
-            con.execute(record["expected_sql"]).fetchall()
-            profile = json.loads(output.read_text(encoding="utf-8"))
-            phases = {
-                "query": profile["query"]["total_time"],
-                "execution (CPU)": profile["query"]["cpu_time"],
-                "binding": profile["planner"]["binding_time"],
-                "planner": profile["planner"]["total_time"],
-                "optimizer": profile["optimizer"]["total_time"],
-                "physical planner": profile["physical_planner"]["total_time"],
-            }
-            phases.update(
-                (f"optimizer: {name}", seconds)
-                for name, seconds in profile["optimizer"].items()
-                if name != "total_time" and isinstance(seconds, int | float)
-            )
-            for phase, seconds in phases.items():
-                totals[phase] = totals.get(phase, 0.0) + seconds
-            profiled += 1
+        with gold_on_duckdb(data, key, *settings) as gold_queries:
+            for con, record in gold_queries:
+                con.execute(record["expected_sql"]).fetchall()
+                profile = json.loads(output.read_text(encoding="utf-8"))
+                phases = {
+                    "query": profile["query"]["total_time"],
+                    "execution (CPU)": profile["query"]["cpu_time"],
+                    "binding": profile["planner"]["binding_time"],
+                    "planner": profile["planner"]["total_time"],
+                    "optimizer": profile["optimizer"]["total_time"],
+                    "physical planner": profile["physical_planner"]["total_time"],
+                }
+                phases.update(
+                    (f"optimizer: {name}", seconds)
+                    for name, seconds in profile["optimizer"].items()
+                    if name != "total_time" and isinstance(seconds, int | float)
+                )
+                for phase, seconds in phases.items():
+                    totals[phase] = totals.get(phase, 0.0) + seconds
     finally:
-        for con in connections.values():
-            con.close()
         output.unlink(missing_ok=True)
+    profiled = len(gold_queries)
     return profiled, {phase: seconds / max(profiled, 1) for phase, seconds in totals.items()}
 
 
