@@ -45,16 +45,20 @@ class SQLPolicyEngine:
     def check(self, sql: str) -> PolicyDecision:
         """The decision on ``sql``: allowed, or the first rule it fails and why (remembered by text)."""
         if not isinstance(sql, str):
-            return self._reject(PARSE_RULE, f"expected SQL text, got {type(sql).__name__}")
+            return self.decide(sql)
         decision = self._decisions.get(sql)
         if decision is None:
-            decision = self._decide(sql)
+            decision = self.decide(sql)
             if len(self._decisions) >= DECISION_MEMO_SIZE:
                 self._decisions.clear()
             self._decisions[sql] = decision
         return decision
 
-    def _decide(self, sql: str) -> PolicyDecision:
+    def decide(self, sql: str) -> PolicyDecision:
+        """The decision ``check`` gives, made now by running the rules (never remembered: what a text seen for
+        the first time costs; the parses of ``sql.parse`` are still cached by text)."""
+        if not isinstance(sql, str):
+            return self._reject(PARSE_RULE, f"expected SQL text, got {type(sql).__name__}")
         ctx = QueryContext(sql, self._compiled, self.schema)
         for rule in RULES:
             try:
