@@ -451,13 +451,14 @@ def gold_on_duckdb(
 
     gold_file = data / "gold" / key / f"{key}.jsonl"
     records = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    paths = [str(gold_file.parent / record["database"]) for record in records]
     connections: dict[str, duckdb.DuckDBPyConnection] = {}
     try:
-        for path in dict.fromkeys(str(gold_file.parent / record["database"]) for record in records):
+        for path in dict.fromkeys(paths):
             con = connections[path] = duckdb.connect(path, read_only=True)
             for setting in ("SET threads = 1", *settings):
                 con.execute(setting)
-        yield [(connections[str(gold_file.parent / record["database"])], record) for record in records]
+        yield [(connections[path], record) for path, record in zip(paths, records, strict=True)]
     finally:
         for con in connections.values():
             con.close()

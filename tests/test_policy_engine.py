@@ -349,37 +349,30 @@ def test_decision_shape_and_non_text_input(db_path: Path) -> None:
     assert (rejected.allowed, rejected.rule) == (False, "parse")
 
 
-def _counting_contexts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The SQL texts the engine runs its rules on from now on (one ``QueryContext`` each)."""
-    made: list[str] = []
+def _watch_contexts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """From now on, each SQL text the engine runs its rules on (one ``QueryContext`` each), with the number of
+    texts ``sql.parse``'s cache holds as the rules start."""
+    from nl2sql_pipeline.sql import parse as sql_ast
+
+    made: list[tuple[str, int]] = []
     real = engine_module.QueryContext
 
-    def counted(sql: str, *args: object) -> object:
-        made.append(sql)
-        return real(sql, *args)  # type: ignore[arg-type]
+    def watched(sql: str, *args: Any) -> Any:
+        made.append((sql, sql_ast.statements.cache_info().currsize))
+        return real(sql, *args)
 
-    monkeypatch.setattr(engine_module, "QueryContext", counted)
+    monkeypatch.setattr(engine_module, "QueryContext", watched)
     return made
-
-
-def _noting(context: Any, cached_parses: list[int], sql_ast: Any) -> Any:
-    """``context`` (a ``QueryContext`` factory), noting how many texts the parse cache holds at each call."""
-
-    def noted(*args: object) -> object:
-        cached_parses.append(sql_ast.statements.cache_info().currsize)
-        return context(*args)
-
-    return noted
 
 
 def test_check_remembers_decisions_and_decide_makes_them_afresh(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = engine_for(db_path)
-    made = _counting_contexts(monkeypatch)
+    made = _watch_contexts(monkeypatch)
     sql = "SELECT email FROM users"
     first = engine.check(sql)
-    assert engine.check(sql) is first and made == [sql]  # remembered by text
+    assert engine.check(sql) is first and [text for text, _ in made] == [sql]  # remembered by text
     fresh = engine.decide(sql)
-    assert fresh == first and fresh is not first and made == [sql, sql]  # the rules ran again
+    assert fresh == first and fresh is not first and [text for text, _ in made] == [sql, sql]  # the rules ran again
     assert engine.check(sql) is first  # decide leaves the memo as it was
     assert (engine.decide(None).allowed, engine.decide(None).rule) == (False, "parse")  # type: ignore[arg-type]
 
@@ -390,8 +383,6 @@ def test_policy_benchmark_times_every_check_from_scratch(db_path: Path, monkeypa
     answer it (they did from issue 7 to issue 21: the benchmark timed dictionary lookups, 0.000 s a pass)."""
     import importlib.util
 
-    from nl2sql_pipeline.sql import parse as sql_ast
-
     spec = importlib.util.spec_from_file_location("bench_policy", ROOT / "benchmarks" / "bench_policy.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
@@ -399,12 +390,9 @@ def test_policy_benchmark_times_every_check_from_scratch(db_path: Path, monkeypa
     engine = engine_for(db_path)
     workload = ["SELECT title FROM anime", "SELECT email FROM users"] * 3
     engine.check(workload[0])  # a remembered decision and a cached parse, which the benchmark must not use
-    made = _counting_contexts(monkeypatch)
-    cached_parses: list[int] = []  # texts in the parse cache as each check starts its rules
-    monkeypatch.setattr(engine_module, "QueryContext", _noting(engine_module.QueryContext, cached_parses, sql_ast))
+    made = _watch_contexts(monkeypatch)
     cpu, wall, timings, allowed = bench._timed_pass(engine, workload)
-    assert made == workload
-    assert cached_parses == [0] * len(workload)
+    assert made == [(sql, 0) for sql in workload]  # the rules ran on every check, each with no parse cached
     assert (allowed, len(timings)) == (3, len(workload))
     assert cpu > 0 and wall == sum(timings) > 0
 
