@@ -121,6 +121,23 @@ ATTACKS: list[tuple[str, str, str]] = [
     ("columns-regex", "SELECT COLUMNS('e.*') FROM users", "column_scope"),
     ("columns-regex-partial", "SELECT COLUMNS('MAIL') FROM users u", "column_scope"),
     ("columns-lambda", "SELECT COLUMNS(c -> c LIKE 'e%') FROM users", "column_scope"),
+    # RE2 (DuckDB) reads [[:alpha:]] as a letter class; Python's re reads a plain character set
+    ("columns-regex-posix-class", "SELECT COLUMNS('^[[:alpha:]]+$') FROM users", "column_scope"),
+    ("columns-regex-negated-posix", "SELECT COLUMNS('[[:^digit:]]{5}') FROM users", "column_scope"),
+    ("columns-regex-unicode-class", "SELECT COLUMNS('^\\pL+$') FROM users", "column_scope"),
+    ("columns-regex-inline-flag", "SELECT COLUMNS('(?-i)MAIL|mail') FROM users", "column_scope"),
+    ("columns-regex-invalid", "SELECT COLUMNS('[') FROM users", "column_scope"),
+    # a qualified EXCLUDE drops one copy's column: the other copy's stays in *
+    (
+        "star-exclude-one-side-of-self-join",
+        "SELECT * EXCLUDE (u.email) FROM users u JOIN users v ON u.user_id = v.user_id",
+        "column_scope",
+    ),
+    (
+        "star-exclude-table-qualified-self-join",
+        "SELECT * EXCLUDE (main.users.email) FROM users JOIN users v ON users.user_id = v.user_id",
+        "column_scope",
+    ),
     ("star-like", "SELECT * LIKE 'e%' FROM users", "column_scope"),
     ("star-exclude-other", "SELECT * EXCLUDE (username) FROM users", "column_scope"),
     ("struct-pack", "SELECT u FROM users u", "column_scope"),
@@ -306,6 +323,21 @@ REALISTIC: list[str] = [
     "JOIN anime a ON a.anime_id = j.anime_id",
     "SELECT title.upper() AS loud FROM anime",
     "SELECT country AS region, COUNT(*) FROM users GROUP BY country ORDER BY region",
+    "SELECT COLUMNS('^user') FROM users",
+    "SELECT COLUMNS('(?:user_id|country)') FROM users",
+    "SELECT COLUMNS('^[[:alpha:]]+$') FROM anime",
+    "SELECT * EXCLUDE (u.email) FROM users u",
+    "SELECT * EXCLUDE (u.email, v.email) FROM users u JOIN users v ON u.user_id = v.user_id",
+]
+
+# Column-scope attacks that must really reach users.email when run (not merely look suspicious).
+LEAKS = [
+    "columns-regex-posix-class",
+    "columns-regex-negated-posix",
+    "columns-regex-unicode-class",
+    "columns-regex-inline-flag",
+    "star-exclude-one-side-of-self-join",
+    "star-exclude-table-qualified-self-join",
 ]
 
 
@@ -346,6 +378,16 @@ def test_realistic_queries_are_valid_duckdb(tmp_path: Path) -> None:
         con.execute(ANIME_DDL)
         for sql in REALISTIC:
             con.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("name", LEAKS)
+def test_column_scope_attack_really_reads_the_denied_column(tmp_path: Path, name: str) -> None:
+    """The attack is real: DuckDB returns an email column for it on the tiny database."""
+    sql = next(sql for probe, sql, _ in ATTACKS if probe == name)
+    with duckdb.connect(str(tmp_path / "anime.duckdb")) as con:
+        con.execute(ANIME_DDL)
+        columns = [column[0].lower() for column in con.execute(sql).description]
+    assert "email" in columns, columns
 
 
 def test_precision_and_recall_are_perfect(engine: SQLPolicyEngine) -> None:

@@ -8,8 +8,9 @@ denied column anywhere in the statement is a violation:
   qualified by the denied relation's alias or name, or by a qualifier the query does not define;
 - the relation's whole row: ``SELECT u FROM users u``, ``to_json(u)``, ``(u).email``;
 - ``*`` and ``COLUMNS(*)`` in a SELECT reading the relation, and ``u.*``, unless ``EXCLUDE`` or
-  ``REPLACE`` removes every denied column; ``COLUMNS('regex')`` matching a denied name (case
-  folded, searched like DuckDB); ``COLUMNS(lambda)``, ``#n`` positional columns;
+  ``REPLACE`` removes every denied column (a qualified ``EXCLUDE (u.email)`` removes it from ``u``
+  only); ``COLUMNS('regex')`` matching a denied name (searched by DuckDB's own regex engine, case
+  folded; inline flags are refused); ``COLUMNS(lambda)``, ``#n`` positional columns;
 - ``JOIN ... USING (email)``, a NATURAL join with the relation, PIVOT/UNPIVOT over the query.
 
 Identifiers compare case-insensitively (DuckDB folds even quoted ones). A query that reads no
@@ -20,7 +21,10 @@ are safe sources because their own bodies are checked by the same pass.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterable
 
+import duckdb
 from sqlglot import exp
 
 from nl2sql_pipeline.policy.context import (
@@ -127,14 +131,12 @@ class _DeniedScope:
             if not refs:
                 continue
             if isinstance(arg, exp.Literal) and arg.is_string:
-                try:
-                    pattern = re.compile(arg.this, re.IGNORECASE)
-                except re.error:
+                names = {name: qualified for ref in refs for name, qualified in self._names_of(ref).items()}
+                matched = _columns_regex_matches(arg.this, names)
+                if matched is None:
                     return f"COLUMNS({arg.sql()}) is not a regular expression the engine can check; list the columns"
-                for ref in refs:
-                    for name, qualified in self._names_of(ref).items():
-                        if pattern.search(name):
-                            return f"COLUMNS({arg.sql()}) matches denied column {qualified}; list the columns you need"
+                if matched:
+                    return f"COLUMNS({arg.sql()}) matches denied column {names[matched[0]]}; list the columns you need"
                 continue
             return (
                 f"COLUMNS({arg.sql(dialect='duckdb')}) over {refs[0].name} may select denied column "
@@ -266,7 +268,11 @@ class _DeniedScope:
         """True when the star's EXCLUDE/REPLACE lists remove every denied column of ``ref``."""
         if not isinstance(star, exp.Star):
             return False
-        removed = {column.name.lower() for column in star.args.get("except_") or []}
+        removed = {  # EXCLUDE (u.email) removes u's email only: in a self-join v.email stays
+            column.name.lower()
+            for column in star.args.get("except_") or []
+            if not isinstance(column, exp.Column) or not column.table or column.table.lower() == ref.alias
+        }
         removed |= {alias.alias.lower() for alias in star.args.get("replace") or [] if isinstance(alias, exp.Alias)}
         originals = self.names_by_ref[id(ref.node)]
         current = dict(zip(self.ctx.schema.columns(ref.name), ref.column_names(self.ctx.schema)))
@@ -278,6 +284,39 @@ class _DeniedScope:
         if isinstance(parent, exp.Columns):
             return parent.sql(dialect="duckdb")
         return "*"
+
+
+# Inline flags ``(?-i)``, ``(?s:...)``: the search below folds case, and a flag turning that off could make a
+# pattern match only a spelling of the column the schema reader (which lower-cases names) never sees.
+_INLINE_FLAGS = re.compile(r"\(\?[imsU-]+[:)]")
+_RE2_LOCK = threading.Lock()
+_re2: duckdb.DuckDBPyConnection | None = None
+
+
+def _columns_regex_matches(pattern: str, names: Iterable[str]) -> list[str] | None:
+    """The names ``COLUMNS(pattern)`` may select, in order; None when the pattern cannot be checked.
+
+    DuckDB matches ``COLUMNS`` patterns with RE2, whose syntax differs from Python's ``re`` (``[[:alpha:]]``
+    is a letter class in RE2 and a plain character set in ``re``), so the pattern is searched by DuckDB
+    itself, ignoring case (the engine is case sensitive; names here are lower case, the database's may not
+    be). A pattern RE2 rejects, or one with inline flags, cannot be checked.
+    """
+    global _re2
+    if _INLINE_FLAGS.search(pattern):
+        return None
+    matched = []
+    with _RE2_LOCK:
+        if _re2 is None:
+            _re2 = duckdb.connect(config={"enable_external_access": False})
+        for name in names:
+            try:
+                row = _re2.execute("SELECT regexp_matches($name, $pattern, 'i')", {"name": name, "pattern": pattern})
+                found = row.fetchone()
+            except duckdb.Error:
+                return None
+            if found and found[0]:
+                matched.append(name)
+    return matched
 
 
 # Parents under which an identifier names something (a column of its own, a table, a table alias, a
