@@ -223,3 +223,19 @@ def test_results_over_the_row_cap_are_compared_whole(home, capsys):
     payload = json.loads(out)
     assert code == EXIT_GATE_FAILED and (payload["expected_rows"], payload["candidate_rows"]) == (4, 4)
     assert payload["rule"] == "multiset_mismatch" and payload["rows_fetched"] == {"expected": 2, "candidate": 2}
+
+
+def test_text_output_when_the_columns_differ(home, capsys):
+    """No row precision exists when the column counts differ: the text report still prints in full."""
+    code, out, err = run(capsys, "SELECT 1 AS a, 1 AS b", "SELECT 1 AS a")
+    assert code == EXIT_GATE_FAILED and err == ""
+    assert "rule: column_count_mismatch" in out and "grade: partial" in out
+    assert "partial credit: cell F1" in out and "row precision" not in out
+
+
+@pytest.mark.parametrize("candidate", ["SELECT 1 AS a /* unterminated", "SELECT 'abc", 'SELECT "abc'])
+def test_candidate_that_does_not_tokenize_is_a_failed_candidate(home, capsys, candidate):
+    """A truncated answer (an unclosed comment or quote) is a syntax failure, not a crash."""
+    code, out, err = run(capsys, "SELECT 1 AS a", candidate)
+    assert code == EXIT_GATE_FAILED and err == ""
+    assert "rule: candidate_failed" in out and "grade: fail" in out

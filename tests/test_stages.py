@@ -90,6 +90,18 @@ def test_outcome_classes(db):
     assert verdicts.loc["skip", "outcome"] == outcomes.SKIPPED and verdicts.loc["skip", "skip_reason"]
 
 
+@pytest.mark.parametrize("truncated", ["SELECT COUNT(*) FROM anime WHERE format = 'TV", "SELECT 1 /* cut"])
+def test_a_truncated_answer_is_judged_not_a_crash(db, truncated):
+    """An answer cut off inside a quote or a comment (an LLM at its token limit) does not tokenize: it gets a
+    failing verdict with its reason, and the other cases are judged as usual."""
+    cases = [_case("cut", "SELECT COUNT(*) FROM anime"), _case("ok", "SELECT COUNT(*) FROM anime")]
+    candidates = _candidates([("cut", 0, 0, truncated, None), ("ok", 0, 0, "SELECT COUNT(*) FROM anime", None)])
+    verdicts = _run(db, cases, candidates)
+    assert verdicts.loc["cut", "outcome"] in (outcomes.POLICY_REJECTED, outcomes.EXECUTION_ERROR)
+    assert verdicts.loc["cut", "grade"] == "fail" and verdicts.loc["cut", "reason"]
+    assert verdicts.loc["ok", "outcome"] == outcomes.CORRECT
+
+
 def test_any_acceptable_alternative_matches(db):
     case = _case(
         "alt", ["SELECT title FROM anime WHERE format = 'TV'", "SELECT title, format FROM anime WHERE format = 'TV'"]

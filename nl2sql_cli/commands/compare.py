@@ -159,11 +159,18 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"order: {order.status} ({order.detail})" if order is not None else "order: not checked")
         rows = f"{comparison.expected_rows} expected, {comparison.candidate_rows} candidate"
         print(f"rows: {rows}" if comparison.expected_rows is not None else "rows: unknown (over the row cap)")
-        if comparison.cell_f1 is not None:
-            print(
-                f"partial credit: row precision {comparison.row_precision:.3f}, row recall "
-                f"{comparison.row_recall:.3f}, row F1 {comparison.score:.3f}, cell F1 {comparison.cell_f1:.3f}"
+        credit = [
+            f"{label} {value:.3f}"
+            for label, value in (
+                ("row precision", comparison.row_precision),
+                ("row recall", comparison.row_recall),
+                ("row F1", comparison.score if comparison.row_precision is not None else None),
+                ("cell F1", comparison.cell_f1),
             )
+            if value is not None
+        ]
+        if comparison.cell_f1 is not None:
+            print("partial credit: " + ", ".join(credit))
         if scores is not None:
             print("clause scores (structure, not correctness): " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
         for label, detail in findings:

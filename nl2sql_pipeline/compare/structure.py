@@ -69,7 +69,7 @@ def parse_clauses(sql: str) -> ClauseItems | None:
     """The clause items of ``sql`` (None when it does not parse or has no SELECT)."""
     try:  # ``sqlglot.parse_one`` from the tokens the policy engine cached (a tree of our own: items are generated in place)
         parsed = sql_ast.DIALECT.parser().parse(list(sql_ast.tokens(sql)), sql)
-    except sqlglot.errors.ParseError:
+    except sqlglot.errors.SqlglotError:  # a parse error, or a tokenizer error (an unclosed quote or comment)
         return None
     if not parsed or parsed[0] is None:
         return None
