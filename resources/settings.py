@@ -16,6 +16,7 @@ class EvalSettings(dg.ConfigurableResource):
     row_cap: int = 10_000
     memory_limit: str = "512MB"
     threads: int = 1
+    max_result_mb: int = 256  # text, blobs and nested values fetched from one query's rows (a resource error past it)
     rel_tol: float = 1e-9
     abs_tol: float = 1e-9
     policy: str | None = None  # a policy name or file overriding every case's sql_policy for the run
@@ -79,7 +80,11 @@ class EvalSettings(dg.ConfigurableResource):
     def limits(self) -> SandboxLimits:
         """Sandbox limits for every query of the run."""
         return SandboxLimits(
-            timeout_s=self.timeout_s, row_cap=self.row_cap, memory_limit=self.memory_limit, threads=self.threads
+            timeout_s=self.timeout_s,
+            row_cap=self.row_cap,
+            memory_limit=self.memory_limit,
+            threads=self.threads,
+            max_result_bytes=self.max_result_mb * 1024 * 1024,
         )
 
     def compare_config(self) -> CompareConfig:

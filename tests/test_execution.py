@@ -119,6 +119,14 @@ def test_statement_check_refuses_everything_else(sql, reason):
     assert message is not None and reason in message
 
 
+@pytest.mark.parametrize("sql", ["SELECT '\ud800'", "SELECT \udcff\udcfe"])
+def test_text_that_is_not_unicode_is_refused_not_raised(db, sql):
+    """A lone surrogate (undecodable bytes read with surrogateescape, or '\\ud800' in a JSON reply) is refused."""
+    assert "not valid text" in statement_check(sql)
+    result = run_query(db, sql)
+    assert result.error_class == "forbidden" and "UTF-8" in result.error_message
+
+
 def test_statement_check_rejects_non_strings():
     assert "must be a string" in statement_check(None)  # type: ignore[arg-type]  # a non-string, on purpose
 
@@ -153,6 +161,27 @@ def test_huge_result_is_fetched_only_up_to_the_cap(db):
     result = run_query(db, sql, SandboxLimits(row_cap=5, timeout_s=60))
     assert result.ok, result.error_message
     assert result.rows == [(0,), (1,), (2,), (3,), (4,)] and result.truncated
+
+
+def test_large_values_under_the_row_cap_are_bounded_by_max_result_bytes(db):
+    """DuckDB's memory limit does not bound rows converted to Python: 10,000 rows of 200 KB would be 2 GB."""
+    limits = SandboxLimits(max_result_bytes=4 * 1024 * 1024, timeout_s=60)
+    result = run_query(db, "SELECT repeat('x', 200000) AS v FROM range(10000)", limits)
+    assert result.error_class == "resource" and not result.ok
+    assert "max_result_bytes" in result.error_message and "fewer or shorter columns" in result.error_message
+    nested = run_query(db, "SELECT [repeat('x', 2000), 'y'] AS l FROM range(10000)", limits)
+    assert nested.error_class == "resource"  # values inside lists count too
+
+
+@pytest.mark.parametrize("cap", [3000, 2500, 1024, 1023])
+def test_measured_fetch_returns_the_rows_a_plain_fetch_does(db, cap):
+    """Text columns are fetched in chunks (to measure them): same rows, same truncation, at every boundary."""
+    sql = "SELECT range AS i, 'v' || range AS s FROM range(2500) ORDER BY i"
+    result = run_query(db, sql, SandboxLimits(row_cap=cap))
+    assert result.ok and result.rows == [(i, f"v{i}") for i in range(min(cap, 2500))]
+    assert result.truncated is (cap < 2500)
+    fixed = run_query(db, "SELECT range AS i FROM range(2500) ORDER BY i", SandboxLimits(row_cap=cap))
+    assert fixed.rows == [(i,) for i in range(min(cap, 2500))] and fixed.truncated is (cap < 2500)
 
 
 def test_timeout_interrupts_and_the_sandbox_stays_usable(db):
@@ -239,7 +268,16 @@ def test_missing_database_raises(tmp_path, home):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("timeout_s", 0), ("timeout_s", float("nan")), ("row_cap", -1), ("threads", 0), ("memory_limit", "lots")],
+    [
+        ("timeout_s", 0),
+        ("timeout_s", float("nan")),
+        ("row_cap", -1),
+        ("row_cap", 10**20),
+        ("threads", 0),
+        ("memory_limit", "lots"),
+        ("max_result_bytes", 0),
+        ("max_result_bytes", 1.5),
+    ],
 )
 def test_limits_are_validated(field, value):
     with pytest.raises(SandboxLimitsError, match=field):

@@ -8,7 +8,9 @@ afterwards.
 
 Per query: the statement check (one query, by DuckDB's parser), a new connection (``cursor()``: its own
 transaction, temp catalog and interrupt), a watchdog that calls ``interrupt()`` on that connection at the
-deadline and re-sends it until the query returns, ``fetchmany(row_cap + 1)`` on the streaming result.
+deadline and re-sends it until the query returns, ``fetchmany(row_cap + 1)`` on the streaming result. A
+result with text, blob or nested columns is fetched in chunks and measured: past ``max_result_bytes`` the
+query fails as a ``resource`` error (DuckDB's memory limit does not bound rows converted to Python).
 
 DuckDB caches one database instance per file and process and refuses a second ``connect`` of the same
 file with a different connect-time config. The settings are therefore applied with ``SET`` rather than
@@ -147,7 +149,11 @@ class Sandbox:
         try:
             cursor.execute(statement)
             description = cursor.description or []
-            rows = cursor.fetchmany(limits.row_cap + 1) if description else []
+            rows = _fetch(cursor, description, limits) if description else []
+        except ResultTooLarge as exc:
+            SCHEDULER.cancel(ticket)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            return QueryResult.failure("resource", str(exc), elapsed_ms)
         except Exception as exc:  # DuckDB errors, and any failure converting a value to Python
             interrupts = SCHEDULER.cancel(ticket)
             elapsed_ms = (time.perf_counter() - started) * 1000
@@ -185,6 +191,84 @@ class Sandbox:
                 (elapsed_ms - budget_ms) / 1000,
                 self.limits.timeout_s,
             )
+
+
+FETCH_CHUNK_ROWS = 1024
+"""Rows fetched at a time from a result whose size is measured (one with variable-size columns)."""
+
+# Column types whose Python values have a bounded size: the row cap bounds their memory.
+_FIXED_SIZE_TYPES = frozenset(
+    {
+        "BOOLEAN",
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "FLOAT",
+        "DOUBLE",
+        "DATE",
+        "TIME",
+        "TIME WITH TIME ZONE",
+        "TIMESTAMP",
+        "TIMESTAMP_S",
+        "TIMESTAMP_MS",
+        "TIMESTAMP_NS",
+        "TIMESTAMP WITH TIME ZONE",
+        "INTERVAL",
+        "UUID",
+    }
+)
+
+
+class ResultTooLarge(Exception):
+    """Internal: the fetched rows passed ``max_result_bytes``; the message says what to do."""
+
+
+def _fetch(cursor: duckdb.DuckDBPyConnection, description: list, limits: SandboxLimits) -> list[tuple]:
+    """Up to ``row_cap + 1`` rows; raises ``ResultTooLarge`` once their variable-size values pass the limit."""
+    wanted = limits.row_cap + 1
+    measured = [index for index, column in enumerate(description) if not _fixed_size(str(column[1]))]
+    if not measured:
+        return cursor.fetchmany(wanted)
+    rows: list[tuple] = []
+    size = 0
+    while len(rows) < wanted:
+        asked = min(FETCH_CHUNK_ROWS, wanted - len(rows))
+        chunk = cursor.fetchmany(asked)
+        rows.extend(chunk)
+        size += sum(_value_size(row[index]) for row in chunk for index in measured)
+        if size > limits.max_result_bytes:
+            raise ResultTooLarge(
+                f"the result passed {limits.max_result_bytes:,} bytes of text, blobs and nested values after "
+                f"{len(rows):,} rows (max_result_bytes; the row cap is {limits.row_cap:,}): select fewer or "
+                "shorter columns, or fewer rows"
+            )
+        if len(chunk) < asked:
+            break
+    return rows
+
+
+def _fixed_size(type_name: str) -> bool:
+    return type_name in _FIXED_SIZE_TYPES or type_name.startswith(("DECIMAL", "ENUM"))
+
+
+def _value_size(value: object) -> int:
+    """About how many bytes a fetched value holds: characters of text, bytes of a blob, nested values summed."""
+    if value is None:
+        return 0
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return 8 + sum(_value_size(item) for item in value)
+    if isinstance(value, dict):
+        return 8 + sum(_value_size(key) + _value_size(item) for key, item in value.items())
+    return 8
 
 
 def check_query(sql: str) -> duckdb.Statement | QueryResult:

@@ -39,6 +39,13 @@ def parse_single_query(sql: str) -> duckdb.Statement:
     if not sql.strip():
         raise StatementRefused("empty SQL: there is no query to run")
     try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: undecodable input bytes, or "\ud800" from JSON
+        raise StatementRefused(
+            f"the SQL is not valid text: character {exc.start + 1} ({sql[exc.start]!r}) cannot be encoded as "
+            "UTF-8 (invalid bytes in the input?)"
+        ) from exc
+    try:
         statements = sql_ast.duckdb_statements(sql)
     except duckdb.ParserException:
         raise
