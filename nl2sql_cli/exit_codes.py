@@ -7,3 +7,4 @@ EXIT_BAD_INPUT = 2  # an invalid file, an unknown model or gold set, bad argumen
 # created or written (read-only, a file in the way), a stored file that cannot be read back (cut short, not Parquet)
 EXIT_ENVIRONMENT = 3
 EXIT_RUN_FAILED = 4  # an asset failed to materialize, or the gold preflight failed
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): the command stopped; what it had not finished is not recorded

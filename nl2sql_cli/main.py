@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from nl2sql_cli.commands import compare, compare_runs, db, export, gold, models, policy, report, run, sql
-from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
+from nl2sql_cli.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    EXIT_GATE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+)
 from nl2sql_pipeline.errors import Nl2SqlError, StorageError
 
 __all__ = [
@@ -88,6 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Nl2SqlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; a run that was cut short is not recorded as evaluated
+        print(
+            "interrupted: stopped; a model run cut short is not scored (run the command again to finish it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
 
 
 def console() -> NoReturn:

@@ -105,7 +105,7 @@ def _materialize(
 ) -> dg.ExecuteInProcessResult:
     run_config = {**_console_loggers(), **(run_config or {})}
     with _partitions_remembered(instance):
-        return dg.materialize(
+        result = dg.materialize(
             [*ALL_ASSETS, *ASSET_CHECKS],
             selection=assets,
             instance=instance,
@@ -115,6 +115,24 @@ def _materialize(
             raise_on_error=False,
             tags={"nl2sql/source": "cli", **process_tags(), **(tags or {})},
         )
+    if _interrupted(result):  # Ctrl-C inside a step: Dagster records a failed step and goes on; the command stops
+        raise KeyboardInterrupt(f"interrupted during run {result.run_id}")
+    return result
+
+
+_INTERRUPT_ERRORS = frozenset({"KeyboardInterrupt", "DagsterExecutionInterruptedError"})
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """True when a step of ``result`` failed because the process was interrupted (SIGINT)."""
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            error: Any = event.step_failure_data.error
+            while error is not None:
+                if error.cls_name in _INTERRUPT_ERRORS:
+                    return True
+                error = error.cause
+    return False
 
 
 def _failure_text(result: dg.ExecuteInProcessResult) -> str:

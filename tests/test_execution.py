@@ -194,6 +194,22 @@ def test_timeout_interrupts_and_the_sandbox_stays_usable(db):
         assert follow_up.ok and follow_up.rows == [(3,)]
 
 
+def test_ctrl_c_during_a_query_reaches_the_caller(db):
+    """SIGINT while DuckDB runs a query: DuckDB stops it and swallows the KeyboardInterrupt (RuntimeError 'Query
+    interrupted'); the sandbox raises it again instead of recording a failed query."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        with Sandbox(db, SandboxLimits(timeout_s=60)) as sandbox:
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                sandbox.run(RUNAWAY)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert run_query(db, "SELECT error('Query interrupted')").error_class == "runtime"  # a query cannot fake it
+
+
 def test_recursive_cte_without_end_times_out(db):
     sql = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
     result = run_query(db, sql, SandboxLimits(timeout_s=0.3))

@@ -188,3 +188,30 @@ def test_a_failed_step_is_one_line_without_a_dagster_traceback(data_copy, capsys
     assert code == 4
     assert "FAILED: gold-echo: run_scores: RuntimeError: scoring exploded" in err
     assert "Traceback" not in err and 'File "' not in err
+
+
+@pytest.mark.e2e
+def test_ctrl_c_inside_a_step_stops_the_command_and_records_no_run(data_copy, capsys, monkeypatch):
+    """Dagster turns a KeyboardInterrupt in a step into a failed step and returns: the command must stop there
+    (exit 130, one line), evaluate no further model, and leave nothing a later run would reuse."""
+    import assets.scores
+
+    register_gold_set(data_copy, "ctrl-c-v1", [query_case("tv", "SELECT COUNT(*) AS n FROM anime WHERE format = 'TV'")])
+    scored = []
+
+    def interrupted_score_run(*args, **kwargs):
+        scored.append(args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(assets.scores, "score_run", interrupted_score_run)
+    code = cli.main(["run", "--gold-set", "ctrl-c-v1", "--model", "gold-echo", "--model", "sql-mutant"])
+    err = capsys.readouterr().err
+    assert code == 130 and "interrupted: stopped" in err
+    assert len(scored) == 1  # sql-mutant was not evaluated after the interrupt
+    assert "Traceback" not in err and "FAILED" not in err
+    monkeypatch.undo()
+    monkeypatch.setenv("NL2SQL_DATA", str(data_copy))
+    code = cli.main(["run", "--gold-set", "ctrl-c-v1", "--model", "gold-echo", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert json.loads(out)["runs"][0]["scores"]["semantic_correctness_rate"] == 1.0

@@ -156,6 +156,8 @@ class Sandbox:
             return QueryResult.failure("resource", str(exc), elapsed_ms)
         except Exception as exc:  # DuckDB errors, and any failure converting a value to Python
             interrupts = SCHEDULER.cancel(ticket)
+            if interrupted_by_signal(exc):  # Ctrl-C: the run stops; it is no failure of this query
+                raise KeyboardInterrupt(f"interrupted while running a query on {self.db_path.name}") from exc
             elapsed_ms = (time.perf_counter() - started) * 1000
             error_class = classify_error(exc, sql)
             if interrupts and error_class == "runtime":  # an interrupt surfacing as another error type
@@ -191,6 +193,16 @@ class Sandbox:
                 (elapsed_ms - budget_ms) / 1000,
                 self.limits.timeout_s,
             )
+
+
+def interrupted_by_signal(exc: BaseException) -> bool:
+    """True when DuckDB stopped a query because the process got SIGINT (Ctrl-C).
+
+    DuckDB's Python client turns the signal into ``RuntimeError("Query interrupted")`` and swallows the
+    ``KeyboardInterrupt``; a query cannot raise that itself (``error('Query interrupted')`` is an
+    ``InvalidInputException``), and the watchdog's own ``interrupt()`` raises ``InterruptException``.
+    """
+    return type(exc) is RuntimeError and str(exc) == "Query interrupted"
 
 
 FETCH_CHUNK_ROWS = 1024
