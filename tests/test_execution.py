@@ -413,6 +413,23 @@ def test_isolated_runner_kills_a_query_that_ignores_interrupt(db):
     assert isolated_module._RUNNER._process is not None and isolated_module._RUNNER._process.pid != worker.pid
 
 
+def test_isolated_worker_ignores_ctrl_c_meant_for_its_parent(db):
+    """SIGINT goes to the whole process group; the worker leaves the stopping to its parent."""
+    runner = IsolatedRunner()
+    try:
+        assert runner.run(db, "SELECT 1 AS one").rows == [(1,)]
+        worker = runner._process
+        assert worker is not None
+        os.kill(worker.pid, signal.SIGINT)
+        deadline = time.monotonic() + 2.0  # a worker that took the signal exits well within this
+        while worker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert worker.poll() is None
+        assert runner.run(db, "SELECT 2 AS two").rows == [(2,)] and runner._process is worker
+    finally:
+        runner.close()
+
+
 def test_isolated_runner_refuses_without_a_worker_and_reports_missing_databases(db, tmp_path):
     assert run_query_isolated(db, "DROP TABLE t").error_class == "forbidden"
     assert run_query_isolated(db, "SELEC").error_class == "syntax"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 
 from nl2sql_pipeline import paths
@@ -19,7 +20,12 @@ from nl2sql_pipeline.execution.pool import run_query
 
 
 def serve() -> int:
-    """Answer query frames until stdin closes; returns the exit code."""
+    """Answer query frames until stdin closes; returns the exit code.
+
+    Ctrl-C reaches the whole process group: the parent stops the run and kills or closes this worker, which
+    ignores the signal (else DuckDB would interrupt its query and the parent would see a worker that died).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     requests = sys.stdin.buffer
