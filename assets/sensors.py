@@ -23,10 +23,26 @@ def register_partitions(instance: dg.DagsterInstance) -> tuple[list[str], list[s
     new_golds = [g for g in golds if g not in known_golds]
     new_models = [m for m in models if m not in known_models]
     if new_golds:
-        instance.add_dynamic_partitions(GOLD_SETS_PARTITIONS, new_golds)
+        _add_partitions(instance, GOLD_SETS_PARTITIONS, new_golds)
     if new_models:
-        instance.add_dynamic_partitions(MODELS_PARTITIONS, new_models)
+        _add_partitions(instance, MODELS_PARTITIONS, new_models)
     return new_golds, new_models
+
+
+def _add_partitions(instance: dg.DagsterInstance, name: str, keys: list[str]) -> None:
+    """Add ``keys`` to dynamic partitions ``name``; when another process (a second ``run`` started at the same
+    moment) added some of them first, the unique index refuses the batch, so the rest are added one by one."""
+    import sqlalchemy.exc
+
+    try:
+        instance.add_dynamic_partitions(name, keys)
+    except sqlalchemy.exc.IntegrityError:
+        for key in keys:
+            if not instance.has_dynamic_partition(name, key):
+                try:
+                    instance.add_dynamic_partitions(name, [key])
+                except sqlalchemy.exc.IntegrityError:  # added by the other process in between
+                    pass
 
 
 @dg.sensor(

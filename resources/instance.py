@@ -91,7 +91,10 @@ def ensure_instance_home() -> Path:
     current = config.read_text(encoding="utf-8") if config.exists() else None
     # write it when missing, and keep our own file current; a file the user wrote is left alone
     if current is None or (current.startswith(MARKER) and current != DAGSTER_YAML):
-        config.write_text(DAGSTER_YAML, encoding="utf-8")
+        # whole or not at all: another process starting at the same moment may be reading it
+        staged = config.with_name(f".{config.name}.{os.getpid()}.tmp")
+        staged.write_text(DAGSTER_YAML, encoding="utf-8")
+        os.replace(staged, config)
     return home
 
 
@@ -100,7 +103,7 @@ SCHEMA_RACE_ATTEMPTS = 5
 
 def open_instance() -> dg.DagsterInstance:
     """``DagsterInstance.get()``, tried again when another process was creating the storage's schema at the
-    same moment.
+    same moment (two ``nl2sql-eval run`` on a fresh storage root, SQLite or PostgreSQL).
 
     On an empty PostgreSQL database, two processes starting at once (two ``nl2sql-eval run`` of different
     models) both run Dagster's ``CREATE TABLE``s; the loser fails with ``relation/type ... already exists``
@@ -111,7 +114,8 @@ def open_instance() -> dg.DagsterInstance:
     for attempt in range(SCHEMA_RACE_ATTEMPTS):
         try:
             return dg.DagsterInstance.get()
-        except (sqlalchemy.exc.ProgrammingError, sqlalchemy.exc.IntegrityError) as exc:
+        except (sqlalchemy.exc.ProgrammingError, sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError) as exc:
+            # PostgreSQL: relation/type ... already exists; SQLite: table ... already exists (OperationalError)
             if "already exists" not in str(exc) or attempt == SCHEMA_RACE_ATTEMPTS - 1:
                 raise
             logger.info("another process was creating the instance's tables; opening it again")
