@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -53,6 +53,9 @@ from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 from resources.build import build_resources
 from resources.instance import ensure_instance_home, open_instance
 from resources.pools import sync_pool_limits
+
+if TYPE_CHECKING:
+    from nl2sql_pipeline.generation.model_spec import ModelSpec
 from resources.stale_runs import fail_dead_runs, process_tags
 
 DEFAULT_LOCK_WAIT_S = 3600.0  # how long a run waits for another run of the same gold x model partition
@@ -255,29 +258,38 @@ def evaluate(
     db_path = paths.baselines_db_path()
     quarantined = quarantined_ids(outcome.quarantine)
     base_versions = None if force else run_versions("", cases, policy, case_databases(gold_set), quarantined)
+
+    def reused(slug: str, spec: ModelSpec) -> bool:
+        """Whether ``slug``'s latest stored run stands for this one (then its scores are in ``outcome``)."""
+        if base_versions is None:
+            return False
+        versions = replace(base_versions, model_config_hash=spec.config_hash)
+        stored = reusable_run(
+            db_path,
+            gold_set,
+            slug,
+            versions,
+            repeat,
+            test_suite_variants=test_suite_variants,
+            measurements=measurements or Measurements(),
+            is_system=spec.is_system,
+        )
+        problem = stored_results_problem(gold_set, slug) if stored is not None else None
+        if stored is not None and problem is None:
+            outcome.scores[slug] = stored
+            outcome.reused[slug] = str(stored["run_id"])
+            outcome.unreadable.pop(slug, None)
+            return True
+        if problem is not None:  # its stored results cannot be read back: missing, evaluated again
+            logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
+            outcome.unreadable[slug] = problem
+        return False
+
     for slug, spec in specs.items():
-        if base_versions is not None:
-            versions = replace(base_versions, model_config_hash=spec.config_hash)
-            stored = reusable_run(
-                db_path,
-                gold_set,
-                slug,
-                versions,
-                repeat,
-                test_suite_variants=test_suite_variants,
-                measurements=measurements or Measurements(),
-                is_system=spec.is_system,
-            )
-            problem = stored_results_problem(gold_set, slug) if stored is not None else None
-            if stored is not None and problem is None:
-                outcome.scores[slug] = stored
-                outcome.reused[slug] = str(stored["run_id"])
-                if answers is not None and answers.enabled:
-                    _answer_and_judge(instance, gold_set, slug, answers, outcome, lock_wait_s)
-                continue
-            if problem is not None:  # its stored results cannot be read back: missing, evaluated again
-                logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
-                outcome.unreadable[slug] = problem
+        if reused(slug, spec):
+            if answers is not None and answers.enabled:
+                _answer_and_judge(instance, gold_set, slug, answers, outcome, lock_wait_s)
+            continue
         readiness = model_readiness(spec)
         if not readiness.ready:
             outcome.skipped_models[slug] = readiness.reason
@@ -299,7 +311,10 @@ def evaluate(
         if answers is not None and answers.sql_judging:
             selected += [a.key for a in SQL_JUDGE_ASSETS]
 
-        def told(holder: str, slug: str = slug) -> None:
+        waited: list[str] = []
+
+        def told(holder: str, slug: str = slug, waited: list[str] = waited) -> None:
+            waited.append(holder)
             if on_wait is not None:
                 on_wait(f"waiting for another evaluation of {gold_set}|{slug} ({holder}) to finish")
 
@@ -311,16 +326,24 @@ def evaluate(
                 on_wait=told,
                 owner=f"nl2sql-eval run, pid {process_tags()['nl2sql/pid']}",
             ):
-                result = _materialize(
-                    selected,
-                    instance,
-                    partition_key=key,
-                    run_config=run_config,
-                    settings=settings,
-                    tags=run_tags_for_partition(key),
-                )
+                # the evaluation waited for may have been this very one: decide again once it is over
+                if waited and reused(slug, spec):
+                    result = None
+                else:
+                    result = _materialize(
+                        selected,
+                        instance,
+                        partition_key=key,
+                        run_config=run_config,
+                        settings=settings,
+                        tags=run_tags_for_partition(key),
+                    )
         except LockTimeoutError as exc:
             outcome.failures.append(f"{slug}: {exc}")
+            continue
+        if result is None:
+            if answers is not None and answers.enabled:
+                _answer_and_judge(instance, gold_set, slug, answers, outcome, lock_wait_s)
             continue
         outcome.stage_seconds[f"model:{slug}"] = time.perf_counter() - started
         evaluations = result.get_asset_check_evaluations()

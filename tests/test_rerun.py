@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import dagster as dg
 import pytest
-from eval_support import query_case, register_gold_set
+from eval_support import append_models, query_case, register_gold_set
 
 from nl2sql_cli import main as cli
 from nl2sql_pipeline.runs.locks import partition_lock
@@ -122,3 +123,53 @@ def test_a_run_of_answer_only_cases_is_reused_when_nothing_changed_and_says_it_i
     captured = capsys.readouterr()
     assert json.loads(captured.out)["reused"] == {"gold-echo": first["runs"][0]["scores"]["run_id"]}
     assert "REUSED gold-echo: nothing changed since run" in captured.err
+
+
+def test_a_run_that_failed_a_gate_is_reused_and_fails_the_gate_again(data_copy, capsys):
+    """A run that failed a gate evaluated every case: nothing changed, so it stands for the next run (whose gates
+    are held to its stored scores) instead of being evaluated again and again."""
+    append_models(
+        data_copy,
+        "  always-wrong:\n    kind: offline\n    model: nl2sql-offline/sql-mutant\n"
+        "    params: {temperature: 0, mutation_rate: 1.0, seed: 7}\n",
+    )
+    base = ["run", "--gold-set", GOLD, "--model", "always-wrong", "--min-semantic-correct", "0.5", "--json"]
+    assert cli.main(base) == 1
+    first = json.loads(capsys.readouterr().out)["runs"][0]["scores"]
+    assert first["semantic_correctness_rate"] == 0.0
+    assert cli.main(base) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["reused"] == {"always-wrong": first["run_id"]}
+    assert "REUSED always-wrong" in captured.err and "min_semantic_correct" in captured.err
+    assert _materializations("candidate_sql") == 1
+
+
+def test_a_run_that_waited_for_the_same_evaluation_reuses_it(data_copy, monkeypatch):
+    """Two identical runs at once: the second decides whether to reuse before it waits for the partition, when
+    nothing is stored yet; once the first is over, it decides again and reuses the first's run."""
+    from nl2sql_cli import runner
+
+    assert cli.main(["run", "--gold-set", GOLD, "--model", "gold-echo"]) == 0  # the run the first one makes
+    reusable = runner.reusable_run
+    asked: list[int] = []
+
+    def not_yet_then_stored(*args, **kwargs):
+        asked.append(1)
+        return None if len(asked) == 1 else reusable(*args, **kwargs)  # before the wait: not evaluated yet
+
+    monkeypatch.setattr(runner, "reusable_run", not_yet_then_stored)
+    holding, waiting = threading.Event(), threading.Event()
+
+    def first_run() -> None:
+        with partition_lock(GOLD, "gold-echo", timeout_s=60, owner="the first run"):
+            holding.set()
+            waiting.wait(timeout=60)
+
+    holder = threading.Thread(target=first_run)
+    holder.start()
+    assert holding.wait(timeout=60)
+    outcome = runner.evaluate(GOLD, ["gold-echo"], on_wait=lambda message: waiting.set())
+    holder.join(timeout=60)
+    assert waiting.is_set() and len(asked) == 2
+    assert list(outcome.reused) == ["gold-echo"] and not outcome.failures
+    assert _materializations("candidate_sql") == 1

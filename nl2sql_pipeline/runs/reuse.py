@@ -6,7 +6,9 @@ when, in order:
 1. ``is_current``: all six version fields equal today's (model config, gold fingerprint, semantic
    model, policies, comparator, harness: ``runs.identity``);
 2. ``fully_evaluated``: it is comparable (nothing skipped: a run that skipped cases is re-tried), or it is a
-   run of answer-only cases (never a baseline, yet complete: ``runs.completeness.answer_only``);
+   run of answer-only cases (never a baseline, yet complete: ``runs.completeness.answer_only``), or it was
+   recorded as not comparable only because a gate failed (its scores show every case evaluated: the gates
+   are held again to the stored scores, so the same gate fails again without evaluating anew);
 3. ``same_samples``: it sampled each case as many times as asked (``--repeat``);
 4. and, when asked, it measured test-suite accuracy on as many database variants (``--test-suite-variants``)
    and the same optional measurements (``runs.measurements``).
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nl2sql_pipeline.runs.baseline import is_baseline_candidate
-from nl2sql_pipeline.runs.completeness import answer_only
+from nl2sql_pipeline.runs.completeness import answer_only, not_comparable_reason
 from nl2sql_pipeline.runs.identity import RunVersions, is_current
 from nl2sql_pipeline.runs.measurements import Measurements, made_by
 from nl2sql_pipeline.runs.store import list_runs
@@ -39,7 +41,7 @@ def _current(row: Mapping[str, Any], versions: RunVersions, samples: int) -> boo
 
 
 def _fully_evaluated(row: Mapping[str, Any], versions: RunVersions, samples: int) -> bool:
-    return is_baseline_candidate(row) or answer_only(row)
+    return is_baseline_candidate(row) or answer_only(row) or not_comparable_reason(row) is None
 
 
 def _same_samples(row: Mapping[str, Any], versions: RunVersions, samples: int) -> bool:
