@@ -19,7 +19,7 @@ from nl2sql_pipeline.gold.quality.validation import (
     sql_parse_problem,
     validate_cases_against_database,
 )
-from nl2sql_pipeline.gold.registry import GoldSetInfo, list_gold_sets, load_gold_set
+from nl2sql_pipeline.gold.registry import GoldSetInfo, list_gold_sets, load_gold_set, register_gold_set
 
 BASE: dict[str, Any] = {
     "id": "c1",
@@ -595,6 +595,53 @@ def test_cli_unknown_registry_key_exits_2(tmp_path: Path, capsys: pytest.Capture
     make_registry(tmp_path, "gold_sets:\n  Bad|Key: {file: a.jsonl}\n")
     assert main(["gold", "list", "--data-dir", str(tmp_path)]) == 2
     assert "not a slug" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", ["true", "yes", "null", "2024", "on", "1e3"])
+def test_registering_a_key_yaml_reads_as_no_string_writes_it_quoted(tmp_path: Path, key: str) -> None:
+    """``--gold-set true`` (or yes, null, 2024): the key is written so it reads back as the same string, and
+    every command that reads the registry still works."""
+    registry = make_registry(tmp_path, "gold_sets:\n  alpha-v1:\n    file: a.jsonl\n")
+    write_lines(tmp_path / "gold" / "b.jsonl", BASE)
+    register_gold_set(key, tmp_path / "gold" / "b.jsonl", "imported", data_dir=tmp_path)
+    assert list(list_gold_sets(tmp_path)) == ["alpha-v1", key]
+    assert [c.id for c in load_gold_set(key, tmp_path)] == ["c1"]
+    assert f'"{key}":' in registry.read_text()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "gold_sets:\n    alpha-v1:\n        file: a.jsonl\n        description: four spaces\n",
+        "gold_sets:\n    alpha-v1: {file: a.jsonl}\n",
+        "# the team's sets\ngold_sets:\n  alpha-v1:\n    file: a.jsonl\n    description: >-\n      folded\n      text\n# end",
+    ],
+)
+def test_registering_appends_in_the_registrys_own_block_indentation(tmp_path: Path, body: str) -> None:
+    """A valid registry in 4-space block style (or ending in a comment without a newline) gets the entry in
+    its own indentation: it still reads, with the old entries unchanged plus the new one."""
+    make_registry(tmp_path, body)
+    before = list_gold_sets(tmp_path)
+    write_lines(tmp_path / "gold" / "b.jsonl", BASE)
+    register_gold_set("beta-v1", tmp_path / "gold" / "b.jsonl", "new", data_dir=tmp_path)
+    after = list_gold_sets(tmp_path)
+    assert list(after) == ["alpha-v1", "beta-v1"] and after["alpha-v1"] == before["alpha-v1"]
+    assert after["beta-v1"].path == (tmp_path / "gold" / "b.jsonl").resolve() and after["beta-v1"].description == "new"
+
+
+def test_registering_into_a_flow_style_registry_refuses_and_leaves_it_byte_for_byte(tmp_path: Path) -> None:
+    """``gold_sets: {alpha-v1: {file: a.jsonl}}`` takes no appended entry: a ConfigError showing the entry to
+    add by hand, and the file unchanged (every command still reads it)."""
+    registry = make_registry(tmp_path, "gold_sets: {alpha-v1: {file: a.jsonl}}\n")
+    before = registry.read_bytes()
+    write_lines(tmp_path / "gold" / "b.jsonl", BASE)
+    with pytest.raises(ConfigError) as info:
+        register_gold_set("beta-v1", tmp_path / "gold" / "b.jsonl", "new", data_dir=tmp_path)
+    message = str(info.value)
+    assert str(registry) in message and "by hand" in message and "the file is unchanged" in message
+    assert '"beta-v1":\n    file: "b.jsonl"\n    description: "new"' in message
+    assert registry.read_bytes() == before and list(list_gold_sets(tmp_path)) == ["alpha-v1"]
+    assert not list(registry.parent.glob(".gold_sets.yml.*"))
 
 
 # ---------------------------------------------------------------- generate

@@ -30,14 +30,17 @@ import datetime
 import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.config.checker import Checker, Field, line_of
-from nl2sql_pipeline.config.yaml_loader import read_yaml
+from nl2sql_pipeline.config.yaml_loader import MarkedDict, load_strict, read_yaml
 from nl2sql_pipeline.databases.registry import DatabaseEntry, parse_entries
 from nl2sql_pipeline.databases.resolve import CaseDatabases, DatabaseKind
 from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
@@ -160,6 +163,12 @@ def list_gold_sets(data_dir: Path | None = None) -> dict[str, GoldSetInfo]:
     if not path.is_file():
         raise ConfigError(f"{path}: no gold-set registry (create it with a 'gold_sets:' mapping of key -> file)")
     _, data = read_yaml(path, ConfigError, missing="create it with a 'gold_sets:' mapping of key -> file")
+    return _gold_sets_of(data, path)
+
+
+def _gold_sets_of(data: Any, path: Path) -> dict[str, GoldSetInfo]:
+    """The gold sets of the parsed registry ``data`` read from ``path``; raises ``ConfigError`` listing every
+    problem."""
     check = Checker(path)
     top = check.mapping(data, TOP_FIELDS, unknown_fix="write a top-level 'gold_sets:' mapping of key -> file") or {}
     sets = top.get("gold_sets") or {}
@@ -259,20 +268,79 @@ def check_new_gold_set(key: str, path: Path, data_dir: Path | None = None) -> bo
 def register_gold_set(key: str, path: Path, description: str = "", data_dir: Path | None = None) -> GoldSetInfo:
     """Add ``key -> path`` to ``gold_sets.yml`` (created when absent; nothing is written when it is there).
 
-    Raises ``ConfigError`` as ``check_new_gold_set`` does.
+    The entry is appended in the registry's own block indentation, with the key and values quoted (``true``,
+    ``null`` or ``2024`` stay strings). The new text is parsed first and must hold the old entries plus the
+    new one, valid; only then does it replace the file (a temp file and ``os.replace``). Raises
+    ``ConfigError`` as ``check_new_gold_set`` does, or, when no appended text reads back right (a flow-style
+    registry: ``gold_sets: {a: {...}}``), with the entry to add by hand; the file is then unchanged.
     """
     registry = registry_path(data_dir)
     if check_new_gold_set(key, path, data_dir):
         relative = Path(path).resolve().relative_to(registry.parent.resolve()).as_posix()
         text = registry.read_text(encoding="utf-8") if registry.is_file() else "gold_sets:\n"
-        if not text.endswith("\n"):
-            text += "\n"
-        lines = [f"  {key}:", f"    file: {json.dumps(relative)}"]
-        if description:
-            lines.append(f"    description: {json.dumps(description)}")
+        entry = {"file": relative, **({"description": description} if description else {})}
+        new_text = _registry_with(text, key, entry, registry)
         registry.parent.mkdir(parents=True, exist_ok=True)
-        registry.write_text(text + "\n".join(lines) + "\n", encoding="utf-8")
+        tmp = registry.with_name(f".{registry.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(new_text, encoding="utf-8")
+            os.replace(tmp, registry)
+        finally:
+            tmp.unlink(missing_ok=True)
     return gold_set_info(key, data_dir)
+
+
+def _entry_lines(key: str, entry: dict[str, str], indent: int, step: int) -> list[str]:
+    """The block-style lines of one registry entry, key and values quoted (JSON strings are YAML strings)."""
+    lines = [f"{' ' * indent}{json.dumps(key)}:"]
+    lines += [f"{' ' * (indent + step)}{name}: {json.dumps(value)}" for name, value in entry.items()]
+    return lines
+
+
+def _indentation(text: str, sets: Any) -> list[tuple[int, int]]:
+    """The (entry indent, value step) pairs to try: the registry's own (from its first entry), then 2/2."""
+    tried: list[tuple[int, int]] = []
+    lines = text.splitlines()
+    if isinstance(sets, MarkedDict) and sets:
+        first = next(iter(sets))
+        key_line = lines[sets.line_of(first) - 1]
+        indent = len(key_line) - len(key_line.lstrip(" "))
+        value, step = sets[first], 2
+        if isinstance(value, MarkedDict) and value and value.line_of(next(iter(value))) != sets.line_of(first):
+            value_line = lines[value.line_of(next(iter(value))) - 1]
+            step = len(value_line) - len(value_line.lstrip(" ")) - indent
+        if indent > 0 and step > 0:
+            tried.append((indent, step))
+    return tried + [(2, 2)]
+
+
+def _registry_with(text: str, key: str, entry: dict[str, str], registry: Path) -> str:
+    """``text`` (the registry) with ``key: entry`` appended, checked to read back as the old entries plus the
+    new one; raises ``ConfigError`` showing the entry to add by hand when no appended text does."""
+    old = load_strict(text) or {}
+    old_sets = dict(old.get("gold_sets") or {}) if isinstance(old, dict) else {}
+    base = text if text.endswith("\n") else text + "\n"
+    for indent, step in _indentation(text, old.get("gold_sets") if isinstance(old, dict) else None):
+        candidate = base + "\n".join(_entry_lines(key, entry, indent, step)) + "\n"
+        try:
+            new = load_strict(candidate)
+        except yaml.YAMLError:
+            continue
+        if not isinstance(new, dict) or set(new) != {"gold_sets"} or not isinstance(new["gold_sets"], dict):
+            continue
+        if list(new["gold_sets"]) != [*old_sets, key] or dict(new["gold_sets"]) != {**old_sets, key: entry}:
+            continue
+        try:
+            _gold_sets_of(new, registry)
+        except ConfigError:
+            continue
+        return candidate
+    by_hand = "\n".join(["gold_sets:", *_entry_lines(key, entry, 2, 2)])
+    raise ConfigError(
+        f"{registry}: cannot add gold set {key!r} without rewriting the file (its layout, e.g. flow style "
+        f"'gold_sets: {{...}}', takes no appended entry); the file is unchanged: add the entry by hand, "
+        f"as this block shows it:\n{by_hand}"
+    )
 
 
 def case_databases(key: str, data_dir: Path | None = None) -> CaseDatabases:
