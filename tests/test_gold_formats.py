@@ -699,3 +699,66 @@ def test_gold_import_gold_set_refuses_a_file_outside_the_gold_folder_and_a_taken
         assert err.startswith(f"error: --gold-set {key}: ") and message in err and err.count("\n") == 1
         assert not out.exists()
     assert (data / "gold" / "gold_sets.yml").read_text() == before
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (hidden ones too) by relative path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_failed_import_changes_nothing_under_outs_folder(tmp_path, capsys, isolated_home):
+    """An import that keeps no query, and a BIRD file with a duplicate question_id over a database of the
+    same id with other tables, exit 2 and leave the databases, the report and the gold file of the set
+    already there byte for byte (no staging folder left behind); the failed report is kept elsewhere."""
+    from nl2sql_cli.main import main
+
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS[:3]])
+    )
+    out = tmp_path / "gold" / "set.jsonl"
+    assert main(["gold", "import", "--format", "spider", str(src), "--out", str(out)]) == 0
+    before = _tree(out.parent)
+    assert {"databases/concert_singer.duckdb", "set.import-report.json", "set.jsonl"} <= set(before)
+
+    other = tmp_path / "other"  # concert_singer with other tables, and a gold query that fails on it
+    write_sqlite(other / "database" / "concert_singer" / "concert_singer.sqlite", PETS_SQL).close()
+    (other / "dev.json").write_text(
+        json.dumps([{"db_id": "concert_singer", "question": "How many?", "query": "SELECT count(*) FROM singer"}])
+    )
+    capsys.readouterr()
+    assert main(["gold", "import", "--format", "spider", str(other), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no gold query could be kept" in err and "Traceback" not in err
+    assert _tree(out.parent) == before
+    failed = isolated_home / "failed-imports" / "set.import-report.json"
+    assert str(failed) in err and json.loads(failed.read_text())["summary"]["cases_written"] == 0
+
+    bird = tmp_path / "bird"
+    write_sqlite(bird / "dev_databases" / "concert_singer" / "concert_singer.sqlite", PETS_SQL).close()
+    item = {"question_id": 7, "db_id": "concert_singer", "question": "Pets?", "SQL": "SELECT count(*) FROM pets"}
+    (bird / "dev.json").write_text(json.dumps([item, item]))
+    assert main(["gold", "import", "--format", "bird", str(bird), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "bird-dev-7" in err and "Traceback" not in err
+    assert _tree(out.parent) == before
+
+
+def test_two_database_ids_with_one_file_name_are_refused_naming_both(tmp_path, capsys):
+    """``my db`` and ``my_db`` would both be databases/my_db.duckdb: exit 2 naming both ids, nothing written."""
+    from nl2sql_cli.main import main
+
+    data = tmp_path / "plain"
+    write_sqlite(data / "my db.sqlite", PETS_SQL).close()
+    write_sqlite(data / "my_db.sqlite", CONCERT_SQL).close()
+    rows = [
+        {"question": "Pets?", "sql": "SELECT count(*) FROM pets", "database": "my db"},
+        {"question": "Singers?", "sql": "SELECT count(*) FROM singer", "database": "my_db"},
+    ]
+    (data / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "gold" / "g.jsonl"
+    assert main(["gold", "import", "--format", "plain", str(data / "q.jsonl"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "database ids 'my db'" in err and "'my_db'" in err and "databases/my_db.duckdb" in err
+    assert f"{data / 'q.jsonl'}:1" in err and f"{data / 'q.jsonl'}:2" in err and "Traceback" not in err
+    assert not out.parent.exists()

@@ -26,8 +26,12 @@
    (``dialect.postgres_verify``); without one a Postgres query is only checked to run.
 7. The cases are validated by the same rules as any gold file and written as JSONL.
 
-An output folder that cannot be created (a file in the way) raises ``BenchmarkImportError`` before
-anything is copied.
+Everything is built in a staging folder beside the gold file (``staging.ImportStaging``) and moved into
+place, one ``os.replace`` per file, only when the import succeeds: an import that fails (no query kept, an
+invalid case, a database that cannot be copied) changes nothing under the gold file's folder; the report of
+one that kept no query goes to ``<storage root>/failed-imports/``. Two database ids that map to one file
+name (``my db``, ``my_db``) are refused before anything is copied. An output folder that cannot be created
+(a file in the way) raises ``BenchmarkImportError`` before anything is copied.
 """
 
 from __future__ import annotations
@@ -58,11 +62,11 @@ from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes
 from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.formats.hardness import HardnessError, spider_hardness
 from nl2sql_pipeline.gold.formats.model import (
-    BenchmarkImportError,
     BenchmarkSource,
     SourceDatabase,
     SourceQuestion,
 )
+from nl2sql_pipeline.gold.formats.staging import DATABASES_FOLDER, ImportStaging
 from nl2sql_pipeline.gold.formats.team_files import infer_category, write_jsonl
 from nl2sql_pipeline.gold.raw_cases import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
@@ -70,7 +74,6 @@ from nl2sql_pipeline.sql import clock
 
 logger = logging.getLogger(__name__)
 
-DATABASES_FOLDER = "databases"
 REPORT_SUFFIX = ".import-report.json"
 DIFFICULTY_FROM_SOURCE = "source"
 DIFFICULTY_COMPUTED = "spider_hardness"
@@ -306,31 +309,74 @@ def build_gold(
     """Copy the databases, convert and check the gold SQL, write ``out`` and its report (see module doc).
 
     ``reference_date`` is the set's "today" (default: the import date). ``policy_for(db_id, copied file)``
-    names the SQL policy each database's cases will run under (default: ``safety``); kept queries it
-    refuses are flagged.
+    names the SQL policy each database's cases will run under (default: ``safety``; the file is its final
+    path under ``databases/``); kept queries it refuses are flagged.
 
-    Raises ``CaseValidationError`` when the written cases would not validate, and
-    ``sqlite_to_duckdb.SqliteCopyError`` when a database cannot be copied.
+    Raises ``CaseValidationError`` when the written cases would not validate, no case is kept or two
+    database ids map to one file name, ``BenchmarkImportError`` when OUT's folder cannot be made, and
+    ``sqlite_to_duckdb.SqliteCopyError`` when a database cannot be copied; OUT's folder is then unchanged.
     """
     out = Path(out)
     dialect = source_dialect or source.default_dialect
     reference = reference_date or clock.today()
-    db_folder = _prepare_output(out)
-    release_sandboxes()  # a re-import replaces database files this process may hold open
     used = sorted({q.db_id for q in source.questions})
+    names = _file_names(source, used)
+    with ImportStaging(out) as staging:
+        result = _build_staged(source, out, staging, names, dialect, limits, postgres, reference, policy_for)
+        release_sandboxes()  # the checks' sandboxes hold staged files; the files they replace may be open too
+        staging.commit()
+    logger.info(result.summary())
+    return result
+
+
+def _file_names(source: BenchmarkSource, used: list[str]) -> dict[str, str]:
+    """Database id -> its file name under ``databases/``; raises ``CaseValidationError`` naming both ids (and
+    where each is first used) when two ids map to one file name (``my db`` and ``my_db``)."""
+    names: dict[str, str] = {}
+    by_name: dict[str, str] = {}
+    problems = []
+    for db_id in used:
+        names[db_id] = database_file_name(db_id)
+        other = by_name.setdefault(names[db_id], db_id)
+        if other != db_id:
+            first = {q.db_id: q.location for q in reversed(source.questions)}
+            problems.append(
+                f"{first[db_id]}: database ids {other!r} ({first[other]}) and {db_id!r} both map to the file "
+                f"{DATABASES_FOLDER}/{names[db_id]}, so one would overwrite the other (rename one of them "
+                "in the benchmark's questions and database folder)"
+            )
+    if problems:
+        raise CaseValidationError(problems)
+    return names
+
+
+def _build_staged(
+    source: BenchmarkSource,
+    out: Path,
+    staging: ImportStaging,
+    names: dict[str, str],
+    dialect: str,
+    limits: SandboxLimits,
+    postgres: PostgresVerifier | None,
+    reference: date,
+    policy_for: Callable[[str, Path], str] | None,
+) -> ImportResult:
+    """``build_gold``'s work with every file written into ``staging`` (see ``build_gold``)."""
+    used = sorted(names)
     files: dict[str, Path] = {}
     columns: dict[str, dict[str, dict[str, Any]]] = {}
     reports: list[DatabaseReport] = []
     for db_id in used:
         db = source.databases[db_id]
-        files[db_id] = db_folder / database_file_name(db_id)
+        final = staging.final_databases / names[db_id]
+        files[db_id] = staging.databases / names[db_id]
         report, columns[db_id] = _copy_database(db, files[db_id])
-        report.file = f"{DATABASES_FOLDER}/{files[db_id].name}"
+        report.file = f"{DATABASES_FOLDER}/{names[db_id]}"
         if dialect == "postgres" and not columns[db_id]:
             columns[db_id] = catalog_columns(files[db_id])  # the integer-division fix types by them
         if postgres is not None:
             report.notes += postgres.load(db_id, files[db_id])
-        report.policy = policy_for(db_id, files[db_id]) if policy_for is not None else REGISTERED_POLICY
+        report.policy = policy_for(db_id, final) if policy_for is not None else REGISTERED_POLICY
         reports.append(report)
     policies = {db_id: report.policy for db_id, report in zip(used, reports, strict=True)}
     engines: dict[str, SQLPolicyEngine] = {}
@@ -338,7 +384,7 @@ def build_gold(
     records: list[RawCase] = []
     for number, question in enumerate(source.questions, start=1):
         db = source.databases[question.db_id]
-        relative = f"{DATABASES_FOLDER}/{files[question.db_id].name}"
+        relative = f"{DATABASES_FOLDER}/{names[question.db_id]}"
         checked = [
             _check_alternative(
                 question,
@@ -387,34 +433,18 @@ def build_gold(
     )
     for warning in result.warnings:
         logger.info("warning: %s", warning)  # the caller shows them (the CLI prints each on stderr)
-    _write_report(result, source, dialect)
+    staged_report = staging.staged(result.report_path)
+    _write_report(result, source, dialect, staged_report)
     if not cases:
+        result.report_path = staging.keep_failed(staged_report) or result.report_path
         raise CaseValidationError(
-            [f"{source.source}: no gold query could be kept ({result.summary()}); read the report for why"]
+            [
+                f"{source.source}: no gold query could be kept ({result.summary()}); read the report for why "
+                f"(nothing under {out.parent} was changed)"
+            ]
         )
-    write_jsonl(cases, out)
-    logger.info(result.summary())
+    write_jsonl(cases, staging.staged(out))
     return result
-
-
-def _prepare_output(out: Path) -> Path:
-    """Create ``out``'s folder and its ``databases/`` folder; return the latter.
-
-    Raises ``BenchmarkImportError`` (one line: the path in the way and the fix) when either cannot be
-    created or ``out`` itself is a folder.
-    """
-    db_folder = out.parent / DATABASES_FOLDER
-    if out.is_dir():
-        raise BenchmarkImportError(f"--out {out}: is a folder (give the path of the .jsonl file to write)")
-    try:
-        db_folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        blocker = next((p for p in (db_folder, *db_folder.parents) if p.exists() and not p.is_dir()), None)
-        what = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
-        raise BenchmarkImportError(
-            f"--out {out}: cannot create the folder {db_folder} ({what}); choose another --out or move it"
-        ) from exc
-    return db_folder
 
 
 def _level(item: tuple[str, int]) -> int:
@@ -422,7 +452,7 @@ def _level(item: tuple[str, int]) -> int:
     return DIFFICULTIES.index(item[0]) if item[0] in DIFFICULTIES else len(DIFFICULTIES)
 
 
-def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -> None:
+def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str, target: Path) -> None:
     """The JSON report: summary counts, databases (with what was left out) and every query checked."""
     statuses = Counter(q.status for q in result.queries)
     data = {
@@ -446,6 +476,4 @@ def _write_report(result: ImportResult, source: BenchmarkSource, dialect: str) -
         "databases": [asdict(d) for d in result.databases],
         "queries": [asdict(q) for q in result.queries],
     }
-    tmp = result.report_path.with_name(f".{result.report_path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, result.report_path)
+    target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
