@@ -762,3 +762,51 @@ def test_two_database_ids_with_one_file_name_are_refused_naming_both(tmp_path, c
     assert "database ids 'my db'" in err and "'my_db'" in err and "databases/my_db.duckdb" in err
     assert f"{data / 'q.jsonl'}:1" in err and f"{data / 'q.jsonl'}:2" in err and "Traceback" not in err
     assert not out.parent.exists()
+
+
+def test_an_import_never_silently_replaces_a_database_another_gold_set_runs_on(tmp_path, monkeypatch, capsys):
+    """Imports into data/gold/ share databases/: a plain CSV whose db id concert_singer holds other tables
+    is refused while gold set spider-a runs on that file (exit 2, naming the set, the folder to use instead
+    and --replace-databases; nothing changed). Re-importing spider-a onto itself with changed rows, the same
+    content for another set, another folder and --replace-databases go through."""
+    import sqlite3
+
+    from eval_support import copy_data
+
+    from nl2sql_cli.main import main
+
+    data = copy_data(tmp_path / "data", ignore=["*.jsonl"])
+    monkeypatch.setenv("NL2SQL_DATA", str(data))
+    gold = data / "gold"
+    src = build_spider(tmp_path / "spider")
+    (src / "dev.json").write_text(
+        json.dumps([{"db_id": db, "question": q, "query": sql} for db, q, sql in SPIDER_QUESTIONS[:3]])
+    )
+    spider_a = ["gold", "import", "--format", "spider", str(src), "--out", str(gold / "spider-a.jsonl")]
+    assert main([*spider_a, "--gold-set", "spider-a"]) == 0
+    con = sqlite3.connect(src / "database" / "concert_singer" / "concert_singer.sqlite")
+    con.execute("INSERT INTO singer VALUES (7, 'Ann Lee', 'Wales', '33', 0)")
+    con.commit()
+    con.close()
+    assert main([*spider_a, "--gold-set", "spider-a"]) == 0, "re-importing a set onto itself works"
+
+    plain = tmp_path / "plain"
+    write_sqlite(plain / "concert_singer.sqlite", PETS_SQL).close()
+    (plain / "q.csv").write_text("question,sql,database\nPets?,SELECT count(*) FROM pets,concert_singer\n")
+    other = ["gold", "import", "--format", "plain", str(plain / "q.csv"), "--out", str(gold / "b.jsonl")]
+    before = _tree(gold)
+    capsys.readouterr()
+    assert main(other) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {gold / 'databases' / 'concert_singer.duckdb'}: ") and err.count("\n") == 1
+    assert "'spider-a'" in err and "--replace-databases" in err and f"--out {gold / 'b' / 'b.jsonl'}" in err
+    assert _tree(gold) == before
+
+    same = ["gold", "import", "--format", "spider", str(src), "--out", str(gold / "spider-c.jsonl")]
+    assert main([*same, "--gold-set", "spider-c"]) == 0, "the same database for another set changes nothing"
+    assert main([*other[:-1], str(gold / "b" / "b.jsonl")]) == 0, "another folder keeps its own databases"
+    assert main(other) == 2 and "'spider-a', 'spider-c'" in capsys.readouterr().err
+    assert main([*other, "--replace-databases"]) == 0
+    con = duckdb.connect(str(gold / "databases" / "concert_singer.duckdb"), read_only=True)
+    assert {t for (t,) in con.execute("SHOW TABLES").fetchall()} == {"student", "pets", "has_pet"}
+    con.close()

@@ -219,10 +219,11 @@ def _import(args: argparse.Namespace) -> int:
     source, out = Path(args.file), Path(args.out)
     if args.format:
         return _import_format(args)
-    if args.source_dialect or args.databases or args.verify_with or getattr(args, "policy", None) or args.gold_set:
+    needs_format = (args.source_dialect, args.databases, args.verify_with, getattr(args, "policy", None))
+    if any(needs_format) or args.gold_set or args.replace_databases:
         print(
-            "error: --source-dialect, --databases, --verify-with, --policy and --gold-set need "
-            "--format spider|bird|defog|plain",
+            "error: --source-dialect, --databases, --verify-with, --policy, --gold-set and --replace-databases "
+            "need --format spider|bird|defog|plain",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
@@ -259,6 +260,7 @@ def _import_format(args: argparse.Namespace) -> int:
     from nl2sql_pipeline.dialect.sqlite_copy import SqliteCopyError
     from nl2sql_pipeline.errors import CaseValidationError
     from nl2sql_pipeline.gold.formats import BenchmarkImportError, import_benchmark
+    from nl2sql_pipeline.gold.registry import gold_sets_using_databases
 
     source, out = Path(args.file), Path(args.out)
     unused = [f"--{name}" for name in ("domain", "category", "database") if getattr(args, name)]
@@ -282,6 +284,7 @@ def _import_format(args: argparse.Namespace) -> int:
             verify_with=args.verify_with,
             reference_date=args.reference_date,
             policy_for=policy_for,
+            databases_in_use=None if args.replace_databases else gold_sets_using_databases,
         )
     except CaseValidationError as exc:
         _print_problems(exc.problems, str(source))
@@ -597,6 +600,12 @@ def register(subparsers: Any) -> None:
         metavar="KEY",
         help="with --format: also register OUT (which must be inside data/gold/) as gold set KEY in "
         "data/gold/gold_sets.yml, so `run --gold-set KEY` evaluates it (importing again keeps the entry)",
+    )
+    imports.add_argument(
+        "--replace-databases",
+        action="store_true",
+        help="with --format: replace a database file under OUT's folder that another registered gold set runs on "
+        "even when its tables or rows differ (by default the import refuses, exit 2, and changes nothing)",
     )
     imports.add_argument(
         "--policy",

@@ -43,7 +43,7 @@ from nl2sql_pipeline.config.checker import Checker, Field, line_of
 from nl2sql_pipeline.config.yaml_loader import MarkedDict, load_strict, read_yaml
 from nl2sql_pipeline.databases.registry import DatabaseEntry, parse_entries
 from nl2sql_pipeline.databases.resolve import CaseDatabases, DatabaseKind
-from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError
+from nl2sql_pipeline.errors import ConfigError, DatabaseNotFoundError, Nl2SqlError
 from nl2sql_pipeline.gold.quality.validation import load_cases
 from nl2sql_pipeline.paths import data_dir as default_data_dir
 
@@ -347,6 +347,30 @@ def case_databases(key: str, data_dir: Path | None = None) -> CaseDatabases:
     """The database resolver of gold set ``key``'s cases (inline entries, the registry, the gold folder)."""
     info = gold_set_info(key, data_dir)
     return CaseDatabases.from_registry(base_dir=info.path.parent, inline=info.databases)
+
+
+def gold_sets_using_databases(exclude: Path | None = None, data_dir: Path | None = None) -> dict[Path, list[str]]:
+    """Database file (resolved) -> keys of the registered gold sets whose cases run on it, leaving out the
+    set whose file is ``exclude``. A registry or a set that cannot be read counts as using nothing (it
+    cannot run either)."""
+    try:
+        sets = list_gold_sets(data_dir) if registry_path(data_dir).is_file() else {}
+    except ConfigError:
+        return {}
+    users: dict[Path, list[str]] = {}
+    for key, info in sets.items():
+        if exclude is not None and info.path == Path(exclude).resolve():
+            continue
+        try:
+            references = {case.database for case in load_gold_set(key, data_dir)}
+            resolver = CaseDatabases.from_registry(base_dir=info.path.parent, inline=info.databases)
+            files = {resolver.resolve(reference).path.resolve() for reference in references}
+        except Nl2SqlError as exc:
+            logger.info("gold set %s: its databases are not known (%s)", key, str(exc).splitlines()[0])
+            continue
+        for file in files:
+            users.setdefault(file, []).append(key)
+    return users
 
 
 def check_gold_set_inputs(key: str, data_dir: Path | None = None) -> list[Case]:

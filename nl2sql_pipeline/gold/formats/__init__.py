@@ -20,9 +20,9 @@ from nl2sql_pipeline.dialect.postgres_verify import THROWAWAY, is_postgres_url, 
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.execution import SandboxLimits
 from nl2sql_pipeline.gold.formats.bird import read_bird
-from nl2sql_pipeline.gold.formats.build import REPORT_SUFFIX, ImportResult, build_gold, report_path_for
+from nl2sql_pipeline.gold.formats.build import REPORT_SUFFIX, ImportResult, InUse, build_gold, report_path_for
 from nl2sql_pipeline.gold.formats.hardness import HARDNESS_LEVELS, HardnessError, spider_hardness
-from nl2sql_pipeline.gold.formats.model import BenchmarkImportError, BenchmarkSource
+from nl2sql_pipeline.gold.formats.model import BenchmarkImportError, BenchmarkSource, DatabaseConflictError
 from nl2sql_pipeline.gold.formats.plain import expand_alternatives, read_defog, read_plain
 from nl2sql_pipeline.gold.formats.spider import read_spider, require_folder
 
@@ -40,6 +40,7 @@ __all__ = [
     "HARDNESS_LEVELS",
     "REPORT_SUFFIX",
     "BenchmarkImportError",
+    "DatabaseConflictError",
     "HardnessError",
     "ImportResult",
     "build_gold",
@@ -61,6 +62,7 @@ def import_benchmark(
     verify_with: str | None = None,
     reference_date: date | None = None,
     policy_for: Callable[[str, Path], str] | None = None,
+    databases_in_use: InUse | None = None,
 ) -> ImportResult:
     """Read ``src`` in format ``fmt`` and write the gold file ``out`` (see ``build.build_gold``;
     ``reference_date`` is the set's "today", default the import date).
@@ -73,6 +75,8 @@ def import_benchmark(
     ``out``'s folder cannot be made, and the errors of ``postgres_verify.open_verifier`` when the server
     cannot be started or reached.
     ``policy_for(db_id, file)`` names each database's SQL policy for the report (default ``safety``).
+    ``databases_in_use(out)`` names the database files other gold sets run on, which the import then
+    replaces only by the same content (``DatabaseConflictError`` otherwise; see ``build.build_gold``).
     """
     if fmt not in FORMATS:
         raise CaseValidationError([f"unknown format {fmt!r} (use one of: {', '.join(FORMATS)})"])
@@ -90,7 +94,13 @@ def import_benchmark(
     source = FORMATS[fmt](Path(src), folder)
     if verify_with is None:
         return build_gold(
-            source, Path(out), source_dialect, limits, reference_date=reference_date, policy_for=policy_for
+            source,
+            Path(out),
+            source_dialect,
+            limits,
+            reference_date=reference_date,
+            policy_for=policy_for,
+            databases_in_use=databases_in_use,
         )
     dialect = source_dialect or source.default_dialect
     if dialect != "postgres":
@@ -101,4 +111,6 @@ def import_benchmark(
             ]
         )
     with open_verifier(verify_with) as postgres:
-        return build_gold(source, Path(out), source_dialect, limits, postgres, reference_date, policy_for)
+        return build_gold(
+            source, Path(out), source_dialect, limits, postgres, reference_date, policy_for, databases_in_use
+        )

@@ -63,10 +63,11 @@ from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.formats.hardness import HardnessError, spider_hardness
 from nl2sql_pipeline.gold.formats.model import (
     BenchmarkSource,
+    DatabaseConflictError,
     SourceDatabase,
     SourceQuestion,
 )
-from nl2sql_pipeline.gold.formats.staging import DATABASES_FOLDER, ImportStaging
+from nl2sql_pipeline.gold.formats.staging import DATABASES_FOLDER, ImportStaging, same_database
 from nl2sql_pipeline.gold.formats.team_files import infer_category, write_jsonl
 from nl2sql_pipeline.gold.raw_cases import RawCase
 from nl2sql_pipeline.policy.engine import SQLPolicyEngine
@@ -75,6 +76,8 @@ from nl2sql_pipeline.sql import clock
 logger = logging.getLogger(__name__)
 
 REPORT_SUFFIX = ".import-report.json"
+InUse = Callable[[Path], dict[Path, list[str]]]
+"""``databases_in_use(out)``: database file (resolved) -> keys of the other gold sets (not OUT's) that run on it."""
 DIFFICULTY_FROM_SOURCE = "source"
 DIFFICULTY_COMPUTED = "spider_hardness"
 DIFFICULTY_DEFAULT = "default"
@@ -305,6 +308,7 @@ def build_gold(
     postgres: PostgresVerifier | None = None,
     reference_date: date | None = None,
     policy_for: Callable[[str, Path], str] | None = None,
+    databases_in_use: InUse | None = None,
 ) -> ImportResult:
     """Copy the databases, convert and check the gold SQL, write ``out`` and its report (see module doc).
 
@@ -312,8 +316,13 @@ def build_gold(
     names the SQL policy each database's cases will run under (default: ``safety``; the file is its final
     path under ``databases/``); kept queries it refuses are flagged.
 
+    ``databases_in_use(out)`` (``registry.gold_sets_using_databases``) names the database files other gold
+    sets run on (file -> set keys); such a file already under ``databases/`` is replaced only by the same
+    content. None (``gold import --replace-databases``) replaces any.
+
     Raises ``CaseValidationError`` when the written cases would not validate, no case is kept or two
-    database ids map to one file name, ``BenchmarkImportError`` when OUT's folder cannot be made, and
+    database ids map to one file name, ``BenchmarkImportError`` when OUT's folder cannot be made,
+    ``DatabaseConflictError`` when a database another gold set runs on would change, and
     ``sqlite_to_duckdb.SqliteCopyError`` when a database cannot be copied; OUT's folder is then unchanged.
     """
     out = Path(out)
@@ -322,7 +331,8 @@ def build_gold(
     used = sorted({q.db_id for q in source.questions})
     names = _file_names(source, used)
     with ImportStaging(out) as staging:
-        result = _build_staged(source, out, staging, names, dialect, limits, postgres, reference, policy_for)
+        guard = None if databases_in_use is None else _ConflictGuard(out, source, databases_in_use)
+        result = _build_staged(source, out, staging, names, dialect, limits, postgres, reference, policy_for, guard)
         release_sandboxes()  # the checks' sandboxes hold staged files; the files they replace may be open too
         staging.commit()
     logger.info(result.summary())
@@ -350,6 +360,33 @@ def _file_names(source: BenchmarkSource, used: list[str]) -> dict[str, str]:
     return names
 
 
+class _ConflictGuard:
+    """Refuses to replace a database file another registered gold set runs on with other content."""
+
+    def __init__(self, out: Path, source: BenchmarkSource, databases_in_use: InUse):
+        self.out, self.source, self.in_use = out, source, databases_in_use
+        self.users: dict[Path, list[str]] | None = None
+
+    def check(self, db_id: str, staged: Path, final: Path) -> None:
+        """Raise ``DatabaseConflictError`` when ``staged`` would replace ``final`` (an existing file another
+        gold set's cases use) with other tables or rows."""
+        if not final.is_file():
+            return
+        if self.users is None:  # read once, and only when an import meets a database already there
+            self.users = self.in_use(self.out)
+        users = self.users.get(final.resolve(), [])
+        if not users or same_database(staged, final):
+            return
+        sets = ", ".join(repr(key) for key in users)
+        raise DatabaseConflictError(
+            f"{final}: database {db_id!r} of {self.source.source} has other tables or rows than this file, "
+            f"which gold set{'s' if len(users) > 1 else ''} {sets} run{'' if len(users) > 1 else 's'} on; nothing "
+            f"was imported: import into another folder (e.g. --out {self.out.parent / self.out.stem / self.out.name}) "
+            f"so each set keeps its own databases, or pass --replace-databases to replace it (then {sets} "
+            "run on the new one)"
+        )
+
+
 def _build_staged(
     source: BenchmarkSource,
     out: Path,
@@ -360,6 +397,7 @@ def _build_staged(
     postgres: PostgresVerifier | None,
     reference: date,
     policy_for: Callable[[str, Path], str] | None,
+    guard: _ConflictGuard | None = None,
 ) -> ImportResult:
     """``build_gold``'s work with every file written into ``staging`` (see ``build_gold``)."""
     used = sorted(names)
@@ -371,6 +409,8 @@ def _build_staged(
         final = staging.final_databases / names[db_id]
         files[db_id] = staging.databases / names[db_id]
         report, columns[db_id] = _copy_database(db, files[db_id])
+        if guard is not None:
+            guard.check(db_id, files[db_id], final)
         report.file = f"{DATABASES_FOLDER}/{names[db_id]}"
         if dialect == "postgres" and not columns[db_id]:
             columns[db_id] = catalog_columns(files[db_id])  # the integer-division fix types by them

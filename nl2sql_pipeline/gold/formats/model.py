@@ -20,6 +20,11 @@ class BenchmarkImportError(Nl2SqlError):
     exist. The message is one line naming the path and the fix."""
 
 
+class DatabaseConflictError(BenchmarkImportError):
+    """An import would replace a database file another registered gold set runs on with other content.
+    The message names the file, the sets and the ways on (another folder, ``--replace-databases``)."""
+
+
 @dataclass(frozen=True)
 class SourceQuestion:
     """One benchmark question: where it was read, its database id and its gold SQL alternatives."""
