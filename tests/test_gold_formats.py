@@ -810,3 +810,24 @@ def test_an_import_never_silently_replaces_a_database_another_gold_set_runs_on(t
     con = duckdb.connect(str(gold / "databases" / "concert_singer.duckdb"), read_only=True)
     assert {t for (t,) in con.execute("SHOW TABLES").fetchall()} == {"student", "pets", "has_pet"}
     con.close()
+
+
+def test_a_database_replaced_by_a_duckdb_copy_drops_the_old_sqlite_column_file(tmp_path):
+    """The column file beside a SQLite copy (the types the dialect fixes read) goes when the same database is
+    imported again from a DuckDB file, which has none: a stale one would type the new tables."""
+    from nl2sql_pipeline.dialect.sqlite_copy import column_info_path
+
+    (tmp_path / "q.csv").write_text("question,sql,database\nPets?,SELECT count(*) FROM pets,shop\n")
+    sqlite_dir, duckdb_dir = tmp_path / "from-sqlite", tmp_path / "from-duckdb"
+    write_sqlite(sqlite_dir / "shop.sqlite", PETS_SQL).close()
+    out = tmp_path / "gold" / "shop.jsonl"
+    import_benchmark("plain", tmp_path / "q.csv", out, databases=sqlite_dir)
+    database = out.parent / "databases" / "shop.duckdb"
+    assert column_info_path(database).is_file()
+    duckdb_dir.mkdir()
+    con = duckdb.connect(str(duckdb_dir / "shop.duckdb"))
+    con.execute("CREATE TABLE pets AS SELECT range AS petid FROM range(4)")
+    con.close()
+    import_benchmark("plain", tmp_path / "q.csv", out, databases=duckdb_dir)
+    assert not column_info_path(database).exists()
+    assert duckdb.connect(str(database), read_only=True).execute("SELECT count(*) FROM pets").fetchall() == [(4,)]

@@ -37,7 +37,12 @@ class ImportStaging:
         if self.out.is_dir():
             raise BenchmarkImportError(f"--out {out}: is a folder (give the path of the .jsonl file to write)")
         self.made = self._make_folders()
-        self.folder = Path(tempfile.mkdtemp(prefix=f".{self.out.stem}.import-", dir=self.out.parent))
+        try:
+            self.folder = Path(tempfile.mkdtemp(prefix=f".{self.out.stem}.import-", dir=self.out.parent))
+        except OSError as exc:
+            raise BenchmarkImportError(
+                f"--out {out}: cannot write in {self.out.parent} ({exc.strerror or exc}); choose another --out"
+            ) from exc
         self.databases = self.folder / DATABASES_FOLDER
         self.databases.mkdir()
         self.committed = False
