@@ -225,6 +225,21 @@ def test_results_over_the_row_cap_are_compared_whole(home, capsys):
     assert payload["rule"] == "multiset_mismatch" and payload["rows_fetched"] == {"expected": 2, "candidate": 2}
 
 
+def test_results_that_could_not_be_compared_whole_exit_as_an_environment_error(home, capsys, monkeypatch):
+    """Both results over the row cap and the in-engine comparison timed out: no verdict (exit 3), not exit 1."""
+    from nl2sql_pipeline.compare import engine
+
+    def timed_out(*args, **kwargs):
+        raise engine.EngineComparisonError("the in-engine comparison failed (timeout: query exceeded the 2 s timeout)")
+
+    monkeypatch.setattr(engine, "engine_counts", timed_out)
+    code, out, _ = run(
+        capsys, "SELECT id, title FROM anime", "SELECT id, title FROM anime ORDER BY id DESC", "--row-cap", "2"
+    )
+    assert code == EXIT_ENVIRONMENT
+    assert "rule: comparison_undetermined" in out and "grade: undetermined" in out and "diagnosis" not in out
+
+
 def test_text_output_when_the_columns_differ(home, capsys):
     """No row precision exists when the column counts differ: the text report still prints in full."""
     code, out, err = run(capsys, "SELECT 1 AS a, 1 AS b", "SELECT 1 AS a")

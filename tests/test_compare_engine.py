@@ -12,7 +12,7 @@ import pytest
 from nl2sql_pipeline.cases import Case
 from nl2sql_pipeline.compare import CompareConfig, EngineSource, compare_query_results, compare_results
 from nl2sql_pipeline.execution import SandboxLimits, release_sandboxes, run_query
-from nl2sql_pipeline.stages import judge
+from nl2sql_pipeline.stages import judge, outcomes
 from nl2sql_pipeline.stages.records import Attempt, OracleRow
 
 # one xdist worker runs the module (its module-scoped fixtures are built once)
@@ -110,6 +110,28 @@ def test_refused_candidate_never_runs_in_the_engine(big_db):
     assert run_query(big_db, "SELECT count(*) FROM a", LIMITS).rows == [(50_000,)]
 
 
+def _engine_times_out(monkeypatch):
+    from nl2sql_pipeline.compare import engine
+
+    def timed_out(*args, **kwargs):
+        raise engine.EngineComparisonError("the in-engine comparison failed (timeout: query exceeded the 2 s timeout)")
+
+    monkeypatch.setattr(engine, "engine_counts", timed_out)
+
+
+def test_whole_comparison_that_cannot_finish_is_undetermined_not_a_mismatch(big_db, monkeypatch):
+    """Both results over the row cap and the engine timed out: their first rows cannot decide (they differ
+    here though the results are the same), so there is no verdict."""
+    _engine_times_out(monkeypatch)
+    expected, candidate, verdict = whole(big_db, "SELECT * FROM a", "SELECT * FROM shuffled")
+    assert expected.rows != candidate.rows
+    assert (verdict.match, verdict.rule, verdict.undetermined) == (False, "comparison_undetermined", True)
+    assert "timeout" in verdict.reason and "undetermined" in verdict.reason
+    # one result under the row cap: the row counts differ, which the fetched rows show exactly
+    _, _, counted = whole(big_db, "SELECT * FROM a WHERE i < 5", "SELECT * FROM a")
+    assert (counted.match, counted.rule, counted.undetermined) == (False, "candidate_truncated", False)
+
+
 def test_trailing_comment_and_semicolon_are_embedded_safely(big_db):
     _, _, verdict = whole(big_db, "SELECT * FROM a; -- gold", "SELECT * FROM shuffled -- candidate")
     assert verdict.match
@@ -135,6 +157,28 @@ def test_judge_compares_capped_results_whole(big_db):
     ]
     verdicts = judge([case], oracle, attempts)
     assert [v.correct for v in verdicts] == [False, True]
+
+
+def test_judge_counts_an_undetermined_comparison_as_an_environment_error(big_db, monkeypatch):
+    _engine_times_out(monkeypatch)
+    case = Case(
+        id="big", domain="d", category="c", question="q", database=str(big_db), expected_sql=("SELECT * FROM a",)
+    )
+    oracle = [OracleRow("big", case.fingerprint, 0, run_query(big_db, "SELECT * FROM a", LIMITS))]
+    sql = "SELECT * FROM shuffled"
+    attempt = Attempt(
+        case_id="big",
+        case_fingerprint=case.fingerprint,
+        source="model",
+        sample_index=0,
+        candidate_index=0,
+        sql=sql,
+        policy_allowed=True,
+        result=run_query(big_db, sql, LIMITS),
+    )
+    [verdict] = judge([case], oracle, [attempt])
+    assert (verdict.outcome, verdict.comparison_rule) == (outcomes.ENVIRONMENT_ERROR, "comparison_undetermined")
+    assert verdict.skip_reason is not None and "undetermined" in verdict.skip_reason
 
 
 # --- parity: the engine and the Python comparator give the same verdict on random results -----------------

@@ -9,7 +9,8 @@ starting with ``@`` is read from that file. Prints ``match``, ``rule``, ``reason
 the order check, the exact row counts (results over the row cap are compared whole in the engine), partial
 credit, the AST clause scores and the diagnosis (or one JSON object with all of them with ``--json``). Exit codes: 0 the results match; 1 they do not (including a failing
 candidate); 2 bad input (bad arguments, or the expected SQL itself fails); 3 the database is missing or
-cannot be opened.
+cannot be opened, or both results hit the row cap and could not be compared whole (a timeout: grade
+``undetermined``, no verdict).
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ def _handle(args: argparse.Namespace) -> int:
     comparison = compare_query_results(expected, candidate, config, source)
     expected_items, candidate_items = parse_clauses(expected_sql), parse_clauses(candidate_sql)
     scores = clause_scores(expected_items, candidate_items)
-    case_grade = grade(comparison, config)
-    findings = diagnose(comparison, expected_items, candidate_items) if case_grade != "pass" else []
+    case_grade = "undetermined" if comparison.undetermined else grade(comparison, config)
+    findings = diagnose(comparison, expected_items, candidate_items) if case_grade in ("partial", "fail") else []
     if args.json:
         payload = comparison.to_dict()
         payload.update(
@@ -175,4 +176,6 @@ def _handle(args: argparse.Namespace) -> int:
             print("clause scores (structure, not correctness): " + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
         for label, detail in findings:
             print(f"diagnosis: {label}: {detail}")
+    if comparison.undetermined:
+        return EXIT_ENVIRONMENT
     return EXIT_OK if comparison.match else EXIT_GATE_FAILED

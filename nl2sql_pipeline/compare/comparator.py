@@ -25,6 +25,7 @@ from nl2sql_pipeline.compare.model import (
     COLUMN_ORDERS,
     COMPARATOR_VERSION,
     MAX_PERMUTATION_COLUMNS,
+    UNDETERMINED,
     CompareConfig,
     Comparison,
     ComparisonInputError,
@@ -179,6 +180,10 @@ def _compare_query_results(
         try:
             return compare_whole(expected, candidate, source, config)
         except EngineComparisonError as exc:
+            if expected.truncated and candidate.truncated:
+                logger.warning("whole-result comparison could not be made: %s", exc)
+                return _undetermined(len(expected.rows), exc)
+            # one result hit the row cap and the other did not: their row counts differ, a mismatch either way
             logger.warning("whole-result comparison fell back to the fetched rows: %s", exc)
             fallback = _compare_query_results(expected, candidate, config, None)
             return fallback.evolve(reason=f"{fallback.reason}; not compared whole in the engine: {exc}")
@@ -195,6 +200,19 @@ def _compare_query_results(
         note = f"both results hit the row cap: only their first {len(expected.rows)} rows were compared"
         comparison = comparison.evolve(reason=f"{comparison.reason}; {note}")
     return comparison
+
+
+def _undetermined(row_cap: int, exc: EngineComparisonError) -> Comparison:
+    """The comparison of two results over the row cap that could not be compared whole: no verdict."""
+    return Comparison(
+        match=False,
+        rule=UNDETERMINED,
+        reason=(
+            f"not compared whole in the engine: {exc}; both results hit the row cap ({row_cap} rows fetched), "
+            "so the fetched rows cannot decide: the verdict is undetermined, not a mismatch"
+        ),
+        score=0.0,
+    )
 
 
 def compare_whole(

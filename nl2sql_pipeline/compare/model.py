@@ -51,6 +51,12 @@ class CompareConfig:
             )
 
 
+UNDETERMINED = "comparison_undetermined"
+"""The rule of a comparison that could not be made: both results hit the row cap and the whole results could
+not be compared in the engine (a timeout, a failed harness query). It is not a mismatch: callers treat it as
+an environment error."""
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One verdict: does the candidate result match, which rule decided, why, and partial credit.
@@ -73,6 +79,11 @@ class Comparison:
     row_recall: float | None = None  # rows matched / expected rows
     cell_f1: float | None = None  # cells of matched rows, plus per-column value overlap of the unmatched rows
     alignment: tuple[int, ...] | None = field(default=None, compare=False)  # candidate column per expected column
+
+    @property
+    def undetermined(self) -> bool:
+        """No verdict could be reached (``UNDETERMINED``): neither a match nor a model's miss."""
+        return self.rule == UNDETERMINED
 
     def evolve(self, **changes: Any) -> Comparison:
         """``dataclasses.replace(self, **changes)`` at a fifth of its cost: the fields copied, ``changes``

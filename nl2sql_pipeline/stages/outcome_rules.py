@@ -101,11 +101,14 @@ def execution_failed(given: OutcomeInput) -> Decision | None:
 
 
 def compare_with_oracle(given: OutcomeInput) -> Decision | None:
-    """The result against every acceptable alternative: correct when any one matches."""
+    """The result against every acceptable alternative: correct when any one matches; an environment error
+    when the comparison could not be made (results over the row cap that could not be compared whole)."""
     result = given.attempt.result
     if result is None:  # not_executed decides this case earlier in OUTCOME_RULES
         return None
     comparison = best_comparison(given.oracle_results, result, given.config, given.whole, given.attempt.sql)
+    if comparison.undetermined:
+        return Decision(outcomes.ENVIRONMENT_ERROR, comparison, comparison.reason)
     return Decision(outcomes.CORRECT if comparison.match else outcomes.WRONG_RESULT, comparison, comparison.reason)
 
 

@@ -52,18 +52,24 @@ def best_comparison(
     whole: WholeResults | None = None,
     candidate_sql: str | None = None,
 ) -> Comparison:
-    """Compare against every acceptable alternative; a match with any one is a match, else the best score.
+    """Compare against every acceptable alternative; a match with any one is a match, else an undetermined
+    comparison (``Comparison.undetermined``: that alternative might have matched), else the best score.
 
     With ``whole`` and ``candidate_sql``, results over the row cap are compared whole in the engine.
     """
     best: Comparison | None = None
+    undetermined: Comparison | None = None
     for index, oracle in enumerate(oracles):
         source = whole.source(index, candidate_sql) if whole is not None else None
         comparison = compare_query_results(oracle, candidate, config, source)
         if comparison.match:
             return comparison
-        if best is None or comparison.score > best.score:
+        if comparison.undetermined:
+            undetermined = undetermined or comparison
+        elif best is None or comparison.score > best.score:
             best = comparison
+    if undetermined is not None:
+        return undetermined
     if best is None:
         raise ValueError("no expected result to compare with")
     return best
