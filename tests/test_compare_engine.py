@@ -110,6 +110,32 @@ def test_refused_candidate_never_runs_in_the_engine(big_db):
     assert run_query(big_db, "SELECT count(*) FROM a", LIMITS).rows == [(50_000,)]
 
 
+def test_judge_checks_the_order_of_capped_results_whole(big_db):
+    """The sort key is not a result column and both results are over the row cap: the judge still sees a
+    reversed order (the comparator is the one ``compare`` uses)."""
+    gold = "SELECT s FROM a ORDER BY i DESC"
+    case = Case(id="big", domain="d", category="c", question="q", database=str(big_db), expected_sql=(gold,))
+    oracle = [OracleRow("big", case.fingerprint, 0, run_query(big_db, gold, LIMITS))]
+    attempts = [
+        Attempt(
+            case_id="big",
+            case_fingerprint=case.fingerprint,
+            source="model",
+            sample_index=sample,
+            candidate_index=0,
+            sql=sql,
+            policy_allowed=True,
+            result=run_query(big_db, sql, LIMITS),
+        )
+        for sample, sql in enumerate(["SELECT s FROM a ORDER BY i", "SELECT s FROM shuffled ORDER BY i DESC"])
+    ]
+    verdicts = judge([case], oracle, attempts)
+    assert [(v.correct, v.comparison_rule, v.order_check) for v in verdicts] == [
+        (False, "row_order_mismatch", "wrong"),
+        (True, "multiset_exact", "ok"),
+    ]
+
+
 def _engine_times_out(monkeypatch):
     from nl2sql_pipeline.compare import engine
 

@@ -133,6 +133,32 @@ def test_hidden_key_checked_as_far_as_visible_when_the_gold_cannot_be_re_run(db)
     assert "cannot be checked" in unchecked.reason
 
 
+def capped_verdict(db, expected_sql: str, candidate_sql: str, row_cap: int):
+    limits = SandboxLimits(row_cap=row_cap)
+    expected, candidate = run_query(db, expected_sql, limits), run_query(db, candidate_sql, limits)
+    assert expected.truncated and candidate.truncated
+    return compare_query_results(
+        expected, candidate, CompareConfig(), EngineSource(db, expected_sql, candidate_sql, limits)
+    )
+
+
+def test_order_over_the_row_cap_is_checked_on_the_whole_results(db):
+    gold = "SELECT title FROM titles ORDER BY views DESC"  # the sort key is not a result column
+    reversed_ = capped_verdict(db, gold, "SELECT title FROM titles ORDER BY views", 5)
+    assert (reversed_.match, reversed_.rule, reversed_.order.status) == (False, "row_order_mismatch", ORDER_WRONG)
+    assert "checked on the whole results in the engine" in reversed_.reason
+    # views 700 is shared by four titles: ties in any order
+    tied = capped_verdict(db, gold, "SELECT title FROM titles ORDER BY views DESC, title DESC", 5)
+    assert (tied.match, tied.order.status) == (True, ORDER_OK), tied.reason
+    # the first rows (all that is fetched) are in order, the rest is not
+    visible = "SELECT id, views FROM titles ORDER BY views DESC, id"
+    late = capped_verdict(
+        db, visible, "SELECT id, views FROM titles ORDER BY CASE WHEN id <= 10 THEN views ELSE -views END DESC, id", 5
+    )
+    assert (late.match, late.rule, late.order.status) == (False, "row_order_mismatch", ORDER_WRONG)
+    assert capped_verdict(db, visible, "SELECT id, views FROM titles ORDER BY 2 DESC, 1", 5).match
+
+
 @pytest.fixture(scope="module")
 def people(tmp_path_factory):
     """``people``: names stored out of age order, two tied at age 30; ``sorted_people``: the same by age."""
@@ -168,6 +194,15 @@ def test_order_by_a_key_that_is_not_selected(people):
         people, gold, "SELECT name FROM people ORDER BY CASE name WHEN 'bo' THEN 19 WHEN 'fa' THEN 22 ELSE age END"
     )
     assert (swapped.match, swapped.rule) == (False, "row_order_mismatch")
+
+
+def test_hidden_key_order_over_the_row_cap(people):
+    gold = "SELECT name FROM people ORDER BY age"
+    for tiebreak in ("name", "name DESC"):  # al and di are both 30
+        tied = capped_verdict(people, gold, f"SELECT name FROM people ORDER BY age, {tiebreak}", 2)
+        assert (tied.match, tied.order.status) == (True, ORDER_OK), tied.reason
+    assert capped_verdict(people, gold, "SELECT name FROM people ORDER BY age DESC", 2).rule == "row_order_mismatch"
+    assert capped_verdict(people, gold, "SELECT name FROM people", 2).rule == "row_order_mismatch"
 
 
 def test_tie_at_a_limit_with_the_sort_key_not_selected(people):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nl2sql_pipeline.compare.engine import EngineComparisonError, EngineSource, compare_aligned_in_engine
+from nl2sql_pipeline.compare.engine_order import whole_order
 from nl2sql_pipeline.compare.identical import identical_match, same_result
 from nl2sql_pipeline.compare.model import (
     COLUMN_ORDERS,
@@ -32,7 +33,8 @@ from nl2sql_pipeline.compare.model import (
     ExpectedResultError,
     Rule,
 )
-from nl2sql_pipeline.compare.ordered import with_order
+from nl2sql_pipeline.compare.order import OrderCheck, OrderSpec
+from nl2sql_pipeline.compare.ordered import WholeOrder, with_order
 from nl2sql_pipeline.compare.rules import CANONICALISER, QUERY_RULES, RULE_NAMES, RULES, STEP_RULES
 from nl2sql_pipeline.compare.state import ComparisonState
 from nl2sql_pipeline.errors import Nl2SqlError
@@ -117,8 +119,27 @@ def compare_query_results(
     if source is None:
         return comparison
     return with_order(
-        comparison, expected, candidate, source.expected_sql, config, _rerun(source), compare_results, identical
+        comparison,
+        expected,
+        candidate,
+        source.expected_sql,
+        config,
+        _rerun(source),
+        compare_results,
+        identical,
+        _whole_order(source, expected, candidate, config),
     )
+
+
+def _whole_order(
+    source: EngineSource, expected: QueryResult, candidate: QueryResult, config: CompareConfig
+) -> WholeOrder:
+    """Checks the row order of both whole results in the engine (``engine_order``), under a column alignment."""
+
+    def check(spec: OrderSpec, alignment: tuple[int, ...]) -> OrderCheck:
+        return whole_order(spec, source, list(expected.column_types), list(candidate.column_types), alignment, config)
+
+    return check
 
 
 def _rerun(source: EngineSource) -> Callable[[str], QueryResult | None]:

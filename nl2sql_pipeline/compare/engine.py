@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -46,6 +47,8 @@ def _sql(name: str) -> str:
 
 MULTISET_SQL = _sql("multiset_difference.sql")
 SURPLUS_SQL = _sql("surplus_rows.sql")
+WHOLE_INPUTS_SQL = _sql("whole_inputs.sql")
+ORDER_RUNS_SQL = _sql("order_runs.sql")
 
 
 class EngineComparisonError(Exception):
@@ -63,6 +66,31 @@ class EngineSource:
     expected_sql: str
     candidate_sql: str
     limits: SandboxLimits | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the comparison reads as ``e_raw`` and ``c_raw`` (columns ``e0``..., ``c0``...): the queries to
+    embed (each checked by the sandbox) and ``build``, which turns their embedded texts into the definitions
+    of those two CTEs; ``widths``: the column counts of ``e_raw`` and ``c_raw``."""
+
+    parts: tuple[str, str]
+    build: Callable[[list[str]], str]
+    widths: tuple[int, int]
+
+
+def whole_inputs(source: EngineSource, widths: tuple[int, int]) -> Inputs:
+    """Both whole results as they are (``sql/whole_inputs.sql``)."""
+
+    def build(texts: list[str]) -> str:
+        return WHOLE_INPUTS_SQL.format(
+            expected=texts[0],
+            candidate=texts[1],
+            expected_names=", ".join(_ident(i, "e") for i in range(widths[0])),
+            candidate_names=", ".join(_ident(j, "c") for j in range(widths[1])),
+        )
+
+    return Inputs((source.expected_sql, source.candidate_sql), build, widths)
 
 
 @dataclass
@@ -126,15 +154,12 @@ def _select_list(plan: _Plan, side: str) -> str:
     return ", ".join(items)
 
 
-def _fill(template: str, plan: _Plan, texts: list[str], widths: tuple[int, int], **extra: Any) -> str:
+def _fill(template: str, plan: _Plan, inputs: str) -> str:
     raws = [raw for _, raw, _ in plan.float_slots]
     mins = {position: minimum for position, _, minimum in plan.float_slots}
     group_extras = "".join(f", sum({raw}) AS {mins[pos]}" for pos, raw, _ in plan.float_slots)
     return template.format(
-        expected=texts[0],
-        candidate=texts[1],
-        expected_names=", ".join(_ident(i, "e") for i in range(widths[0])),
-        candidate_names=", ".join(_ident(j, "c") for j in range(widths[1])),
+        inputs=inputs,
         expected_keys=_select_list(plan, "e"),
         candidate_keys=_select_list(plan, "c"),
         key_names=", ".join(plan.key_names),
@@ -148,7 +173,6 @@ def _fill(template: str, plan: _Plan, texts: list[str], widths: tuple[int, int],
         raw_names=", ".join(raws) if raws else "1",
         residue_raw_columns=", ".join(raw_or_key for raw_or_key in _raw_row_columns(plan)),
         residue_cap=RESIDUE_CAP,
-        **extra,
     )
 
 
@@ -158,7 +182,7 @@ def _raw_row_columns(plan: _Plan) -> list[str]:
     return [raw_at.get(position, name) for position, name in enumerate(plan.key_names)]
 
 
-def _run(source: EngineSource, template: str, plan: _Plan, widths: tuple[int, int]) -> list[tuple]:
+def _run(source: EngineSource, template: str, plan: _Plan, inputs: Inputs) -> list[tuple]:
     from nl2sql_pipeline.execution import SandboxLimits, run_composed_query
 
     if source.db_path is None:
@@ -166,10 +190,7 @@ def _run(source: EngineSource, template: str, plan: _Plan, widths: tuple[int, in
     limits = source.limits or SandboxLimits()
     limits = type(limits)(**{**limits.__dict__, "row_cap": RESIDUE_CAP + 1})
     result = run_composed_query(
-        source.db_path,
-        [source.expected_sql, source.candidate_sql],
-        lambda texts: _fill(template, plan, texts, widths),
-        limits,
+        source.db_path, list(inputs.parts), lambda texts: _fill(template, plan, inputs.build(texts)), limits
     )
     if not result.ok:
         raise EngineComparisonError(f"the in-engine comparison failed ({result.error_class}: {result.error_message})")
@@ -201,15 +222,24 @@ def _fold_positions(plan: _Plan) -> list[int]:
 
 
 def engine_counts(
-    source: EngineSource, exp_types: list[str], cand_types: list[str], alignment: tuple[int, ...], config: CompareConfig
+    source: EngineSource,
+    exp_types: list[str],
+    cand_types: list[str],
+    alignment: tuple[int, ...],
+    config: CompareConfig,
+    inputs: Inputs | None = None,
 ) -> EngineCounts:
-    """Compare the whole results under ``alignment``; raises EngineComparisonError when it cannot."""
+    """Compare the whole results under ``alignment``; raises EngineComparisonError when it cannot.
+
+    ``inputs``: what is compared (default: both queries' whole results, ``whole_inputs``).
+    """
     try:
         plan = _plan(exp_types, cand_types, alignment, config)
     except UnsupportedPairError as exc:
         raise EngineComparisonError(f"no in-engine key for {exc}") from exc
-    widths = (len(exp_types), len(cand_types))
-    ((n_all, n_diff, matched, tolerance_groups, differing, residue),) = _run(source, MULTISET_SQL, plan, widths)
+    if inputs is None:
+        inputs = whole_inputs(source, (len(exp_types), len(cand_types)))
+    ((n_all, n_diff, matched, tolerance_groups, differing, residue),) = _run(source, MULTISET_SQL, plan, inputs)
     n_all, n_diff = int(n_all), int(n_diff)
     n_e, n_c = (n_all + n_diff) // 2, (n_all - n_diff) // 2
     groups = []
@@ -239,7 +269,7 @@ def engine_counts(
     else:
         surplus = [
             (row[0], *(_unsigned(v, row[0]) if i in float_at else v for i, v in enumerate(row[1:])))
-            for row in _run(source, SURPLUS_SQL, plan, widths)
+            for row in _run(source, SURPLUS_SQL, plan, inputs)
         ]
         counts.complete_residue = len(surplus) <= RESIDUE_CAP
     expected_rows = [_value(tuple(row[1:]), plan) for row in surplus if row[0] == 1]

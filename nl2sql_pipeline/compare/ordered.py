@@ -8,14 +8,18 @@ expected query is run again without its LIMIT).
 
 Sort keys that are not result columns are evaluated on the gold (``keyed``: the gold re-run with those keys
 as extra columns), for the order check and for the rows tied at a LIMIT alike; when that re-run cannot be
-made, the visible keys are checked as far as they go and the verdict says the rest was not.
+made, the visible keys are checked as far as they go and the verdict says the rest was not. Results over the
+row cap have their order checked whole in the engine (``engine_order``, through ``whole``); only when that
+fails is the order checked on the fetched rows.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nl2sql_pipeline.compare.engine import EngineComparisonError
 from nl2sql_pipeline.compare.keyed import KeyedReference, canonical_rows, in_multiset, keyed_reference, keyed_sql
 from nl2sql_pipeline.compare.matching import values_close
 from nl2sql_pipeline.compare.model import CompareConfig, Comparison
@@ -38,10 +42,15 @@ from nl2sql_pipeline.compare.state import ComparisonState
 if TYPE_CHECKING:
     from nl2sql_pipeline.execution import QueryResult
 
+logger = logging.getLogger(__name__)
+
 Rerun = Callable[[str], "QueryResult | None"]
+"""Runs a query derived from the expected SQL (the same query without its LIMIT); None when it cannot."""
 CompareRows = Callable[..., Comparison]
 """``compare_results`` (passed in by the package, which imports this module)."""
-"""Runs a query derived from the expected SQL (the same query without its LIMIT); None when it cannot."""
+WholeOrder = Callable[[OrderSpec, tuple[int, ...]], OrderCheck]
+"""The order check of the whole results under a column alignment (``engine_order.whole_order``); raises
+EngineComparisonError when it cannot be made."""
 
 
 def with_order(
@@ -53,10 +62,12 @@ def with_order(
     rerun: Rerun | None,
     compare_rows: CompareRows,
     same_rows: bool = False,
+    whole: WholeOrder | None = None,
 ) -> Comparison:
     """``comparison`` with its order check (and the verdict it changes).
 
     ``same_rows``: the candidate's rows are the expected rows in the same order (``identical.same_result``).
+    ``whole``: checks the order of results over the row cap on the whole results (else: the fetched rows).
     """
     spec = order_spec(expected_sql)
     if spec is None:
@@ -65,11 +76,12 @@ def with_order(
         return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "no comparable result: order not checked"))
     shown_only = expected.truncated or candidate.truncated
     if comparison.match:
-        if spec.hidden and not shown_only:
+        check = _whole_order(spec, comparison.alignment, whole) if shown_only else None
+        if check is None and spec.hidden and not shown_only:
             check = _hidden_order(
                 spec, expected, candidate, expected_sql, comparison.alignment, config, rerun, same_rows
             )
-        else:
+        elif check is None:
             check = check_order(
                 spec, expected.rows, candidate.rows, comparison.alignment, config, shown_only, same_rows
             )
@@ -90,6 +102,17 @@ def with_order(
     if tied is not None:
         return tied
     return comparison.evolve(order=OrderCheck(ORDER_UNCHECKED, "the rows differ: order not checked"))
+
+
+def _whole_order(spec: OrderSpec, alignment: tuple[int, ...], whole: WholeOrder | None) -> OrderCheck | None:
+    """The order check on the whole results, or None when it cannot be made (then the fetched rows are checked)."""
+    if whole is None:
+        return None
+    try:
+        return whole(spec, alignment)
+    except EngineComparisonError as exc:
+        logger.warning("the row order was not checked on the whole results: %s", exc)
+        return None
 
 
 def _split(

@@ -1,13 +1,12 @@
 -- Whole-result multiset comparison, run by nl2sql_pipeline/compare/engine.py in the sandbox.
--- Both queries are embedded as subqueries (their columns renamed positionally), every cell is turned
--- into its comparison key by the value rules (engine_keys.py), and rows are counted per key on each
+-- The inputs define e_raw and c_raw (whole_inputs.sql: both queries embedded as subqueries, their columns
+-- renamed positionally; order_runs.sql for the order check), every cell is turned into its comparison key by the value rules (engine_keys.py), and rows are counted per key on each
 -- side (n_all rows in the group, n_diff = expected rows - candidate rows). Raw floats come negated from
 -- the candidate, so that their sum per group is 0 when both sides hold the same floats, and is the raw
 -- value itself in a group of one row. One row comes back: the totals, the rows matched, the groups whose
 -- floats matched only within tolerance, the number of differing groups, and at most {residue_cap} of
 -- them (a bounded min_by of unnamed rows, so that nothing is materialized and the groups are read once).
-WITH e_raw AS (SELECT * FROM ({expected}) AS e_raw_({expected_names})),
-     c_raw AS (SELECT * FROM ({candidate}) AS c_raw_({candidate_names})),
+WITH {inputs},
      u AS (
          SELECT {expected_keys}, 1 AS side FROM e_raw
          UNION ALL

@@ -1,7 +1,6 @@
 -- The surplus rows of the groups whose counts differ (engine.py's fallback when a differing group
 -- holds more than one row and floats must be paired within tolerance): side, keys, raw floats.
-WITH e_raw AS (SELECT * FROM ({expected}) AS e_raw_({expected_names})),
-     c_raw AS (SELECT * FROM ({candidate}) AS c_raw_({candidate_names})),
+WITH {inputs},
      u AS (
          SELECT {expected_keys}, 1 AS side FROM e_raw
          UNION ALL
