@@ -240,6 +240,26 @@ def test_results_that_could_not_be_compared_whole_exit_as_an_environment_error(h
     assert "rule: comparison_undetermined" in out and "grade: undetermined" in out and "diagnosis" not in out
 
 
+@pytest.mark.parametrize(
+    ("infinite", "extreme"),
+    [
+        ("'infinity'::DATE", "DATE '9999-12-31'"),
+        ("'-infinity'::TIMESTAMP", "TIMESTAMP '0001-01-01 00:00:00'"),
+        ("'infinity'::TIMESTAMP", "TIMESTAMP '9999-12-31 23:59:59.999999'"),
+    ],
+)
+def test_infinite_dates_are_not_the_extreme_finite_ones(home, capsys, infinite, extreme):
+    """Python's DuckDB client fetches an infinity as the extreme finite value: both paths keep them apart."""
+    for row_cap in ("10000", "0"):  # compared in Python, then whole in the engine
+        code, payload = verdict(capsys, f"SELECT {infinite} AS a", f"SELECT {extreme} AS a", "--row-cap", row_cap)
+        assert (code, payload["match"], payload["rule"]) == (EXIT_GATE_FAILED, False, "multiset_mismatch")
+        assert "infinity" in payload["reason"], payload["reason"]
+        code, payload = verdict(capsys, f"SELECT {infinite} AS a", f"SELECT {infinite} AS a", "--row-cap", row_cap)
+        assert (code, payload["match"]) == (EXIT_OK, True)
+    code, payload = verdict(capsys, "SELECT 'infinity'::DATE AS a", "SELECT 'infinity'::TIMESTAMP AS a")
+    assert (code, payload["rule"]) == (EXIT_OK, "temporal_equivalence")
+
+
 def test_text_output_when_the_columns_differ(home, capsys):
     """No row precision exists when the column counts differ: the text report still prints in full."""
     code, out, err = run(capsys, "SELECT 1 AS a, 1 AS b", "SELECT 1 AS a")

@@ -220,6 +220,16 @@ _TYPES = {
     "ts": ("TIMESTAMP", lambda r: r.choice([datetime(2024, 1, 1), datetime(2024, 1, 1, 12, 30)])),
     "bool": ("BOOLEAN", lambda r: r.choice([True, False])),
 }
+# infinite dates and timestamps (inserted from their text) beside the extreme finite values Python fetches them as
+_INFINITE_TYPES = {
+    "idate": ("DATE", lambda r: r.choice(["infinity", "-infinity", date.max, date.min, date(2024, 1, 1)])),
+    "its": (
+        "TIMESTAMP",
+        lambda r: r.choice(["infinity", "-infinity", datetime.max, datetime.min, datetime(2024, 1, 1)]),
+    ),
+}
+_TYPES.update(_INFINITE_TYPES)
+_FINITE_KINDS = [kind for kind in _TYPES if kind not in _INFINITE_TYPES]
 
 
 def _random_table(rng: random.Random, kinds: list[str], n: int) -> list[tuple]:
@@ -247,20 +257,36 @@ def _mutate(rng: random.Random, rows: list[tuple], kinds: list[str]) -> list[tup
 
 @pytest.mark.parametrize("seed", range(40))
 def test_engine_and_python_agree_on_random_results(tmp_path, seed):
-    rng = random.Random(seed)
+    _check_parity(tmp_path, random.Random(seed), _FINITE_KINDS)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_engine_and_python_agree_on_infinite_dates_and_timestamps(tmp_path, seed):
+    """'infinity' and '-infinity' equal only themselves (a DATE's equals a TIMESTAMP's), never 9999-12-31 or
+    0001-01-01, which Python's DuckDB client would fetch them as: both paths give the same verdict."""
+    _check_parity(tmp_path, random.Random(seed), ["idate", "its", "int", "str"], first=["idate", "its"][seed % 2])
+
+
+def _check_parity(tmp_path, rng: random.Random, kinds: list[str], first: str | None = None) -> None:
     width = rng.randint(1, 3)
-    exp_kinds = [rng.choice(list(_TYPES)) for _ in range(width)]
+    exp_kinds = [first or rng.choice(kinds), *(rng.choice(kinds) for _ in range(width - 1))]
     # the candidate keeps each column's type, or swaps in a related one (numbers, dates, strings)
-    related = {"int": ["big", "dec", "float"], "dec": ["float", "str"], "date": ["ts", "str"]}
+    related = {
+        "int": ["big", "dec", "float"],
+        "dec": ["float", "str"],
+        "date": ["ts", "str"],
+        "idate": ["its", "str"],
+        "its": ["idate", "str"],
+    }
     cand_kinds = [rng.choice([k, *related.get(k, [])]) if rng.random() < 0.3 else k for k in exp_kinds]
     expected_rows = _random_table(rng, exp_kinds, rng.randint(0, 30))
     candidate_rows = _mutate(rng, expected_rows, exp_kinds)
     path = tmp_path / "parity.duckdb"
     con = duckdb.connect(str(path))
-    for name, kinds, rows in (("e", exp_kinds, expected_rows), ("c", exp_kinds, candidate_rows)):
-        con.execute(f"CREATE TABLE {name} ({', '.join(f'v{i} {_TYPES[k][0]}' for i, k in enumerate(kinds))})")
+    for name, rows in (("e", expected_rows), ("c", candidate_rows)):
+        con.execute(f"CREATE TABLE {name} ({', '.join(f'v{i} {_TYPES[k][0]}' for i, k in enumerate(exp_kinds))})")
         if rows:
-            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in kinds)})", rows)
+            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in exp_kinds)})", rows)
     con.close()
     cand_sql = (
         "SELECT "

@@ -145,6 +145,14 @@ def test_tagged_forms_are_documented_shapes():
     assert from_json_value({"a": {"$dec": "2"}}) == {"a": Decimal("2")}
 
 
+def test_infinite_dates_and_timestamps_round_trip_apart_from_the_extreme_ones():
+    from nl2sql_pipeline.execution.infinity import InfiniteDate, InfiniteTimestamp
+
+    rows = [(InfiniteDate(False), InfiniteTimestamp(True), InfiniteTimestamp(False, aware=True), dt.date.max)]
+    assert to_json_value(InfiniteDate(True)) == {"$inf": ["date", "-infinity"]}
+    assert decode_rows(encode_rows(rows)) == rows
+
+
 @pytest.mark.parametrize("timezone", ["UTC", "America/New_York", "Asia/Kolkata"])
 def test_every_duckdb_type_round_trips(timezone):
     con = duckdb.connect()

@@ -29,7 +29,7 @@ from nl2sql_pipeline.compare.engine_keys import PYTHON_KIND, PairKeys, Unsupport
 from nl2sql_pipeline.compare.matching import RowMatch, match_rows
 from nl2sql_pipeline.compare.model import CompareConfig, Comparison
 from nl2sql_pipeline.compare.state import Aligned, ComparisonState
-from nl2sql_pipeline.compare.values import ColumnPair
+from nl2sql_pipeline.compare.values import INFINITIES, ColumnPair
 from nl2sql_pipeline.compare.wording import format_row, plural
 
 if TYPE_CHECKING:
@@ -206,7 +206,10 @@ def _value(key_values: tuple, plan: _Plan) -> tuple:
     for keys in plan.pairs:
         width = len(keys.expected)
         part = key_values[position : position + width]
-        values.append(part[1] if width == 2 and part[1] is not None else part[0])
+        if width == 2 and part[1] is not None and keys.infinities is not None:
+            values.append(INFINITIES[part[1] == "-infinity", keys.infinities])
+        else:
+            values.append(part[1] if width == 2 and part[1] is not None else part[0])
         position += width
     return tuple(values)
 

@@ -27,6 +27,7 @@ _FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE", "REAL"})
 _NAIVE_DATETIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?")
 _NUMERIC = frozenset({"int", "decimal", "float"})
 _TEMPORAL_NAIVE = frozenset({"date", "timestamp"})
+_INFINITE_FAMILIES = frozenset({"date", "timestamp", "timestamptz"})
 
 
 class UnsupportedPairError(Exception):
@@ -90,6 +91,8 @@ class PairKeys:
     float_key: bool = False
     raw_expected: str | None = None
     raw_candidate: str | None = None
+    infinities: bool | None = None
+    """A temporal pair whose second key holds 'infinity'/'-infinity' (True: with a time zone)."""
 
 
 def _literal(text: str) -> str:
@@ -146,10 +149,12 @@ def pair_keys(exp_col: str, exp_type: str, cand_col: str, cand_type: str, rel_to
         if "float" not in kinds:
             return PairKeys((exp_col,), (cand_col,))
         return _float_pair(_as_double(exp_col, fe), _as_double(cand_col, fc), rel_tol)
+    if fe == fc and fe in _INFINITE_FAMILIES:
+        return _temporal_pair(exp_col, cand_col, fe == "timestamptz")
     if fe == fc:
         return PairKeys((exp_col,), (cand_col,))
     if kinds <= _TEMPORAL_NAIVE:
-        return PairKeys((f"CAST({exp_col} AS TIMESTAMP)",), (f"CAST({cand_col} AS TIMESTAMP)",))
+        return _temporal_pair(f"CAST({exp_col} AS TIMESTAMP)", f"CAST({cand_col} AS TIMESTAMP)", False)
     if "str" in kinds:
         other = (kinds - {"str"}).pop()
         str_col, other_col = (exp_col, cand_col) if fe == "str" else (cand_col, exp_col)
@@ -159,6 +164,19 @@ def pair_keys(exp_col: str, exp_type: str, cand_col: str, cand_type: str, rel_to
         if other in ("timestamptz", "timetz"):  # Python parses ISO strings with offsets as instants
             raise UnsupportedPairError(f"a string column against {exp_type if fe != 'str' else cand_type}")
     return PairKeys((_tagged(exp_col, fe),), (_tagged(cand_col, fc),))
+
+
+def _temporal_pair(exp_value: str, cand_value: str, aware: bool) -> PairKeys:
+    """Keys of a DATE/TIMESTAMP pair: the finite value, and 'infinity'/'-infinity' for an infinite one (the
+    rows that come back show it, where the fetched value would be the extreme finite one)."""
+
+    def keys(value: str) -> tuple[str, str]:
+        return (
+            f"CASE WHEN NOT isinf({value}) THEN {value} END",
+            f"CASE WHEN isinf({value}) THEN CAST({value} AS VARCHAR) END",
+        )
+
+    return PairKeys(keys(exp_value), keys(cand_value), infinities=aware)
 
 
 def _as_double(column: str, fam: str | None) -> str:

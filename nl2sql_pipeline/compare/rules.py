@@ -15,6 +15,7 @@ from decimal import Decimal
 
 from nl2sql_pipeline.compare import columns, query, rows, values
 from nl2sql_pipeline.compare.model import Rule
+from nl2sql_pipeline.execution.infinity import TemporalInfinity
 
 RULES: tuple[Rule, ...] = (
     Rule("query", query.expected_failed),
@@ -26,7 +27,7 @@ RULES: tuple[Rule, ...] = (
     Rule("value", values.nan_inf_canonical, (numbers.Real, Decimal)),
     Rule("value", values.numeric_value_equality, (numbers.Number,)),
     Rule("value", values.numeric_string_coercion, (str,)),
-    Rule("value", values.temporal_equivalence, (date, time, str)),
+    Rule("value", values.temporal_equivalence, (date, time, str, TemporalInfinity)),
     Rule("value", values.string_exact, (str,)),
     Rule("value", values.nested_values, (list, tuple, dict)),
     Rule("value", values.other_values),

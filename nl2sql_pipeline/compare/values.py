@@ -22,6 +22,8 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from nl2sql_pipeline.execution.infinity import InfiniteDate, InfiniteTimestamp, TemporalInfinity
+
 if TYPE_CHECKING:
     from nl2sql_pipeline.compare.model import Rule
 
@@ -44,6 +46,13 @@ NAN = Marker("NaN")
 TRUE = Marker("TRUE")
 FALSE = Marker("FALSE")
 STRUCT = Marker("STRUCT")
+INFINITIES: dict[tuple[bool, bool], Marker] = {
+    (negative, aware): Marker(("-infinity" if negative else "infinity") + (" (with time zone)" if aware else ""))
+    for negative in (False, True)
+    for aware in (False, True)
+}
+"""The canonical infinite DATE or TIMESTAMP by (negative, with a time zone): a DATE equals a TIMESTAMP, never an
+extreme finite value nor a timestamp with a time zone (as in DuckDB)."""
 
 NUMERIC_KINDS = frozenset({"int", "float", "decimal"})
 TEMPORAL_KINDS = frozenset({"date", "timestamp", "time"})
@@ -56,6 +65,8 @@ _KIND_OF_TYPE: dict[type, str] = {
     date: "date",
     datetime: "timestamp",
     time: "time",
+    InfiniteDate: "date",
+    InfiniteTimestamp: "timestamp",
 }
 
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -172,7 +183,10 @@ def temporal_equivalence(value: Any, ctx: ValueContext) -> Any:
     '2024-01-01 12:30:00' == '2024-01-01T12:30:00'; time(12,30) == '12:30:00'. Timezone-aware timestamps
     compare as instants (Python semantics) and never equal naive ones. Strings are parsed only when the
     paired column holds temporal values; dates are widened only when they meet timestamps or strings.
+    'infinity' and '-infinity' (``execution.infinity``) equal only themselves, in a DATE or a TIMESTAMP.
     """
+    if isinstance(value, TemporalInfinity):
+        return INFINITIES[value.negative, isinstance(value, InfiniteTimestamp) and value.aware]
     if isinstance(value, datetime) or isinstance(value, time):
         return value
     if isinstance(value, date):

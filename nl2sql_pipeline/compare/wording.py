@@ -7,17 +7,21 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
+from nl2sql_pipeline.execution.infinity import TemporalInfinity
+
 _MAX_SHOWN_CHARS = 200
 
 
 def format_value(value: Any) -> str:
-    """One value as it appears in a reason: strings quoted, NULL, ISO dates, plain numbers."""
+    """One value as it appears in a reason: strings quoted, NULL, ISO dates (or infinity), plain numbers."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, str):
         return repr(value)
+    if isinstance(value, TemporalInfinity):
+        return str(value)
     if isinstance(value, (datetime, date, time)):
         return value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
     if isinstance(value, Decimal):

@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import duckdb
-
 from nl2sql_pipeline.execution.limits import SandboxLimits
 from nl2sql_pipeline.execution.pool import POOL
 from nl2sql_pipeline.execution.query_result import QueryResult
 from nl2sql_pipeline.execution.sandbox import check_query
+from nl2sql_pipeline.execution.statements import embeddable_text
 
 
 def embeddable_query(sql: str) -> str | QueryResult:
@@ -27,14 +26,7 @@ def embeddable_query(sql: str) -> str | QueryResult:
     checked = check_query(sql)
     if isinstance(checked, QueryResult):
         return checked
-    text = checked.query
-    end = len(text)
-    for start, kind in reversed(duckdb.tokenize(text)):  # drop trailing semicolons and comments
-        if kind == duckdb.token_type.comment or (kind == duckdb.token_type.operator and text[start:end].strip() == ";"):
-            end = start
-            continue
-        break
-    return text[:end].rstrip() + "\n"
+    return embeddable_text(checked)
 
 
 def run_composed_query(

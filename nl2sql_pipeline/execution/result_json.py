@@ -9,6 +9,7 @@ whose key starts with ``$``:
     {"$date": "2024-01-31"}       date                      {"$time": "12:30:00+02:00"}
     {"$dt": "2024-01-31T12:30:00", "$tz": "Europe/Paris"}   datetime (``$tz`` only for a named zone)
     {"$td": [days, seconds, microseconds]}  timedelta       {"$uuid": "..."}
+    {"$inf": ["date" | "timestamp" | "timestamptz", "infinity" | "-infinity"]}  an infinite DATE or TIMESTAMP
     {"$tup": [...]}               tuple (ARRAY, unnamed STRUCT)
     {"$map": [[key, value], ...]} dict with a non-string key or a key starting with "$"
 
@@ -27,6 +28,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from nl2sql_pipeline.errors import Nl2SqlError
+from nl2sql_pipeline.execution.infinity import TemporalInfinity, infinity
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _FLOAT_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -56,6 +58,8 @@ def to_json_value(value: Any) -> Any:
         if all(isinstance(key, str) and not key.startswith("$") for key in value):
             return {key: to_json_value(item) for key, item in value.items()}
         return {"$map": [[to_json_value(key), to_json_value(item)] for key, item in value.items()]}
+    if isinstance(value, TemporalInfinity):
+        return {"$inf": [value.kind, str(value)]}
     if isinstance(value, dt.datetime):  # before date: datetime is a date
         encoded: dict[str, Any] = {"$dt": value.isoformat()}
         if isinstance(value.tzinfo, ZoneInfo):
@@ -111,6 +115,11 @@ def from_json_value(value: Any) -> Any:
         return base64.b64decode(payload)
     if tag == "$uuid":
         return uuid.UUID(payload)
+    if tag == "$inf":
+        kind, text = payload
+        if text not in ("infinity", "-infinity"):
+            raise ValueError(f"not an infinity: {text!r}")
+        return infinity(kind, text == "-infinity")
     raise ValueError(f"unknown tag {tag!r}")
 
 

@@ -33,12 +33,13 @@ import duckdb
 
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.errors import DatabaseNotFoundError
+from nl2sql_pipeline.execution import infinity
 from nl2sql_pipeline.execution.error_classes import classify_error
 from nl2sql_pipeline.execution.exceptions import SandboxConflictError, SandboxError
 from nl2sql_pipeline.execution.limits import SandboxLimits
 from nl2sql_pipeline.execution.query_result import QueryResult
 from nl2sql_pipeline.execution.scheduler import SCHEDULER
-from nl2sql_pipeline.execution.statements import StatementRefused, parse_single_query
+from nl2sql_pipeline.execution.statements import StatementRefused, embeddable_text, parse_single_query
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +151,9 @@ class Sandbox:
             cursor.execute(statement)
             description = cursor.description or []
             rows = _fetch(cursor, description, limits) if description else []
+            suspects = infinity.suspect_columns([str(column[1]) for column in description], rows)
+            if suspects:
+                rows = _with_infinities(cursor, statement, description, rows, suspects, limits)
         except ResultTooLarge as exc:
             SCHEDULER.cancel(ticket)
             elapsed_ms = (time.perf_counter() - started) * 1000
@@ -264,6 +268,28 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, description: list, limits: Sandbox
         if len(chunk) < asked:
             break
     return rows
+
+
+def _with_infinities(
+    cursor: duckdb.DuckDBPyConnection,
+    statement: duckdb.Statement,
+    description: list,
+    rows: list[tuple],
+    columns: list[int],
+    limits: SandboxLimits,
+) -> list[tuple]:
+    """The result again, its infinite DATE/TIMESTAMP cells kept apart from the extreme finite values
+    (``infinity``); ``rows`` as fetched when the query cannot be wrapped (a dynamic PIVOT)."""
+    type_names = [str(column[1]) for column in description]
+    sql = infinity.flagged_sql(embeddable_text(statement), len(description), columns)
+    try:
+        cursor.execute(sql)
+    except duckdb.InterruptException:
+        raise
+    except duckdb.Error as exc:
+        logger.debug("could not tell infinite dates from extreme ones (%s): kept as fetched", exc)
+        return rows
+    return infinity.mark(type_names, _fetch(cursor, cursor.description or [], limits), columns)
 
 
 def _fixed_size(type_name: str) -> bool:

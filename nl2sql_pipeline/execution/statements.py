@@ -102,3 +102,16 @@ def _is_dynamic_pivot(sql: str, statement: duckdb.Statement) -> bool:
         if kind == duckdb.token_type.keyword and sql[start:end].strip().upper() == "PIVOT":
             return True
     return False
+
+
+def embeddable_text(statement: duckdb.Statement) -> str:
+    """The text of an accepted query, safe to wrap in parentheses: trailing semicolons and comments
+    dropped, a newline before the closing parenthesis (so that a trailing ``--`` comment cannot swallow it)."""
+    text = statement.query
+    end = len(text)
+    for start, kind in reversed(duckdb.tokenize(text)):  # drop trailing semicolons and comments
+        if kind == duckdb.token_type.comment or (kind == duckdb.token_type.operator and text[start:end].strip() == ";"):
+            end = start
+            continue
+        break
+    return text[:end].rstrip() + "\n"
