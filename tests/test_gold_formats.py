@@ -831,3 +831,19 @@ def test_a_database_replaced_by_a_duckdb_copy_drops_the_old_sqlite_column_file(t
     import_benchmark("plain", tmp_path / "q.csv", out, databases=duckdb_dir)
     assert not column_info_path(database).exists()
     assert duckdb.connect(str(database), read_only=True).execute("SELECT count(*) FROM pets").fetchall() == [(4,)]
+
+
+@pytest.mark.parametrize(("fmt", "header"), [("plain", "question,sql,database"), ("defog", "question,query,db_name")])
+def test_gold_import_of_a_plain_or_defog_file_that_is_not_utf8_is_one_line_per_bad_line_and_exit_2(
+    tmp_path, capsys, fmt, header
+):
+    """A Latin-1 CSV: ``file:line: not valid UTF-8 ...`` as the team-file imports say it, exit 2, no traceback."""
+    from nl2sql_cli.main import main
+
+    src = tmp_path / "latin.csv"
+    src.write_bytes(f"{header}\n".encode() + b"H\xe9llo,SELECT 1,concert_singer\n")
+    out = tmp_path / "o" / "l.jsonl"
+    assert main(["gold", "import", "--format", fmt, str(src), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}:2: not valid UTF-8: byte 0xe9" in err and "re-save the file as UTF-8" in err
+    assert "Traceback" not in err and not out.exists()

@@ -28,7 +28,7 @@ from typing import Any
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.formats.model import BenchmarkSource, SourceQuestion, text_field
 from nl2sql_pipeline.gold.formats.spider import collect_databases
-from nl2sql_pipeline.gold.raw_cases import problem
+from nl2sql_pipeline.gold.raw_cases import problem, read_utf8_text
 
 SQL_NAMES: tuple[str, ...] = ("sql", "query", "expected_sql", "gold_sql", "SQL")
 DATABASE_NAMES: tuple[str, ...] = ("database", "db_id", "db_name", "db")
@@ -41,9 +41,11 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line, row) of a CSV with a header or of a JSONL file; raises ``CaseValidationError``."""
     if not path.is_file():
         raise CaseValidationError([f"{path}: no such file (give the CSV or JSONL file)"])
-    text = path.read_text(encoding="utf-8-sig")
+    text, problems = read_utf8_text(path, str(path))
+    if text is None:
+        raise CaseValidationError(problems)
     if path.suffix.lower() in (".jsonl", ".json"):
-        rows, problems = [], []
+        rows = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
