@@ -134,6 +134,9 @@ def test_a_query_that_does_not_parse_or_is_not_one_query_cannot_be_converted():
         convert_sql("SELECT 1; SELECT 2", "sqlite")
     with pytest.raises(ConversionError, match="not exactly one query"):
         convert_sql("DELETE FROM t", "sqlite")
+    for dialect in ("sqlite", "duckdb", "postgres"):  # the tokenizer's TokenError too (Postgres tokenizes first)
+        with pytest.raises(ConversionError, match=f"does not parse as {dialect}"):
+            convert_sql("SELECT name FROM t WHERE name = 'Joe", dialect)
 
 
 def test_postgres_gold_is_transpiled_and_only_checked_to_run(db):

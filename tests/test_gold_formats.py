@@ -847,3 +847,35 @@ def test_gold_import_of_a_plain_or_defog_file_that_is_not_utf8_is_one_line_per_b
     err = capsys.readouterr().err
     assert f"{src}:2: not valid UTF-8: byte 0xe9" in err and "re-save the file as UTF-8" in err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_defog_gold_that_does_not_tokenize_is_left_out_and_a_quoted_semicolon_separates_nothing(tmp_path):
+    """Postgres gold with an unterminated quote made sqlglot's tokenizer raise TokenError (not a ParseError)
+    out of the import; it is left out as ``conversion_failed``. A ``;`` or ``{`` inside a string literal is
+    part of the query, not a separator or a column choice."""
+    data = tmp_path / "defog"
+    write_sqlite(data / "concert_singer.sqlite", CONCERT_SQL).close()
+    with (data / "q.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["question", "query", "db_name"])
+        writer.writerow(["Semicolon?", "SELECT name FROM singer WHERE name <> 'a;b'", "concert_singer"])
+        writer.writerow(["Unterminated?", "SELECT name FROM singer WHERE name = 'Joe", "concert_singer"])
+        writer.writerow(["Braces?", "SELECT {name, country} FROM singer WHERE name <> '{x, y};'", "concert_singer"])
+    out = tmp_path / "gold" / "defog.jsonl"
+    result = import_benchmark("defog", data / "q.csv", out)
+    statuses = {(q.case_id, q.alternative): q.status for q in result.queries}
+    assert statuses == {
+        ("defog-1", 0): "runs",
+        ("defog-2", 0): "conversion_failed",
+        ("defog-3", 0): "runs",
+        ("defog-3", 1): "runs",
+        ("defog-3", 2): "runs",
+    }
+    cases = {c.id: c for c in load_cases(out)}
+    assert cases["defog-1"].expected_sql == ("SELECT name FROM singer WHERE name <> 'a;b'",)
+    assert "defog-2" not in cases
+    assert cases["defog-3"].expected_sql[0] == "SELECT name FROM singer WHERE name <> '{x, y};'"
+    assert expand_alternatives("SELECT 'a;b' AS \"c;d\" -- x;y\n;SELECT 2") == [
+        "SELECT 'a;b' AS \"c;d\" -- x;y",
+        "SELECT 2",
+    ]

@@ -54,7 +54,11 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
     >>> convert_sql("SELECT name FROM singer WHERE name LIKE 'a%'", "sqlite", {}).sql
     "SELECT name FROM singer WHERE name ILIKE 'a%'"
     """
-    text = PREPARED.get(source_dialect, str)(sql.strip().rstrip(";").strip())
+    text = sql.strip().rstrip(";").strip()
+    try:
+        text = PREPARED.get(source_dialect, str)(text)
+    except SqlglotError as exc:  # the tokenizer's TokenError (an unclosed quote, ...) is no ParseError
+        raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
     tree = _parse(text, source_dialect)
     applied = []
     out: str | None = None  # the SQL written so far; None: the parsed tree's, not written yet
@@ -62,7 +66,10 @@ def convert_sql(sql: str, source_dialect: str, columns: ColumnInfo | None = None
     types = _node_types(nodes)
     for fix in DIALECT_FIXES.get(source_dialect, ()):
         hash(tree)  # caches every node's hash; a change through set/append/replace clears the root's
-        fixed = fix(tree, columns or {})
+        try:
+            fixed = fix(tree, columns or {})
+        except SqlglotError as exc:  # a fix re-reads what it writes (``postgres_fixes._as_sqlglot_reads_it``)
+            raise ConversionError(f"cannot be rewritten by {fix.__name__}: {exc}") from exc
         same_nodes = fixed is tree and tree._hash is not None  # nothing set, appended or replaced: the same nodes
         if not same_nodes:
             nodes = list(fixed.walk())

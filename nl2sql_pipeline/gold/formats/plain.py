@@ -22,6 +22,7 @@ import csv
 import io
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,24 +76,68 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
+def _code_positions(sql: str) -> list[int]:
+    """Indexes of the characters of ``sql`` outside string literals, quoted names, comments and Postgres
+    dollar quotes (an unterminated one runs to the end)."""
+    positions: list[int] = []
+    index, size = 0, len(sql)
+    while index < size:
+        char = sql[index]
+        word_before = index > 0 and (sql[index - 1].isalnum() or sql[index - 1] == "_")
+        if char in "'\"":
+            escapes = char == "'" and word_before and sql[index - 1] in "eE"  # E'it\'s'
+            end = index + 1
+            while end < size and sql[end] != char:
+                end += 2 if escapes and sql[end] == "\\" else 1
+            index = end + 1
+        elif sql.startswith("--", index):
+            end = sql.find("\n", index)
+            index = size if end < 0 else end
+        elif sql.startswith("/*", index):
+            end = sql.find("*/", index + 2)
+            index = size if end < 0 else end + 2
+        elif char == "$" and not word_before and (tag := _DOLLAR_TAG.match(sql, index)):
+            end = sql.find(tag.group(0), tag.end())
+            index = size if end < 0 else end + len(tag.group(0))
+        else:
+            positions.append(index)
+            index += 1
+    return positions
+
+
 def _find_braces(sql: str) -> tuple[int, int] | None:
-    start = sql.find("{")
-    while start != -1 and sql[start : start + 2] == "{}":  # the GROUP BY {} placeholder
-        start = sql.find("{", start + 2)
-    if start == -1:
-        return None
-    end = sql.find("}", start)
-    return (start, end) if end != -1 else None
+    """The first ``{...}`` column choice outside quotes (not the ``GROUP BY {}`` placeholder)."""
+    code = _code_positions(sql)
+    for at, start in enumerate(code):
+        if sql[start] != "{" or sql[start : start + 2] == "{}":
+            continue
+        end = next((i for i in code[at + 1 :] if sql[i] == "}"), None)
+        return (start, end) if end is not None else None
+    return None
+
+
+def _split_alternatives(query: str) -> list[str]:
+    """``query`` cut at each ``;`` outside quotes and comments (a quoted ``;`` is part of the query).
+
+    >>> _split_alternatives("SELECT 'a;b' FROM t;SELECT 2 /* ; */")
+    ["SELECT 'a;b' FROM t", 'SELECT 2 /* ; */']
+    """
+    cuts = [i for i in _code_positions(query) if query[i] == ";"]
+    return [query[start + 1 : end] for start, end in zip([-1, *cuts], [*cuts, len(query)])]
 
 
 def expand_alternatives(query: str) -> list[str]:
-    """defog's minimal-query expansion: ``;`` separates alternatives, ``{a, b}`` any non-empty subset.
+    """defog's minimal-query expansion: ``;`` separates alternatives, ``{a, b}`` any non-empty subset
+    (neither counts inside a string literal, a quoted name or a comment).
 
     >>> expand_alternatives("SELECT {u.id, u.name} FROM u GROUP BY {}")
     ['SELECT u.id FROM u GROUP BY u.id', 'SELECT u.name FROM u GROUP BY u.name', 'SELECT u.id, u.name FROM u GROUP BY u.id, u.name']
     """
     out: list[str] = []
-    for part in query.split(";"):
+    for part in _split_alternatives(query):
         part = part.strip()
         if not part:
             continue
