@@ -87,6 +87,23 @@ def test_literals_doctests():
     assert doctest.testmod(literals).failed == 0
 
 
+def test_boundary_literals_of_a_long_in_list_look_the_query_tables_up_once(shop, monkeypatch):
+    """``id IN (0, ..., n)`` made one walk of the whole tree per literal (quadratic: minutes for 20,000);
+    the query's tables are found once per query, and the values are the same as with one literal each."""
+    schema = read_source_schema(shop)
+    lookups: list[str] = []
+    table = schema.table
+    monkeypatch.setattr(schema, "table", lambda name, db=None: lookups.append(name) or table(name, db))
+    many = ", ".join(str(i) for i in range(2000))
+    sql = f"SELECT count(*) FROM orders AS o JOIN customers AS c USING (customer_id) WHERE o.amount IN ({many})"
+    lits = boundary_literals([sql, "SELECT count(*) FROM orders WHERE note = 'x' OR note = 'y'"], schema)
+    assert sorted(lookups) == ["customers", "orders", "orders"]  # each table of each query, once
+    monkeypatch.undo()
+    amounts = [lit.values for lit in lits if lit.column == "amount"]
+    assert amounts == [tuple(sorted({str(v) for i in range(2000) for v in (i - 1, i, i + 1)}))[:12]]
+    assert [lit.values for lit in lits if lit.column == "note"] == [("X", "Y", "x", "y")]
+
+
 def test_variants_are_built_deterministically(shop, tmp_path, home):
     lits = boundary_literals([GOLD], read_source_schema(shop))
     build_variant(shop, tmp_path / "a.duckdb", 1, 0, lits)

@@ -87,16 +87,36 @@ def _comparisons(tree: exp.Expr) -> Iterable[tuple[exp.Column, str]]:
                     yield column, text
 
 
-def _tables_of(tree: exp.Expr, column: exp.Column, schema: SourceSchema) -> list[Table]:
-    """The source tables ``column`` may belong to: by its qualifier, else every table of the query having it."""
+@dataclass(frozen=True)
+class _TableRef:
+    """One table read by a query: the names a column may qualify it by (its alias and name, lower case)."""
+
+    names: frozenset[str]
+    table: Table
+
+
+def _table_refs(tree: exp.Expr, schema: SourceSchema) -> list[_TableRef]:
+    """Every table of ``tree`` found in ``schema``, in the query's order (one walk of the tree)."""
+    refs = []
+    for node in tree.find_all(exp.Table):
+        table = schema.table(node.name, node.db or None)
+        if table is not None:
+            refs.append(_TableRef(frozenset({node.alias_or_name.lower(), node.name.lower()}), table))
+    return refs
+
+
+def _tables_of(refs: list[_TableRef], column: exp.Column) -> list[Table]:
+    """The source tables ``column`` may belong to: by its qualifier, else every table of the query having it.
+
+    ``refs`` are the query's tables (``_table_refs``), found once per query rather than once per column.
+    """
     qualifier = column.table.lower() if column.table else None
     found: list[Table] = []
-    for node in tree.find_all(exp.Table):
-        if qualifier is not None and qualifier not in {node.alias_or_name.lower(), node.name.lower()}:
+    for ref in refs:
+        if qualifier is not None and qualifier not in ref.names:
             continue
-        table = schema.table(node.name, node.db or None)
-        if table is not None and table.column(column.name) is not None and table not in found:
-            found.append(table)
+        if ref.table.column(column.name) is not None and ref.table not in found:
+            found.append(ref.table)
     return found
 
 
@@ -150,8 +170,13 @@ def boundary_literals(expected_sqls: Iterable[str], schema: SourceSchema) -> lis
         except SqlParseError as exc:
             logger.debug("no boundary literals from an unparsable query: %s", exc)
             continue
+        refs = _table_refs(tree, schema)
+        owners: dict[tuple[str, str], list[Table]] = {}  # (qualifier, column name): its tables, once each
         for column, text in _comparisons(tree):
-            for table in _tables_of(tree, column, schema):
+            owner_key = (column.table.lower(), column.name.lower())
+            if owner_key not in owners:
+                owners[owner_key] = _tables_of(refs, column)
+            for table in owners[owner_key]:
                 source_column = table.column(column.name)
                 if source_column is None or source_column.name.lower() in table.key_columns:
                     continue
