@@ -15,10 +15,12 @@ import pytest
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_OK
 from nl2sql_cli.main import main
+from nl2sql_pipeline.databases.registry import DatabaseEntry
 from nl2sql_pipeline.databases.resolve import (
     DatabaseKind,
     NotADatabaseFileError,
     ResolvedDatabase,
+    UnknownDatabaseError,
     looks_like_path,
     require_database,
     resolve_database,
@@ -105,16 +107,31 @@ def test_what_looks_like_a_path(reference: str, is_path: bool) -> None:
     assert looks_like_path(reference) is is_path
 
 
-def test_a_missing_name_says_how_to_build_it(home: Path) -> None:
-    resolved = resolve_database("not_built")
-    assert resolved.kind is DatabaseKind.SAMPLE and not resolved.exists
+def test_a_missing_sample_name_says_how_to_build_it(home: Path) -> None:
+    resolved = resolve_database("anime_platform", entries={})  # buildable, registered or not
+    assert resolved.kind is DatabaseKind.SAMPLE and not resolved.exists and not resolved.is_unknown_name
     with pytest.raises(DatabaseNotFoundError) as caught:
         resolved.require()
     message = str(caught.value)
     assert not isinstance(caught.value, NotADatabaseFileError)
-    assert "sample database 'not_built' is not built" in message
-    assert str(home.resolve() / "databases" / "not_built.duckdb") in message
-    assert "build it with: nl2sql-eval db build --name not_built" in message
+    assert "sample database 'anime_platform' is not built" in message
+    assert str(home.resolve() / "databases" / "anime_platform.duckdb") in message
+    assert "build it with: nl2sql-eval db build --name anime_platform" in message
+
+
+def test_an_unknown_name_is_not_offered_a_build(home: Path) -> None:
+    """A name neither registered nor a sample database ``db build`` knows (a typo) is unknown: the closest
+    registered names are suggested, never ``db build --name`` (which refuses it)."""
+    resolved = resolve_database("shopp", entries={})
+    assert resolved.is_unknown_name
+    with pytest.raises(UnknownDatabaseError) as caught:
+        resolved.require()
+    message = str(caught.value)
+    assert message.startswith("unknown database 'shopp' (not in ") and "not a sample database" in message
+    assert "db build" not in message and "known databases: anime_platform" in message
+    typo = resolve_database("shopp", entries={"shop": DatabaseEntry("shop", _make_db(home / "shop.duckdb"))})
+    assert typo.is_unknown_name and str(typo.not_found_error()).endswith("not a sample database; did you mean 'shop'?)")
+    assert not resolve_database("mini").is_unknown_name  # a file under the storage root is used as it is
 
 
 def test_a_missing_file_says_where_it_looked_and_what_to_pass(home: Path) -> None:
@@ -177,10 +194,13 @@ def test_every_command_accepts_a_name_a_relative_and_an_absolute_path(
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_exits_3_for_a_missing_name(command: str, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, COMMANDS[command]("not_built"))
+    code, out, err = _run(capsys, COMMANDS[command]("anime_platform"))  # a sample database, not built here
     assert code == EXIT_ENVIRONMENT and out == ""
-    assert "sample database 'not_built' is not built" in err
-    assert "nl2sql-eval db build --name not_built" in err
+    assert "sample database 'anime_platform' is not built" in err
+    assert "nl2sql-eval db build --name anime_platform" in err
+    code, out, err = _run(capsys, COMMANDS[command]("not_built"))  # no sample database has that name
+    assert code == EXIT_ENVIRONMENT and out == ""
+    assert "unknown database 'not_built' (not in " in err and "db build" not in err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -204,9 +224,12 @@ def test_a_directory_keeps_each_commands_exit_code(
 
 
 def test_db_info_of_an_unbuilt_sample_database(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, ["db", "info", "--name", "not_built"])
+    code, out, err = _run(capsys, ["db", "info", "--name", "anime_platform"])
     assert code == EXIT_ENVIRONMENT and out == ""
-    assert "sample database 'not_built' is not built" in err and "nl2sql-eval db build --name not_built" in err
+    assert "sample database 'anime_platform' is not built" in err
+    assert "nl2sql-eval db build --name anime_platform" in err
+    code, out, err = _run(capsys, ["db", "info", "--name", "not_built"])
+    assert code == EXIT_ENVIRONMENT and out == "" and "unknown database 'not_built'" in err and "db build" not in err
     code, out, _ = _run(capsys, ["db", "info", "--name", "mini", "--json"])
     assert code == EXIT_OK
     assert json.loads(out)["path"] == str(home.resolve() / "databases" / "mini.duckdb")

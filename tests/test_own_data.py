@@ -296,6 +296,30 @@ def test_run_with_a_missing_database_file_exits_3_naming_file_and_entry(
     assert "Traceback" not in err
 
 
+def test_a_case_naming_an_unknown_database_fails_validate_and_run_before_any_work(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo (``shopp``) passed ``gold validate`` with a note to ``db build --name shopp`` (no such sample
+    database) and failed the run deep in the preflight (exit 4): both now say it is unknown, as a missing
+    database is reported (exit 3), and suggest the registered name."""
+    _register_shop(world, capsys)
+    gold = world / "data" / "gold" / "own.jsonl"
+    gold.write_text(json.dumps(dict(CASES[0], database="shopp")) + "\n", encoding="utf-8")
+    message = "unknown database 'shopp' (not in "
+    assert main(["gold", "validate", str(gold)]) == EXIT_ENVIRONMENT
+    err = capsys.readouterr().err
+    assert message in err and "not a sample database; did you mean 'shop'?" in err and "db build" not in err
+    assert main(["run", "--gold-set", "own-v1", "--model", "gold-echo"]) == EXIT_ENVIRONMENT
+    out, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    assert line.startswith("error: gold set 'own-v1': " + message) and "did you mean 'shop'?" in line
+    assert "Traceback" not in err + out and not (world / "home" / "dagster_home").exists()
+    # a sample database db build knows is still only noted by validate (the run builds it)
+    gold.write_text(json.dumps(dict(CASES[0], database="anime_platform")) + "\n", encoding="utf-8")
+    assert main(["gold", "validate", str(gold)]) == EXIT_OK
+    assert "nl2sql-eval db build --name anime_platform" in capsys.readouterr().err
+
+
 def test_gold_validate_checks_each_case_against_its_own_database(
     world: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

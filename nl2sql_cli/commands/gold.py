@@ -46,7 +46,8 @@ def _validate(args: argparse.Namespace) -> int:
     gold preflight's triage of every expected query (``nl2sql_pipeline.gold.quality.triage``).
 
     ``--database`` fills the database of cases that name none. A sample database not built yet is
-    noted, not an error; any other missing database file exits 3. A blocking finding about one case (a
+    noted, not an error; any other missing database file, or a name neither registered nor a sample
+    database (a typo), exits 3. A blocking finding about one case (a
     blocking triage kind, expected SQL that fails) quarantines the case: listed with its kind and reason,
     exit 0, as a run would leave it out; under ``--strict-gold`` (or ``strict_gold: true`` in the registry
     entry of the file's gold set) it is a problem (exit 2), as a strict run would stop. The other findings
@@ -83,7 +84,7 @@ def _validate(args: argparse.Namespace) -> int:
     for reference in sorted({case.database for case in cases}):
         resolved = resolver.resolve(reference)
         if not resolved.path.is_file():
-            if resolved.kind.value == "sample":
+            if resolved.kind.value == "sample" and not resolved.is_unknown_name:
                 out.notes.append(f"{resolved.not_found_error()}; its cases were not checked against it")
             else:
                 missing.append(str(resolved.not_found_error()))

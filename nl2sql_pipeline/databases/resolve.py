@@ -19,10 +19,11 @@ A reference is either the path of a file or the name of a database:
 
 from __future__ import annotations
 
+import difflib
 import enum
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nl2sql_pipeline import paths
@@ -47,6 +48,11 @@ class DatabaseKind(enum.Enum):
     REGISTERED = "registered"
 
 
+class UnknownDatabaseError(DatabaseNotFoundError):
+    """A name that no registry entry and no sample database has (a ``DatabaseNotFoundError``: reported as
+    a missing database is, exit 3)."""
+
+
 class NotADatabaseFileError(DatabaseNotFoundError):
     """A reference names a directory, not a DuckDB file (a ``DatabaseNotFoundError`` for callers that
     treat every unusable reference alike)."""
@@ -65,16 +71,41 @@ class ResolvedDatabase:
     """Whether ``path`` was an existing file when the reference was resolved."""
     entry: DatabaseEntry | None = None
     """The registry entry the name was found in (None for a path or an unregistered sample name)."""
+    registered: tuple[str, ...] = field(default=(), compare=False)
+    """For an unregistered name: the names the registry knows (to suggest one when the name is a typo)."""
 
     @property
     def is_name(self) -> bool:
         """True when the reference is a database name rather than a file path."""
         return self.kind is not DatabaseKind.FILE
 
+    @property
+    def is_unknown_name(self) -> bool:
+        """True for a name that is neither registered nor a sample database ``db build`` knows, with no file
+        under the storage root either (a typo, or a database never registered): nothing can make it exist."""
+        return (
+            self.kind is DatabaseKind.SAMPLE
+            and self.entry is None
+            and self.reference not in buildable_sample_names()
+            and not self.path.is_file()
+        )
+
     def not_found_error(self) -> DatabaseNotFoundError:
         """The error for this reference when its file is missing or is a directory: what, where, how to fix."""
         if self.path.is_dir():
             return NotADatabaseFileError(f"{self.path} is a directory, not a .duckdb file")
+        if self.is_unknown_name:
+            known = sorted({*self.registered, *buildable_sample_names()})
+            close = difflib.get_close_matches(self.reference, known, n=3, cutoff=0.6)
+            fix = (
+                f"did you mean {' or '.join(repr(name) for name in close)}?"
+                if close
+                else f"known databases: {', '.join(known)}; register a file with: "
+                f"nl2sql-eval db register {self.reference} PATH"
+            )
+            return UnknownDatabaseError(
+                f"unknown database {self.reference!r} (not in {registry_path()} and not a sample database; {fix})"
+            )
         if self.entry is not None and not self.entry.sample:
             return DatabaseNotFoundError(
                 f"database {self.reference!r} (registry entry {self.entry.source}): the file {self.path} does "
@@ -99,6 +130,14 @@ class ResolvedDatabase:
         return self.path
 
 
+def buildable_sample_names() -> tuple[str, ...]:
+    """The sample databases ``nl2sql-eval db build --name`` can build (imported on first use: the builders
+    are heavy, and only a missing database asks)."""
+    from nl2sql_pipeline.sample_db import BUILDERS
+
+    return tuple(BUILDERS)
+
+
 def looks_like_path(reference: str) -> bool:
     """True when ``reference`` reads as a file path whether or not the file exists (a suffix or a ``/``)."""
     return Path(reference).suffix in PATH_SUFFIXES or os.sep in reference or "/" in reference
@@ -114,7 +153,7 @@ def _resolve_name(name: str, entries: Mapping[str, DatabaseEntry]) -> ResolvedDa
     """The database a name stands for: its registry entry, else the sample database of that name."""
     entry = entries.get(name)
     if entry is None:
-        return sample_database(name)
+        return replace(sample_database(name), registered=tuple(entries))
     kind = DatabaseKind.SAMPLE if entry.sample else DatabaseKind.REGISTERED
     return ResolvedDatabase(reference=name, path=entry.path, kind=kind, exists=entry.path.is_file(), entry=entry)
 

@@ -375,7 +375,8 @@ def gold_sets_using_databases(exclude: Path | None = None, data_dir: Path | None
 
 def check_gold_set_inputs(key: str, data_dir: Path | None = None) -> list[Case]:
     """What a run of gold set ``key`` needs before anything is materialized: valid cases, and an
-    existing file for every database they name (a sample database is built by the run, so it may be missing).
+    existing file for every database they name (a sample database is built by the run, so it may be missing;
+    a name neither registered nor a sample database is not).
 
     Raises ``ConfigError`` (unknown key), ``CaseValidationError`` (every ``file:line`` problem) or
     ``DatabaseNotFoundError`` naming each missing file and its registry entry.
@@ -385,7 +386,7 @@ def check_gold_set_inputs(key: str, data_dir: Path | None = None) -> list[Case]:
     missing = []
     for reference in sorted({case.database for case in cases}):
         resolved = resolver.resolve(reference)
-        if not resolved.path.is_file() and resolved.kind is not DatabaseKind.SAMPLE:
+        if not resolved.path.is_file() and (resolved.kind is not DatabaseKind.SAMPLE or resolved.is_unknown_name):
             missing.append(str(resolved.not_found_error()))
     if missing:
         raise DatabaseNotFoundError(f"gold set '{key}': " + "\n".join(missing))
