@@ -286,3 +286,53 @@ def test_cli_import_of_a_jsonl_fills_left_out_fields(tmp_path: Path, capsys: pyt
     out = tmp_path / "full.jsonl"
     assert main(["gold", "import", str(source), "--out", str(out), "--database", "anime_platform"]) == 0
     assert load_cases(out)[0].database == "anime_platform"
+
+
+@pytest.mark.parametrize("suffix", [".yml", ".jsonl", ".csv"])
+def test_cli_import_rewrites_relative_database_paths_to_resolve_from_the_output_folder(
+    suffix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    isolated_home: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A case's relative ``database`` path is relative to its gold file's folder (as validate and a run read
+    it), and ``--database`` to the working directory: both were written as given, so OUT in another folder
+    named missing files (validate exit 3). They now name the same files from OUT's folder."""
+    import duckdb
+
+    for db in (tmp_path / "in" / "w" / "shop.duckdb", tmp_path / "other" / "shop2.duckdb"):
+        db.parent.mkdir(parents=True)
+        with duckdb.connect(str(db)) as con:
+            con.execute("CREATE TABLE customers AS SELECT range AS id FROM range(3)")
+    rows = [
+        {
+            "id": "named",
+            "question": "How many?",
+            "database": "w/shop.duckdb",
+            "expected_sql": "SELECT count(*) FROM customers",
+        },
+        {"id": "filled", "question": "Max id?", "expected_sql": "SELECT max(id) FROM customers"},
+    ]
+    source = tmp_path / "in" / f"team{suffix}"
+    if suffix == ".jsonl":
+        source.write_text("".join(json.dumps(dict(r, domain="d", category="c")) + "\n" for r in rows))
+    elif suffix == ".yml":
+        source.write_text("".join(f"- {json.dumps(r)}\n" for r in rows))
+    else:
+        source.write_text(
+            "id,question,database,expected_sql\n"
+            + "".join(f"{r['id']},{r['question']},{r.get('database', '')},{r['expected_sql']}\n" for r in rows)
+        )
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "data" / "gold" / "x.jsonl"
+    assert main(["gold", "import", str(source), "--out", str(out), "--database", "other/shop2.duckdb"]) == 0
+    capsys.readouterr()
+    assert {c.id: c.database for c in load_cases(out)} == {
+        "named": "../../in/w/shop.duckdb",
+        "filled": "../../other/shop2.duckdb",
+    }
+    assert main(["gold", "validate", str(out)]) == 0, capsys.readouterr().err
+    beside = tmp_path / "in" / "beside.jsonl"  # OUT in the input's folder: the paths are kept as written
+    assert main(["gold", "import", str(source), "--out", str(beside), "--database", "anime_platform"]) == 0
+    assert {c.database for c in load_cases(beside)} == {"w/shop.duckdb", "anime_platform"}

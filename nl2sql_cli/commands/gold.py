@@ -213,7 +213,7 @@ def _resolver_for(path: Path) -> Any:
 def _import(args: argparse.Namespace) -> int:
     """Handler of ``gold import``."""
     from nl2sql_pipeline.errors import CaseValidationError
-    from nl2sql_pipeline.gold.formats.team_files import import_cases, write_jsonl
+    from nl2sql_pipeline.gold.formats.team_files import import_cases, rebase_database_paths, write_jsonl
     from nl2sql_pipeline.gold.registry import with_reference_date
     from nl2sql_pipeline.sql.clock import today
 
@@ -232,7 +232,9 @@ def _import(args: argparse.Namespace) -> int:
         print(f"error: --out {out} must end in .jsonl (the native gold-set format)", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        cases = import_cases(source, domain=args.domain, category=args.category, database=args.database)
+        database = _database_from_source(args.database, source) if args.database else None
+        cases = import_cases(source, domain=args.domain, category=args.category, database=database)
+        cases = rebase_database_paths(cases, source.parent, out.parent)  # paths resolve from OUT's folder
         cases = with_reference_date(cases, args.reference_date or today())
         write_jsonl(cases, out)
     except CaseValidationError as exc:
@@ -245,6 +247,19 @@ def _import(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     print(f"imported {summarize(cases)} from {source} into {out}")
     return EXIT_OK
+
+
+def _database_from_source(reference: str, source: Path) -> str:
+    """``gold import --database``: a file path given on the command line is relative to the working
+    directory; written into the cases, it is read relative to the imported file's folder (as a path the
+    file names itself), so that ``rebase_database_paths`` rewrites both alike. A name is kept."""
+    from nl2sql_pipeline.databases.resolve import looks_like_path
+    from nl2sql_pipeline.gold.formats.team_files import reference_from
+
+    given = Path(reference).expanduser()
+    if not (looks_like_path(reference) or given.is_file()):
+        return reference
+    return reference_from(source.resolve().parent, given.resolve())
 
 
 MAX_LISTED_DROPS = 20
@@ -562,7 +577,11 @@ def register(subparsers: Any) -> None:
     imports.add_argument("--out", metavar="OUT.jsonl", required=True, help="the JSONL file to write")
     imports.add_argument("--domain", help="domain of cases that name none (default: imported)")
     imports.add_argument("--category", help="category of cases that name none (default: inferred from the SQL)")
-    imports.add_argument("--database", help="database of cases that name none (required if a case names none)")
+    imports.add_argument(
+        "--database",
+        help="database of cases that name none (required if a case names none): a registered name or a .duckdb "
+        "path (relative to the working directory; written relative to OUT's folder, as the cases' own paths are)",
+    )
     imports.add_argument(
         "--format",
         choices=("spider", "bird", "defog", "plain"),

@@ -15,10 +15,11 @@ import csv
 import io
 import json
 import logging
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from sqlglot.errors import SqlglotError
 from nl2sql_pipeline.cases import ALL_FIELDS, BUDGET_FIELDS, CATEGORIES, OUTCOME_POLICY_REJECTION, Case
 from nl2sql_pipeline.config.jsonl import write_jsonl_lines
 from nl2sql_pipeline.config.yaml_loader import StrictLoader, describe_yaml_error
+from nl2sql_pipeline.databases.resolve import looks_like_path
 from nl2sql_pipeline.errors import CaseValidationError
 from nl2sql_pipeline.gold.case_rules import validate_records
 from nl2sql_pipeline.gold.raw_cases import (
@@ -408,6 +410,36 @@ def import_cases(
     else:
         records, problems = read_csv_records(text, source, options, _csv_id_prefix(path))
     return validate_records(records, source, problems=problems, missing_hints=MISSING_HINTS)
+
+
+def rebase_database_paths(cases: Sequence[Case], source_dir: Path, out_dir: Path) -> list[Case]:
+    """``cases`` read from a file in ``source_dir``, to be written into ``out_dir``: a ``database`` that is a
+    relative file path (relative to its gold file's folder, as ``gold validate`` and a run resolve it) is
+    rewritten to name the same file from ``out_dir``. Names and absolute paths are kept.
+
+    >>> [c.database for c in rebase_database_paths([Case("c", "d", "k", "q", "w/shop.duckdb")], Path("/in"), Path("/g"))]
+    ['../in/w/shop.duckdb']
+    """
+    source_dir, out_dir = source_dir.resolve(), out_dir.resolve()
+    if source_dir == out_dir:
+        return list(cases)
+    rebased = []
+    for case in cases:
+        written = Path(case.database).expanduser()
+        if not written.is_absolute() and (looks_like_path(case.database) or (source_dir / written).is_file()):
+            case = replace(case, database=reference_from(out_dir, (source_dir / written).resolve()))
+        rebased.append(case)
+    return rebased
+
+
+def reference_from(folder: Path, target: Path) -> str:
+    """``target`` relative to ``folder`` (read as a path, never as a database name); absolute when there is
+    no relative path (another drive)."""
+    try:
+        relative = os.path.relpath(target, folder)
+    except ValueError:
+        return str(target)
+    return relative if looks_like_path(relative) else f"./{relative}"
 
 
 def write_jsonl(cases: Sequence[Case], path: Path) -> Path:
