@@ -695,3 +695,22 @@ def test_a_duplicated_key_nested_in_a_yaml_case_is_located(tmp_path: Path) -> No
     assert f"{path}:10: invalid YAML: duplicate key 'sql' (first defined on line 9) (keep one entry per key)" in (
         info.value.problems
     )
+
+
+def test_gold_generate_refuses_an_out_it_cannot_write_in_one_line(tmp_path: Path, capsys) -> None:
+    """A folder, a path under a file and a name not ending in .jsonl: one line each, exit 2, no traceback,
+    nothing written (a folder gave IsADirectoryError, a file in the way FileExistsError, gen.csv JSONL)."""
+    folder = tmp_path / "somedir"
+    folder.mkdir()
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    for out, message in (
+        (folder, f"--out {folder} is a folder; give the file to write, e.g. {folder / 'nl2sql_multidomain.jsonl'}"),
+        (blocker / "x.jsonl", f"--out {blocker / 'x.jsonl'}: cannot write it ({blocker} is a file, not a folder)"),
+        (tmp_path / "gen.csv", f"--out {tmp_path / 'gen.csv'} must end in .jsonl"),
+    ):
+        assert main(["gold", "generate", "--out", str(out)]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"error: {message}") and captured.err.count("\n") == 1
+        assert captured.out == "" and "Traceback" not in captured.err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["afile", "somedir"]

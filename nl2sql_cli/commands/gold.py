@@ -241,12 +241,17 @@ def _import(args: argparse.Namespace) -> int:
         _print_problems(exc.problems, str(source))
         return EXIT_BAD_INPUT
     except OSError as exc:  # the folder of --out cannot be created or written (a file in the way, ...)
-        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
-        why = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
-        print(f"error: --out {out}: cannot write it ({why}); choose another --out or move it", file=sys.stderr)
+        _print_unwritable(out, exc)
         return EXIT_BAD_INPUT
     print(f"imported {summarize(cases)} from {source} into {out}")
     return EXIT_OK
+
+
+def _print_unwritable(out: Path, exc: OSError) -> None:
+    """One line on stderr: ``--out OUT`` cannot be written, and why (a file in the way of its folder, ...)."""
+    blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    why = f"{blocker} is a file, not a folder" if blocker is not None else (exc.strerror or str(exc))
+    print(f"error: --out {out}: cannot write it ({why}); choose another --out or move it", file=sys.stderr)
 
 
 def _database_from_source(reference: str, source: Path) -> str:
@@ -489,8 +494,18 @@ def _generate(args: argparse.Namespace) -> int:
             return generator.write_gold_set(key, path)
 
     out = Path(args.out) if args.out else data_dir() / "gold" / file_name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    written = write(out)
+    if out.is_dir():
+        print(f"error: --out {out} is a folder; give the file to write, e.g. {out / file_name}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if out.suffix.lower() != ".jsonl":
+        print(f"error: --out {out} must end in .jsonl (the native gold-set format)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        written = write(out)  # atomic: a failed write leaves no file (nor its temporary) behind
+    except OSError as exc:
+        _print_unwritable(out, exc)
+        return EXIT_BAD_INPUT
     path = Path(written) if isinstance(written, (str, Path)) else out
     try:
         cases = load_cases(path)
