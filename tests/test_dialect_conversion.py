@@ -132,8 +132,10 @@ def test_a_query_that_does_not_parse_or_is_not_one_query_cannot_be_converted():
         convert_sql("SELECT FROM WHERE (", "sqlite")
     with pytest.raises(ConversionError, match="not exactly one query"):
         convert_sql("SELECT 1; SELECT 2", "sqlite")
-    with pytest.raises(ConversionError, match="not exactly one query"):
+    with pytest.raises(ConversionError, match=r"not exactly one query in sqlite \(DELETE is not a query\)"):
         convert_sql("DELETE FROM t", "sqlite")
+    with pytest.raises(ConversionError, match="does not parse as sqlite: it is no statement, only the expression"):
+        convert_sql("SELEC name", "sqlite")  # sqlglot reads 'SELEC AS name': one statement, not a query
     for dialect in ("sqlite", "duckdb", "postgres"):  # the tokenizer's TokenError too (Postgres tokenizes first)
         with pytest.raises(ConversionError, match=f"does not parse as {dialect}"):
             convert_sql("SELECT name FROM t WHERE name = 'Joe", dialect)

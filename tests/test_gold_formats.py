@@ -879,3 +879,30 @@ def test_defog_gold_that_does_not_tokenize_is_left_out_and_a_quoted_semicolon_se
         "SELECT 'a;b' AS \"c;d\" -- x;y",
         "SELECT 2",
     ]
+
+
+def test_a_misspelled_keyword_does_not_parse_and_a_duplicate_bird_id_names_the_item_of_its_first_use(tmp_path):
+    """``SELEC name`` (sqlglot reads it as an expression) was 'not exactly one query in sqlite (1 statements)';
+    a duplicate BIRD question_id said '(first used on line 3)' for item 2 (the line of the file written)."""
+    src = tmp_path / "bird" / "dev"
+    build_spider(src, databases_folder="dev_databases")
+    (src / "tables.json").rename(src / "dev_tables.json")
+    items = [dict(BIRD_QUESTIONS[0], question_id=i) for i in range(3)] + [dict(BIRD_QUESTIONS[0], question_id=2)]
+    items[1]["SQL"] = "SELEC name"
+    (src / "dev.json").write_text(json.dumps(items))
+    from nl2sql_pipeline.errors import CaseValidationError
+
+    with pytest.raises(CaseValidationError) as caught:
+        import_benchmark("bird", src, tmp_path / "gold" / "bird.jsonl")
+    assert caught.value.problems == [
+        f"{src / 'dev.json'}: item 3: duplicate id 'bird-dev-2' (first used at {src / 'dev.json'}: item 2) "
+        "(give every case its own id)"
+    ]
+    (src / "dev.json").write_text(json.dumps(items[:3]))
+    result = import_benchmark("bird", src, tmp_path / "gold" / "bird.jsonl")
+    (left_out,) = [q for q in result.queries if q.sql is None]
+    assert left_out.case_id == "bird-dev-1" and left_out.status == "conversion_failed"
+    assert left_out.reason == (
+        "the original does not parse as sqlite: it is no statement, only the expression 'SELEC AS name' "
+        "(a misspelled keyword?)"
+    )

@@ -95,9 +95,20 @@ def _parse(text: str, source_dialect: str) -> exp.Expr:
         trees = [t for t in sqlglot.parse(text, read=source_dialect) if t is not None]
     except (SqlglotError, ValueError) as exc:
         raise ConversionError(f"does not parse as {source_dialect}: {exc}") from exc
-    if len(trees) != 1 or not isinstance(trees[0], exp.Query):
+    if len(trees) != 1:
         raise ConversionError(f"is not exactly one query in {source_dialect} ({len(trees)} statements)")
-    return trees[0]
+    tree = trees[0]
+    if isinstance(tree, exp.Query):
+        return tree
+    if isinstance(
+        tree, (exp.Condition, exp.Alias, exp.Star)
+    ):  # no statement keyword: ``SELEC name`` reads as ``SELEC AS name``
+        raise ConversionError(
+            f"does not parse as {source_dialect}: it is no statement, only the expression "
+            f"{tree.sql(dialect=source_dialect)!r} (a misspelled keyword?)"
+        )
+    kind = tree.name if isinstance(tree, exp.Command) else tree.key
+    raise ConversionError(f"is not exactly one query in {source_dialect} ({kind.upper()} is not a query)")
 
 
 def _node_types(nodes: list[exp.Expr]) -> list[tuple[exp.Expr, object]]:

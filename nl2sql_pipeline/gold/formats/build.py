@@ -295,9 +295,15 @@ def _validate(records: list[RawCase], out: Path, locations: dict[int, str]) -> l
         return validate_records(records, str(out))
     except CaseValidationError as exc:
         prefix = re.compile(rf"^{re.escape(str(out))}:(\d+): ")
-        raise CaseValidationError(
-            [prefix.sub(lambda m: f"{locations.get(int(m.group(1)), m.group(0))}: ", p) for p in exc.problems]
-        ) from exc
+        first_use = re.compile(r"\(first used on line (\d+)\)")  # a duplicate id: where its first question is
+
+        def located(problem: str) -> str:
+            problem = prefix.sub(lambda m: f"{locations.get(int(m.group(1)), m.group(0))}: ", problem)
+            return first_use.sub(
+                lambda m: f"(first used at {locations.get(int(m.group(1)), 'line ' + m.group(1))})", problem
+            )
+
+        raise CaseValidationError([located(p) for p in exc.problems]) from exc
 
 
 def build_gold(
