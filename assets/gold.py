@@ -8,6 +8,7 @@ import pandas as pd
 from assets.automation import CODE_VERSIONS, PREPARE, PREPARED
 from assets.partitions import gold_sets_partitions
 from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.databases.stamp import cases_database_stamp
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_table
 from nl2sql_pipeline.results.frames import cases_from_frame, cases_to_frame, oracle_rows_to_frame
@@ -75,8 +76,10 @@ def oracle_results(context: dg.AssetExecutionContext, eval_settings: EvalSetting
     from nl2sql_pipeline.stages import run_oracle
 
     cases = cases_from_frame(gold_set)
-    rows = run_oracle(cases, case_databases(context.partition_key), eval_settings.limits())
-    frame = oracle_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases))
+    databases = case_databases(context.partition_key)
+    stamp = cases_database_stamp(cases, databases)  # before the queries: a change while they run is seen next time
+    rows = run_oracle(cases, databases, eval_settings.limits())
+    frame = oracle_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases), database_stamp=stamp)
     return dg.Output(
         frame,
         metadata={
@@ -104,9 +107,11 @@ def database_variants(
 
     cases = cases_from_frame(gold_set)
     count = eval_settings.test_suite_variants
-    suites = build_suites(cases, case_databases(context.partition_key), count, eval_settings.test_suite_seed)
+    databases = case_databases(context.partition_key)
+    stamp = cases_database_stamp(cases, databases)
+    suites = build_suites(cases, databases, count, eval_settings.test_suite_seed)
     rows = run_variant_oracle(cases, suites, eval_settings.limits())
-    frame = variant_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases))
+    frame = variant_rows_to_frame(rows, gold_fingerprint=gold_fingerprint(cases), database_stamp=stamp)
     return dg.Output(
         frame,
         metadata={

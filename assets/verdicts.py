@@ -9,6 +9,7 @@ from assets.partitions import gold_and_model, gold_model_partitions
 from assets.progress_log import logged_progress
 from assets.quarantine import gold_quarantine, scored_cases
 from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.databases.stamp import cases_database_stamp
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.progress import STAGE_JUDGE
 from nl2sql_pipeline.results.frames import (
@@ -49,7 +50,14 @@ def case_verdicts(
             description=f"oracle_results of {gold} are stale (gold set changed since); re-materialize gold_set "
             "and oracle_results first (its preflight must pass)."
         )
-    suite = _variant_suite(gold, fingerprint, database_variants, eval_settings)
+    databases = case_databases(gold)
+    stamp = cases_database_stamp(cases, databases)
+    if len(oracle_results) and _stamps(oracle_results) != {stamp}:
+        raise dg.Failure(
+            description=f"oracle_results of {gold} are stale (a case database changed since they were computed); "
+            "re-materialize gold_set and oracle_results first (nl2sql-eval run does it)."
+        )
+    suite = _variant_suite(gold, fingerprint, stamp, database_variants, eval_settings)
     scored = scored_cases(cases, gold_quarantine(gold, cases))  # quarantined cases get no verdict
     kept = {case.id for case in scored}
     attempts = [a for a in attempts_from_frame(candidate_results) if a.case_id in kept]
@@ -58,7 +66,7 @@ def case_verdicts(
         oracle_rows_from_frame(oracle_results),
         attempts,
         eval_settings.compare_config(),
-        resolve_database=case_databases(gold),
+        resolve_database=databases,
         limits=eval_settings.limits(),
         suite=suite,
         progress=logged_progress(context, STAGE_JUDGE, model),
@@ -75,7 +83,12 @@ def case_verdicts(
     )
 
 
-def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: EvalSettings):
+def _stamps(frame: pd.DataFrame) -> set:
+    """The database stamps a gold-partitioned frame was computed on ({None}: before database stamps)."""
+    return set(frame["database_stamp"]) if "database_stamp" in frame.columns else {None}
+
+
+def _variant_suite(gold: str, fingerprint: str, stamp: str, frame: pd.DataFrame, settings: EvalSettings):
     """The run's variant suite (None with test_suite_variants 0); a Failure when the stored variants do not fit."""
     from nl2sql_pipeline.stages.variant_suite import StoredVariantsError, stored_suite
 
@@ -87,6 +100,8 @@ def _variant_suite(gold: str, fingerprint: str, frame: pd.DataFrame, settings: E
         return None  # test-suite accuracy off: the stored variant results are not decoded
     if len(frame) and set(frame["gold_fingerprint"]) != {fingerprint}:
         raise dg.Failure(description=f"database_variants of {gold} are stale (gold set changed since); {fix}")
+    if len(frame) and _stamps(frame) != {stamp}:
+        raise dg.Failure(description=f"database_variants of {gold} are stale (a case database changed since); {fix}")
     try:
         return stored_suite(
             variant_rows_from_frame(frame), settings.test_suite_variants, settings.limits(), settings.isolated

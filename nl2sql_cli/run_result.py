@@ -111,8 +111,9 @@ def stored_outcome(
 ) -> EvaluationOutcome | None:
     """The outcome of a run that would change nothing, from the stored scores alone (no Dagster), else None.
 
-    It holds when the gold version is prepared at its current fingerprint (with its quarantine recorded, and
-    nothing quarantined under strict gold) and every model's latest fully evaluated run is current
+    It holds when the gold version is prepared at its current fingerprint on its databases as they are now
+    (``databases.stamp``; with its quarantine recorded, and nothing quarantined under strict gold) and every
+    model's latest fully evaluated run is current
     (``nl2sql_pipeline.runs.reuse``; the quarantine is part of the gold fingerprint) with its stored results
     readable (``results.read.stored_results_problem``). Anything unusual (an
     unknown name, a bad file) returns None: the full run reports it properly.
@@ -123,7 +124,7 @@ def stored_outcome(
     from nl2sql_pipeline.results.read import stored_results_problem
     from nl2sql_pipeline.runs.identity import with_quarantine
     from nl2sql_pipeline.runs.reuse import reusable_run
-    from nl2sql_pipeline.runs.versions_memo import gold_versions, model_versions
+    from nl2sql_pipeline.runs.versions_memo import gold_database_stamp, gold_versions, model_versions
     from nl2sql_pipeline.storage.prepared import gold_ready, prepared_triage
     from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 
@@ -133,7 +134,8 @@ def stored_outcome(
             return None
         specs = {slug: get_model(slug) for slug in models}
         base = gold_versions(gold_set, policy)
-        if not gold_ready(gold_set, base.gold_fingerprint):  # prepared, and its stored files still readable
+        stamp = gold_database_stamp(gold_set, policy)
+        if not gold_ready(gold_set, base.gold_fingerprint, stamp):  # prepared on these databases, files readable
             return None
         quarantine = read_quarantine(gold_set, base.gold_fingerprint)
         if quarantine is None or (quarantine and (strict_gold or sets[gold_set].strict_gold)):

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -34,6 +35,7 @@ from nl2sql_cli.run_result import AnswerOptions, EvaluationOutcome
 from nl2sql_cli.startup import imports_without_collection
 from nl2sql_pipeline import paths
 from nl2sql_pipeline.cases import gold_fingerprint
+from nl2sql_pipeline.databases.stamp import cases_database_stamp
 from nl2sql_pipeline.errors import ConfigError
 from nl2sql_pipeline.judges.identity import (
     ANSWER_JUDGEMENTS,
@@ -192,9 +194,10 @@ def evaluate(
     ``EvaluationOutcome.checks``).
     ``lock_wait_s`` bounds the wait for another run of the same gold x model partition (None: no bound);
     ``on_wait(message)`` is told when a run waits. A gold version already prepared at its fingerprint is
-    not prepared again; unless ``force``, a model whose latest fully evaluated run is current
-    (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``), unless its stored
-    results cannot be read back (a file missing or cut short: ``EvaluationOutcome.unreadable``), when it is
+    not prepared again while its case databases keep their stamp (``databases.stamp``: a re-imported, rebuilt
+    or edited database makes it be prepared again); unless ``force``, a model whose latest fully evaluated run is
+    current (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``), unless its
+    stored results cannot be read back (a file missing or cut short: ``EvaluationOutcome.unreadable``), when it is
     evaluated again (the generation cache serves what was asked before).
     ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
     built once per gold version (``database_variants``) and reused by every model.
@@ -237,10 +240,12 @@ def evaluate(
 
     cases = load_gold_set(gold_set)
     fingerprint = gold_fingerprint(cases)
+    databases = case_databases(gold_set)
     try:
         with partition_lock(gold_set, "_prepare", timeout_s=lock_wait_s, what_for="preparation"):
-            if not gold_ready(gold_set, fingerprint):
-                if not _prepare_gold(instance, gold_set, fingerprint, outcome, test_suite_variants, strict):
+            if not gold_ready(gold_set, fingerprint, cases_database_stamp(cases, databases)):
+                stamp_now = partial(cases_database_stamp, cases, databases)
+                if not _prepare_gold(instance, gold_set, fingerprint, stamp_now, outcome, test_suite_variants, strict):
                     return outcome
             else:
                 outcome.gold_prepared = True
@@ -248,7 +253,8 @@ def evaluate(
                 outcome.quarantine = read_quarantine(gold_set, fingerprint) or []
             if not _quarantine_allows(gold_set, cases, outcome, strict):
                 return outcome
-            if not variants_ready(gold_set, fingerprint, test_suite_variants):
+            stamp = cases_database_stamp(cases, databases)  # after preparing: the sample database is built by then
+            if not variants_ready(gold_set, fingerprint, test_suite_variants, stamp):
                 if not _prepare_variants(instance, gold_set, outcome, test_suite_variants):
                     return outcome
     except LockTimeoutError as exc:
@@ -257,7 +263,7 @@ def evaluate(
 
     db_path = paths.baselines_db_path()
     quarantined = quarantined_ids(outcome.quarantine)
-    base_versions = None if force else run_versions("", cases, policy, case_databases(gold_set), quarantined)
+    base_versions = None if force else run_versions("", cases, policy, databases, quarantined)
 
     def reused(slug: str, spec: ModelSpec) -> bool:
         """Whether ``slug``'s latest stored run stands for this one (then its scores are in ``outcome``)."""
@@ -539,12 +545,13 @@ def _prepare_gold(
     instance: dg.DagsterInstance,
     gold_set: str,
     fingerprint: str,
+    database_stamp: Callable[[], str],
     outcome: EvaluationOutcome,
     test_suite_variants: int = 3,
     strict_gold: bool = False,
 ) -> bool:
     """Materialize the sample database, then the gold set (blocking preflight, which records the quarantine) and
-    its oracle; mark it prepared."""
+    its oracle; mark it prepared on the databases' stamp (``database_stamp()``, once the sample one is built)."""
     started = time.perf_counter()
     result = _materialize([sample_database.key], instance)
     outcome.stage_seconds["sample_database"] = time.perf_counter() - started
@@ -578,7 +585,7 @@ def _prepare_gold(
     if not result.success:
         outcome.failures.append(f"{gold_set}: {_failure_text(result)}")
         return False
-    mark_prepared(gold_set, fingerprint, result.run_id, outcome.preflight_triage)
+    mark_prepared(gold_set, fingerprint, result.run_id, outcome.preflight_triage, database_stamp())
     return True
 
 

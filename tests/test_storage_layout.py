@@ -25,6 +25,7 @@ from nl2sql_pipeline.storage.prepared import (
     is_prepared,
     mark_prepared,
     marker_path,
+    prepared_stamp,
     prepared_triage,
     variants_ready,
 )
@@ -195,6 +196,18 @@ def test_a_gold_version_is_ready_only_when_marked_and_its_files_are_there(isolat
     assert not gold_ready(GOLD, FP)
 
 
+def test_a_gold_version_prepared_on_other_database_contents_is_not_ready(isolated_home, monkeypatch):
+    monkeypatch.delenv(paths.ASSETS_URL_ENV_VAR, raising=False)
+    _materialize_gold()
+    write_quarantine(GOLD, FP, [])
+    mark_prepared(GOLD, FP, "r1", database_stamp="stamp-1")
+    assert prepared_stamp(GOLD, FP) == "stamp-1"
+    assert gold_ready(GOLD, FP, "stamp-1") and gold_ready(GOLD, FP)
+    assert not gold_ready(GOLD, FP, "stamp-2"), "a case database changed since: prepare again"
+    mark_prepared(GOLD, FP, "r0")  # a marker written before database stamps
+    assert prepared_stamp(GOLD, FP) is None and not gold_ready(GOLD, FP, "stamp-1")
+
+
 def test_a_marker_of_an_older_preflight_or_an_unreadable_one_does_not_count(isolated_home):
     path = mark_prepared(GOLD, FP, "r1")
     marker = json.loads(path.read_text(encoding="utf-8"))
@@ -207,7 +220,7 @@ def test_a_marker_of_an_older_preflight_or_an_unreadable_one_does_not_count(isol
 # --- are its database variants prepared ---------------------------------------------------------------------------
 
 
-def _store_variants(home: Path, count: int, fingerprint: str = FP) -> list[Path]:
+def _store_variants(home: Path, count: int, fingerprint: str = FP, stamp: str | None = None) -> list[Path]:
     files = [home / "variants" / f"v{i}.duckdb" for i in range(count)]
     for file in files:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +230,7 @@ def _store_variants(home: Path, count: int, fingerprint: str = FP) -> list[Path]
             "variant_index": list(range(count)),
             "variant_path": [str(f) for f in files],
             "gold_fingerprint": [fingerprint] * count,
+            **({"database_stamp": [stamp] * count} if stamp is not None else {}),
         }
     )
     write_run(frame, layout.partition_path(layout.DATABASE_VARIANTS, GOLD), "r1")
@@ -232,6 +246,15 @@ def test_database_variants_are_ready_for_as_many_variants_as_were_built(isolated
     assert not variants_ready(GOLD, "another-fingerprint", 3)
     files[1].unlink()
     assert not variants_ready(GOLD, FP, 3), "a variant's database file is gone"
+
+
+def test_database_variants_built_on_other_database_contents_are_not_ready(isolated_home, monkeypatch):
+    monkeypatch.delenv(paths.ASSETS_URL_ENV_VAR, raising=False)
+    _store_variants(isolated_home, 2, stamp="stamp-1")
+    assert variants_ready(GOLD, FP, 2, "stamp-1") and variants_ready(GOLD, FP, 2)
+    assert not variants_ready(GOLD, FP, 2, "stamp-2"), "a case database changed since: built again"
+    _store_variants(isolated_home, 2)  # stored before database stamps
+    assert variants_ready(GOLD, FP, 2) and not variants_ready(GOLD, FP, 2, "stamp-1")
 
 
 def test_unreadable_or_empty_variants_are_not_ready(isolated_home, monkeypatch):

@@ -7,6 +7,8 @@ bytes of every file of the data directory, the gold set's own file and a policy 
 harness, comparator and policy-engine versions. Any edit is a new key, computed (and stored) once.
 A DuckDB database file is keyed by its identity (path, size, modification time), as the prompt texts
 and the variants read from it are: its bytes (tens of MB for an imported benchmark) are not read.
+The memo also keeps the file each case database resolves to, so that the stamp of their content
+(``gold_database_stamp``, ``databases.stamp``) is taken afresh on every call without loading the gold set.
 """
 
 from __future__ import annotations
@@ -82,20 +84,40 @@ def _memo_path(key: str) -> Path:
     return paths.storage_root() / "cache" / "versions" / f"{key}.json"
 
 
-def gold_versions(gold_set: str, policy: str | None = None) -> RunVersions:
-    """The versions of a run on ``gold_set`` (``model_config_hash`` left empty), from the memo when possible."""
+def _memo(gold_set: str, policy: str | None) -> dict:
+    """The memo of (gold set, policy override): the versions' fields and ``databases`` (name -> file or None),
+    computed and stored when missing (or written before it held the databases)."""
     path = _memo_path(memo_key(gold_set, policy))
     if path.exists():
-        return RunVersions.from_mapping(json.loads(path.read_text(encoding="utf-8")))
+        memo = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(memo, dict) and isinstance(memo.get("databases"), dict):
+            return memo
+    from nl2sql_pipeline.databases.stamp import case_database_paths
     from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
     from nl2sql_pipeline.runs.identity import run_versions
 
-    versions = run_versions("", load_gold_set(gold_set), policy, case_databases(gold_set))
+    cases, resolver = load_gold_set(gold_set), case_databases(gold_set)
+    versions = run_versions("", cases, policy, resolver)
+    files = {name: str(p) if p is not None else None for name, p in case_database_paths(cases, resolver).items()}
+    memo = {**versions.as_dict(), "databases": files}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(versions.as_dict()), encoding="utf-8")
+    tmp.write_text(json.dumps(memo), encoding="utf-8")
     os.replace(tmp, path)
-    return versions
+    return memo
+
+
+def gold_versions(gold_set: str, policy: str | None = None) -> RunVersions:
+    """The versions of a run on ``gold_set`` (``model_config_hash`` left empty), from the memo when possible."""
+    return RunVersions.from_mapping(_memo(gold_set, policy))
+
+
+def gold_database_stamp(gold_set: str, policy: str | None = None) -> str:
+    """The stamp of the databases ``gold_set``'s cases run on now (their files from the memo, stamped afresh)."""
+    from nl2sql_pipeline.databases.stamp import database_stamp
+
+    files = _memo(gold_set, policy)["databases"]
+    return database_stamp({name: Path(p) if p else None for name, p in files.items()})
 
 
 def model_versions(base: RunVersions, model_config_hash: str) -> RunVersions:
