@@ -43,6 +43,7 @@ def baselines(
         versions=versions,
         scores=scores.as_dict(),
         not_comparable_reason=reason,
+        database_stamp=identity.get("database_stamp"),
     )
     if reason is not None:
         context.log.warning("run %s recorded as NOT comparable (never a baseline): %s", context.run_id, reason)

@@ -226,6 +226,7 @@ def _record_not_comparable(run: dict, baseline: dict | None, thresholds, db_path
         versions=RunVersions.from_mapping(run),
         scores=run,
         not_comparable_reason=reason,
+        database_stamp=run.get("database_stamp"),
     )
     return reason
 

@@ -8,6 +8,7 @@ import pandas as pd
 from assets.automation import CODE_VERSIONS, FOLLOW_MODEL
 from assets.partitions import gold_and_model, gold_model_partitions
 from assets.quarantine import gold_quarantine
+from nl2sql_pipeline.databases.stamp import cases_database_stamp
 from nl2sql_pipeline.gold.registry import case_databases
 from nl2sql_pipeline.report import markdown_breakdown, markdown_scores
 from nl2sql_pipeline.report.measurements import measurement_lines
@@ -39,12 +40,15 @@ def run_scores(
     cases = cases_from_frame(gold_set)
     model_hash = model_config_hash_of(case_verdicts) or "unknown"
     quarantine = gold_quarantine(gold, cases)
-    versions = run_versions(
-        model_hash, cases, eval_settings.policy, case_databases(gold), quarantined=quarantined_ids(quarantine)
-    )
+    databases = case_databases(gold)
+    versions = run_versions(model_hash, cases, eval_settings.policy, databases, quarantined=quarantined_ids(quarantine))
+    # the databases the verdicts were judged on (case_verdicts refused an oracle computed on others)
+    stamp = cases_database_stamp(cases, databases)
     verdicts = verdicts_from_frame(case_verdicts)
     scores = score_run(verdicts, quarantine)
-    frame = run_scores_to_frame(scores, gold_set=gold, model=model, run_id=context.run_id, **asdict(versions))
+    frame = run_scores_to_frame(
+        scores, gold_set=gold, model=model, run_id=context.run_id, database_stamp=stamp, **asdict(versions)
+    )
     for warning in scores.warnings:
         context.log.warning("%s/%s: %s", gold, model, warning)
     metadata = {
@@ -62,6 +66,7 @@ def run_scores(
         "quarantined_count": scores["quarantined_count"],
         **measurement_columns(scores.as_dict()),  # system policy recall, budgets, efficiency, ambiguity (None: off)
         **{name: getattr(versions, name) for name in VERSION_FIELDS},
+        "database_stamp": stamp,
     }
     if lines := measurement_lines(verdicts):
         metadata["measurements"] = dg.MetadataValue.md("\n".join(f"    {line}" for line in lines))

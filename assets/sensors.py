@@ -74,9 +74,11 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
 
     The versions an evaluation recorded (the latest ``run_scores`` materialization's metadata) are held
     against today's by the model's ``rerun`` policy (``nl2sql_pipeline.runs.staleness``): the same
-    identity rule the gates use to pick a baseline.
+    identity rule the gates use to pick a baseline; under ``rerun: always``, so is the stamp of the case
+    databases it was judged on (``databases.stamp``).
     """
     from nl2sql_pipeline.cases import gold_fingerprint
+    from nl2sql_pipeline.databases.stamp import cases_database_stamp
     from nl2sql_pipeline.generation.registry import load_registry
     from nl2sql_pipeline.gold.registry import case_databases, load_gold_set
     from nl2sql_pipeline.runs import RunVersions, run_versions, stale_reason
@@ -98,19 +100,22 @@ def stale_evaluations(instance: dg.DagsterInstance) -> list[tuple[str, str, str,
             if materialization is None:
                 continue  # never evaluated: evaluating it is a user's decision, not a sensor's
             recorded = {k: v.value for k, v in materialization.metadata.items()}
+            stamp = None
             if spec.rerun == "always":
                 cases = cases if cases is not None else load_gold_set(gold)
                 quarantine = read_quarantine(gold, gold_fingerprint(cases))  # None: not prepared at this version
-                current = run_versions(spec.config_hash, cases, None, case_databases(gold), quarantined_ids(quarantine))
+                databases = case_databases(gold)
+                current = run_versions(spec.config_hash, cases, None, databases, quarantined_ids(quarantine))
+                stamp = cases_database_stamp(cases, databases)
             else:  # only the model's config hash matters: the other fields are taken as recorded
                 current = RunVersions.from_mapping({**recorded, "model_config_hash": spec.config_hash})
-            reason = stale_reason(spec.rerun, recorded, current)
+            reason = stale_reason(spec.rerun, recorded, current, stamp)
             if reason is None:
                 continue
             run_key = (
                 f"{gold}|{slug}|{spec.config_hash}"
                 if reason == "model config changed"
-                else f"{gold}|{slug}|{current.digest()}"
+                else f"{gold}|{slug}|{current.digest()}" + (f"-{stamp[:8]}" if stamp else "")
             )
             stale.append((gold, slug, reason, run_key))
     return stale

@@ -91,7 +91,8 @@ class EvaluationOutcome:
     check_messages: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> check -> description
     reaped_runs: list[str] = field(default_factory=list)  # runs of dead processes marked failed at start
     reused: dict[str, str] = field(default_factory=dict)  # model -> run id whose stored scores stand (nothing changed)
-    # model -> why its current run's stored results could not stand (a file missing or unreadable): evaluated again
+    # model -> why its current run's stored results could not stand (a file missing or unreadable, or judged on
+    # other database contents): evaluated again
     unreadable: dict[str, str] = field(default_factory=dict)
     gold_prepared: bool = False  # the gold stage was skipped: this gold version was prepared before
     answered: dict[str, str] = field(default_factory=dict)  # model -> run id of its answers and judgements
@@ -113,7 +114,7 @@ def stored_outcome(
 
     It holds when the gold version is prepared at its current fingerprint on its databases as they are now
     (``databases.stamp``; with its quarantine recorded, and nothing quarantined under strict gold) and every
-    model's latest fully evaluated run is current
+    model's latest fully evaluated run, judged on those databases, is current
     (``nl2sql_pipeline.runs.reuse``; the quarantine is part of the gold fingerprint) with its stored results
     readable (``results.read.stored_results_problem``). Anything unusual (an
     unknown name, a bad file) returns None: the full run reports it properly.
@@ -157,6 +158,7 @@ def stored_outcome(
                 test_suite_variants=test_suite_variants,
                 measurements=measurements,
                 is_system=spec.is_system,
+                database_stamp=stamp,
             )
             if stored is None or stored_results_problem(gold_set, slug) is not None:
                 return None  # the full run evaluates it (again, when its stored files cannot be read back)

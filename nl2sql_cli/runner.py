@@ -49,7 +49,7 @@ from nl2sql_pipeline.runs.gates import GateThresholds
 from nl2sql_pipeline.runs.identity import run_versions
 from nl2sql_pipeline.runs.locks import LockTimeoutError, partition_lock
 from nl2sql_pipeline.runs.measurements import Measurements
-from nl2sql_pipeline.runs.reuse import reusable_run
+from nl2sql_pipeline.runs.reuse import database_change, reusable_run
 from nl2sql_pipeline.storage.prepared import gold_ready, mark_prepared, prepared_triage, variants_ready
 from nl2sql_pipeline.storage.quarantine import quarantined_ids, read_quarantine
 from resources.build import build_resources
@@ -197,8 +197,9 @@ def evaluate(
     not prepared again while its case databases keep their stamp (``databases.stamp``: a re-imported, rebuilt
     or edited database makes it be prepared again); unless ``force``, a model whose latest fully evaluated run is
     current (``runs.reuse``) is not run again: its stored scores stand (``EvaluationOutcome.reused``), unless its
-    stored results cannot be read back (a file missing or cut short: ``EvaluationOutcome.unreadable``), when it is
-    evaluated again (the generation cache serves what was asked before).
+    stored results cannot be read back (a file missing or cut short) or it was judged on other database contents
+    (``EvaluationOutcome.unreadable`` says why), when it is evaluated again (the generation cache serves what was
+    asked before).
     ``test_suite_variants`` database variants per case measure test-suite accuracy (0: off); they are
     built once per gold version (``database_variants``) and reused by every model.
     ``paraphrases`` (K per query case) and ``perturb`` (kinds, comma-separated) switch the robustness assets
@@ -280,13 +281,15 @@ def evaluate(
             measurements=measurements or Measurements(),
             is_system=spec.is_system,
         )
-        problem = stored_results_problem(gold_set, slug) if stored is not None else None
+        problem = database_change(stored, stamp) if stored is not None else None
+        if stored is not None and problem is None:
+            problem = stored_results_problem(gold_set, slug)
         if stored is not None and problem is None:
             outcome.scores[slug] = stored
             outcome.reused[slug] = str(stored["run_id"])
             outcome.unreadable.pop(slug, None)
             return True
-        if problem is not None:  # its stored results cannot be read back: missing, evaluated again
+        if problem is not None:  # judged on other databases, or its stored results cannot be read back
             logger.info("evaluating %s on %s again: %s", slug, gold_set, problem)
             outcome.unreadable[slug] = problem
         return False

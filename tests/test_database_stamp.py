@@ -118,5 +118,16 @@ def test_the_docstring_examples_hold() -> None:
     import doctest
 
     from nl2sql_pipeline.databases import stamp
+    from nl2sql_pipeline.runs import reuse
 
     assert doctest.testmod(stamp).failed == 0
+    assert doctest.testmod(reuse).failed == 0
+
+
+def test_a_recorded_run_stands_only_on_the_databases_it_was_judged_on() -> None:
+    from nl2sql_pipeline.runs.reuse import database_change
+
+    assert database_change({"database_stamp": "a1"}, None) is None  # not asked
+    assert database_change({"database_stamp": "a1"}, "a1") is None
+    assert "a case database changed" in str(database_change({"database_stamp": "a1"}, "b2"))
+    assert "recorded no database stamp" in str(database_change({}, "b2"))  # recorded before stamps: judged again

@@ -44,6 +44,18 @@ def test_staleness_follows_the_rerun_policy():
     assert stale_reason("never", V.as_dict(), replace(V, model_config_hash="new")) is None
 
 
+def test_under_rerun_always_a_changed_database_stamp_is_stale():
+    recorded = {**V.as_dict(), "database_stamp": "s1"}
+    assert stale_reason("always", recorded, V, "s1") is None
+    assert stale_reason("always", recorded, V, "s2") == "case databases changed"
+    assert stale_reason("always", V.as_dict(), V, "s1") == "case databases changed"  # recorded before stamps
+    assert (
+        stale_reason("always", recorded, replace(V, policy_hash="new"), "s2") == "policy_hash, case databases changed"
+    )
+    assert stale_reason("on_config_change", recorded, V, "s2") is None
+    assert stale_reason("always", recorded, V) is None  # not compared
+
+
 def _row(run_id: str, rate: float | None, **versions) -> dict:
     return {
         "run_id": run_id,
@@ -71,6 +83,22 @@ def test_the_gate_and_the_baseline_file_agree(tmp_path):
     assert not report.passed and "fell by 10.0 pts" in report.messages()[0]
     assert gate_run(run, baseline, max_regression=0.2).passed
     assert gate_run(run, baseline).passed, "without thresholds nothing fails"
+
+
+def test_a_recorded_run_is_reused_only_on_the_database_contents_it_was_judged_on(tmp_path):
+    from nl2sql_pipeline.runs.reuse import reusable_run
+    from nl2sql_pipeline.runs.store import list_runs
+
+    db = tmp_path / "baselines.duckdb"
+    scores = {"semantic_correctness_rate": 1.0, "query_count": 1}
+    record_run(db, run_id="r1", gold_set="g", model="m", versions=V, scores=scores, database_stamp="s1")
+    assert list_runs(db)[0]["database_stamp"] == "s1"
+    assert reusable_run(db, "g", "m", V, database_stamp="s1")["run_id"] == "r1"
+    assert reusable_run(db, "g", "m", V)["run_id"] == "r1", "not asked: the stamp is not compared"
+    assert reusable_run(db, "g", "m", V, database_stamp="s2") is None
+    assert find_baseline(db, {**_row("r2", 0.8), "database_stamp": "s2"})["run_id"] == "r1", "still comparable"
+    record_run(db, run_id="r0", gold_set="g", model="n", versions=V, scores=scores)  # as before database stamps
+    assert reusable_run(db, "g", "n", V, database_stamp="s1") is None
 
 
 def test_a_changed_schema_of_an_own_database_is_a_new_version(tmp_path):

@@ -94,3 +94,40 @@ def test_a_model_removed_from_the_registry_is_no_longer_a_partition(isolated_hom
     assert [(r.partitions_def_name, list(r.partition_keys)) for r in deletes] == [("models", ["retired-model"])]
     adds = [r for r in result.dynamic_partitions_requests if isinstance(r, dg.AddDynamicPartitionsRequest)]
     assert any("gold-echo" in r.partition_keys for r in adds)
+
+
+@pytest.mark.e2e
+def test_a_rewritten_case_database_requests_a_rerun_under_rerun_always_and_its_stale_oracle_is_refused(evaluated):
+    import os
+
+    from eval_support import append_models, offline_model
+
+    from assets.definitions import defs
+    from nl2sql_cli.runner import evaluate
+    from nl2sql_pipeline import paths
+
+    data, instance = evaluated
+    append_models(data, offline_model("echo-always", rerun="always"))
+    assert not evaluate("tiny-v1", ["echo-always"], instance=instance).failures
+    assert _requests(instance) == []
+
+    database = paths.database_path("anime_platform")  # written again (same size, a later modification time)
+    stat = database.stat()
+    os.utime(database, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    (request,) = _requests(instance)
+    assert request.partition_key == dg.MultiPartitionKey({"gold": "tiny-v1", "model": "echo-always"})
+    assert request.tags["nl2sql/rerun_reason"] == "case databases changed"
+
+    # the requested run would judge against the oracle of the old rows: it stops, naming the fix
+    job = defs.resolve_job_def("evaluate_model")
+    result = job.execute_in_process(
+        partition_key=request.partition_key, instance=instance, tags=request.tags, raise_on_error=False
+    )
+    assert not result.success
+    failures = []
+    for event in (e for e in result.all_events if e.is_step_failure):
+        error = event.step_failure_data.error
+        while error is not None:  # Dagster wraps what the asset raised
+            failures.append(error.message)
+            error = error.cause
+    assert any("oracle_results of tiny-v1 are stale (a case database changed" in m for m in failures), failures

@@ -11,7 +11,9 @@ when, in order:
    are held again to the stored scores, so the same gate fails again without evaluating anew);
 3. ``same_samples``: it sampled each case as many times as asked (``--repeat``);
 4. and, when asked, it measured test-suite accuracy on as many database variants (``--test-suite-variants``)
-   and the same optional measurements (``runs.measurements``).
+   and the same optional measurements (``runs.measurements``);
+5. and, when asked, it was judged on the case databases as they are now (``database_change``: the stamp
+   of their files, ``databases.stamp``, is the one it recorded; a run recorded before stamps is judged again).
 
 The stored scores come back from the baselines file exactly as the run recorded them.
 """
@@ -69,6 +71,7 @@ def reusable_run(
     test_suite_variants: int | None = None,
     measurements: Measurements | None = None,
     is_system: bool = False,
+    database_stamp: str | None = None,
 ) -> dict[str, Any] | None:
     """The latest recorded run of (gold set, model) when it stands for a new run with these versions (every
     rule holds), else None: an earlier run never does, its stored verdicts were replaced.
@@ -76,7 +79,7 @@ def reusable_run(
     ``test_suite_variants`` (when given) must equal the variants the run measured test-suite accuracy on
     (0: not measured); a run of a query-free gold set measured none and stands for any. ``measurements``
     (when given) must be what the run measured (``runs.measurements.made_by``; ``is_system``: the model is a
-    live system).
+    live system). ``database_stamp`` (when given) must be the stamp of the databases the run was judged on.
     """
     # only the latest: the storage keeps the latest run's verdicts (and what hangs off them), so an earlier run,
     # however current, no longer has its rows behind it
@@ -85,9 +88,27 @@ def reusable_run(
             all(rule(row, versions, samples) for rule in REUSE_RULES)
             and _same_variants(row, test_suite_variants)
             and made_by(row, measurements, is_system)
+            and database_change(row, database_stamp) is None
         ):
             return stored_scores(row)
     return None
+
+
+def database_change(row: Mapping[str, Any], database_stamp: str | None) -> str | None:
+    """Why a recorded run was judged on other database contents than the current ``database_stamp``
+    (None: the same, or not asked).
+
+    >>> database_change({"database_stamp": "a1"}, "a1") is None
+    True
+    >>> database_change({"database_stamp": "a1"}, "b2")
+    'a case database changed since its stored run was judged (database stamp a1, now b2)'
+    """
+    recorded = row.get("database_stamp")
+    if database_stamp is None or recorded == database_stamp:
+        return None
+    if not recorded:
+        return "a case database may have changed since its stored run (it recorded no database stamp)"
+    return f"a case database changed since its stored run was judged (database stamp {recorded}, now {database_stamp})"
 
 
 def _same_variants(row: Mapping[str, Any], wanted: int | None) -> bool:

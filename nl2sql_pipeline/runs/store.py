@@ -3,7 +3,9 @@
 Table ``baseline_runs`` (one row per run and model; columns: identity, the six version fields of
 ``runs.identity``, ``comparable`` with ``not_comparable_reason`` (a run that skipped cases is kept for the
 record but is never a baseline), and one column per declared metric of ``nl2sql_pipeline.scoring.metrics``), view
-``latest_runs``. Which recorded run is the baseline of another is decided in ``runs.baseline``.
+``latest_runs``; ``database_stamp``: the stamp of the case databases the run was judged on
+(``databases.stamp``; NULL for runs recorded before it), which decides reuse, not comparability. Which recorded
+run is the baseline of another is decided in ``runs.baseline``.
 
 Concurrency: a DuckDB file has one writer or several readers across processes, never both. Every
 connection (append or read) is taken under one advisory lock beside the file (``runs.locks``), with a
@@ -39,7 +41,12 @@ logger = logging.getLogger(__name__)
 
 METRIC_COLUMNS: dict[str, str] = {m.name: m.sql_type for m in METRICS}
 # Columns added after the first release: files written before gain them (NULL on old rows).
-EXTRA_COLUMNS: dict[str, str] = {"comparable": "BOOLEAN", "not_comparable_reason": "VARCHAR", **METRIC_COLUMNS}
+EXTRA_COLUMNS: dict[str, str] = {
+    "comparable": "BOOLEAN",
+    "not_comparable_reason": "VARCHAR",
+    **METRIC_COLUMNS,
+    "database_stamp": "VARCHAR",
+}
 LOCK_WAIT_S = 120.0  # the longest any reader or writer waits for the baselines file
 
 _DDL = f"""
@@ -123,10 +130,12 @@ def record_run(
     versions: RunVersions,
     scores: dict[str, Any],
     not_comparable_reason: str | None = None,
+    database_stamp: str | None = None,
 ) -> None:
     """Append one scored run (in one transaction); re-recording the same run id replaces its row.
 
-    ``not_comparable_reason``: why this run may never be a baseline (cases skipped, nothing evaluated).
+    ``not_comparable_reason``: why this run may never be a baseline (cases skipped, nothing evaluated);
+    ``database_stamp``: the stamp of the case databases it was judged on.
     """
     row: dict[str, Any] = {
         "run_id": run_id,
@@ -136,6 +145,7 @@ def record_run(
         **asdict(versions),
         "comparable": not_comparable_reason is None,
         "not_comparable_reason": not_comparable_reason,
+        "database_stamp": database_stamp,
     }
     for name in METRIC_COLUMNS:
         value = scores.get(name)
