@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
+from nl2sql_pipeline.errors import StoredFileError
 from nl2sql_pipeline.runs import RunVersions, list_runs, record_run, store
 
 VERSIONS = RunVersions("m1", "g1", "s1", "p1", "c1", "h1")
@@ -51,4 +53,55 @@ def test_a_failed_query_leaves_nothing_attached(tmp_path: Path) -> None:
         row[0] for row in store._memory_connection().execute("SELECT database_name FROM duckdb_databases()").fetchall()
     }
     assert store._ATTACHED not in attached
+    assert [r["run_id"] for r in list_runs(db)] == ["r1"]
+
+
+def _damage(db: Path, how: str) -> None:
+    """The baselines file ``db`` damaged as a disk or a person might: cut short, overwritten, its table dropped."""
+    if how == "cut short":
+        with db.open("r+b") as handle:
+            handle.truncate(20000)
+    elif how == "not a DuckDB file":
+        db.write_text("x\n", encoding="utf-8")
+    else:
+        direct = duckdb.connect(str(db))
+        try:
+            direct.execute("DROP TABLE baseline_runs CASCADE")
+        finally:
+            direct.close()
+
+
+@pytest.mark.parametrize("how", ["cut short", "not a DuckDB file", "table dropped"])
+def test_a_damaged_file_is_a_stored_file_error_naming_it_and_the_fix(tmp_path: Path, how: str) -> None:
+    db = tmp_path / "baselines.duckdb"
+    for index in range(40):  # past the first 20,000 bytes
+        record_run(db, run_id=f"r{index}", gold_set="gold", model="m", versions=VERSIONS, scores={"query_count": 3})
+    _damage(db, how)
+    damaged = db.read_bytes()
+    for call in (
+        lambda: list_runs(db),
+        lambda: store.check_baselines(db),
+        lambda: record_run(db, run_id="new", gold_set="gold", model="m", versions=VERSIONS, scores={}),
+    ):
+        with pytest.raises(StoredFileError) as caught:
+            call()
+        message = str(caught.value)
+        assert message.startswith(f"stored file {db} (the baselines file of every recorded run) is unreadable: ")
+        assert f"move it aside (mv {db} {db}.damaged)" in message and "\n" not in message
+    assert db.read_bytes() == damaged, "a damaged file is never written over"
+    attached = {
+        row[0] for row in store._memory_connection().execute("SELECT database_name FROM duckdb_databases()").fetchall()
+    }
+    assert store._ATTACHED not in attached
+    db.rename(db.with_name("baselines.duckdb.damaged"))  # the fix it names: the runs are recorded anew
+    record_run(db, run_id="new", gold_set="gold", model="m", versions=VERSIONS, scores={})
+    assert [r["run_id"] for r in list_runs(db)] == ["new"]
+
+
+def test_an_empty_duckdb_file_has_no_runs_and_gets_its_tables_when_written(tmp_path: Path) -> None:
+    db = tmp_path / "baselines.duckdb"
+    duckdb.connect(str(db)).close()
+    assert list_runs(db) == []
+    store.check_baselines(db)
+    record_run(db, run_id="r1", gold_set="gold", model="m", versions=VERSIONS, scores={})
     assert [r["run_id"] for r in list_runs(db)] == ["r1"]

@@ -281,3 +281,52 @@ def test_a_plain_rerun_prepares_a_gold_version_whose_oracle_file_is_cut_again(ev
     assert readable(oracle)
     assert cli.main(["report", "--model", MODEL, "--gold-set", GOLD, "--html", str(page)]) == 0
     assert page.exists()
+
+
+# ------------------------------------------------------------------------------------------------ the baselines file
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` (lock files aside) with its size and modification time."""
+    return {
+        str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file() and not path.name.endswith(".lock")
+    }
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("how", ["cut short", "not a DuckDB file", "table dropped"])
+def test_a_damaged_baselines_file_is_one_line_exit_3_and_run_writes_nothing(evaluated, capsys, how):
+    import duckdb
+
+    db = evaluated.home / "baselines.duckdb"
+    direct = duckdb.connect(str(db), read_only=True)
+    try:
+        (run_id,) = direct.execute("SELECT run_id FROM baseline_runs").fetchone()
+    finally:
+        direct.close()
+    if how == "cut short":
+        with db.open("r+b") as handle:
+            handle.truncate(20000)
+    elif how == "not a DuckDB file":
+        db.write_text("x\n", encoding="utf-8")
+    else:
+        direct = duckdb.connect(str(db))
+        try:
+            direct.execute("DROP TABLE baseline_runs CASCADE")
+        finally:
+            direct.close()
+    capsys.readouterr()
+    before = _tree(evaluated.home)
+    for command in (
+        ["run", "--gold-set", GOLD, "--model", MODEL, "--quiet"],
+        ["run", "--gold-set", GOLD, "--model", MODEL, "--quiet", "--force"],
+        ["compare-runs", "--list"],
+        ["report", str(run_id)],
+    ):
+        assert cli.main(command) == 3, command
+        line = _one_error_line(capsys.readouterr().err)
+        assert line.startswith(f"error: stored file {db} (the baselines file of every recorded run) is unreadable: ")
+        assert f"move it aside (mv {db} {db}.damaged)" in line
+    assert _tree(evaluated.home) == before, "run stopped before writing anything"

@@ -469,6 +469,10 @@ def run_evaluation(
     measurements = measurements or Measurements()
     with imports_without_collection():  # the gold registry and its checks
         code = _check_inputs(gold_set)
+        if code is None:  # a baselines file that cannot be read back: StoredFileError (exit 3) before any write
+            from nl2sql_pipeline.runs.store import check_baselines
+
+            check_baselines(paths.baselines_db_path())
     if code is not None:
         return code
     fallback = {"min_semantic_correct": min_correctness, "max_regression": max_regression}

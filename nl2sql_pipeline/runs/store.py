@@ -14,6 +14,10 @@ bounded wait, and a DuckDB lock error still left (another tool holding the file)
 Reads and writes attach the file to one in-memory DuckDB kept by the process and detach it after the query (the
 file is held no longer than by a connection of its own): opening a DuckDB database costs about 20 ms, attaching a
 file to an open one about 1 ms, and a run opens the file six times or more (reuse, baseline, gates, record).
+
+A file that cannot be read back (cut short, not a DuckDB file, its table ``baseline_runs`` gone) is a
+``StoredFileError`` naming it and how to get past it (restore it, or move it aside: the runs are recorded anew),
+for readers and writers alike; ``check_baselines`` asks that before a run writes anything.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 
 import duckdb
 
+from nl2sql_pipeline.errors import StoredFileError
 from nl2sql_pipeline.runs.identity import VERSION_FIELDS, RunVersions
 from nl2sql_pipeline.runs.locks import file_lock
 from nl2sql_pipeline.scoring.metrics import METRICS
@@ -67,6 +72,19 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY gold_set, model ORDER BY recorded_at DES
 _memory: tuple[int, duckdb.DuckDBPyConnection] | None = None  # (pid, in-memory database) of this process
 _memory_lock = threading.Lock()
 _ATTACHED = "baselines_file"
+_TABLE = "baseline_runs"
+WHOSE = "the baselines file of every recorded run"
+FIX = "restore it from a backup, or move it aside (mv {path} {path}.damaged): the next run records runs anew"
+_DAMAGE = (duckdb.IOException, duckdb.SerializationException, duckdb.InternalException, duckdb.InvalidInputException)
+"""What DuckDB raises on a file it cannot open (a lock held by another process aside, which is waited for)."""
+_READ_DAMAGE = (duckdb.IOException, duckdb.SerializationException, duckdb.InternalException)
+"""What DuckDB raises on a block of an open file that it cannot read back."""
+
+
+def damaged(db_path: Path, cause: BaseException | str) -> StoredFileError:
+    """The error naming the baselines file ``db_path`` that cannot be used, its cause on one line, and the fix."""
+    text = " ".join(str(cause).split()) or type(cause).__name__
+    return StoredFileError(db_path, WHOSE, text, FIX.format(path=db_path))
 
 
 def _memory_connection() -> duckdb.DuckDBPyConnection:
@@ -89,20 +107,54 @@ def _attached(db_path: Path, *, read_only: bool, attempts: int = 50) -> Iterator
             try:
                 con.execute(f"ATTACH '{_quoted(db_path)}' AS {_ATTACHED}{' (READ_ONLY)' if read_only else ''}")
                 break
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or attempt == attempts - 1:
+            except _DAMAGE as exc:
+                if "lock" not in str(exc).lower():
+                    raise damaged(db_path, exc) from exc
+                if attempt == attempts - 1:
                     raise
                 time.sleep(0.1 + 0.05 * attempt)
         try:
             con.execute(f"USE {_ATTACHED}")
             if not read_only:
+                _holds_runs(con, db_path)  # a file holding something else is not written over
                 con.execute(_DDL)
                 for name, kind in EXTRA_COLUMNS.items():  # files written by older versions gain new columns
                     con.execute(f"ALTER TABLE baseline_runs ADD COLUMN IF NOT EXISTS {name} {kind}")
             yield con
+        except _READ_DAMAGE as exc:  # a block of the file that cannot be read back
+            raise damaged(db_path, exc) from exc
         finally:
-            con.execute("USE memory")
-            con.execute(f"DETACH {_ATTACHED}")
+            _detach(con)
+
+
+def _detach(con: duckdb.DuckDBPyConnection) -> None:
+    """Detach the file; a connection DuckDB invalidated (after an internal error on a damaged file) is dropped,
+    the next call opens a new one."""
+    global _memory
+    try:
+        con.execute("USE memory")
+        con.execute(f"DETACH {_ATTACHED}")
+    except duckdb.Error:
+        _memory = None
+
+
+def _holds_runs(con: duckdb.DuckDBPyConnection, db_path: Path) -> bool:
+    """Whether the attached file holds the table of runs; False when it holds nothing at all (a new file:
+    written, it gets its tables; read, it has no runs). A file holding other things without the table (the table
+    dropped, another DuckDB file in its place) is a ``StoredFileError``."""
+    names = {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = $db "
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = $db AND NOT internal",
+            {"db": _ATTACHED},
+        ).fetchall()
+    }
+    if _TABLE in names:
+        return True
+    if not names:
+        return False
+    raise damaged(db_path, f"it holds no table {_TABLE} (only {', '.join(sorted(names))})")
 
 
 def _quoted(path: Path) -> str:
@@ -174,6 +226,8 @@ def list_runs(db_path: Path, gold_set: str | None = None, model: str | None = No
     if not db_path.exists():
         return []
     with _locked(db_path), _attached(db_path, read_only=True) as con:
+        if not _holds_runs(con, db_path):
+            return []
         query = (
             "SELECT * FROM baseline_runs WHERE (? IS NULL OR gold_set = ?) AND (? IS NULL OR model = ?) "
             "ORDER BY recorded_at DESC, run_id DESC"
@@ -181,3 +235,9 @@ def list_runs(db_path: Path, gold_set: str | None = None, model: str | None = No
         cursor = con.execute(query, [gold_set, gold_set, model, model])
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, r)) for r in cursor.fetchall()]
+
+
+def check_baselines(db_path: Path) -> None:
+    """Raise ``StoredFileError`` (naming the file and the fix) unless the baselines file, when there, reads back
+    whole: every recorded run is read, as the reuse check, the baselines and the gates of a run will."""
+    list_runs(db_path)
