@@ -6,6 +6,10 @@ Dagster's ``dagster.yaml`` takes one limit for every pool (``concurrency: pools:
 per-provider pool limits derived from ``data/models.yml`` are written into the instance's storage by
 ``resources.pools.sync_pool_limits`` (``dagster instance concurrency get --all`` lists them).
 
+Before Dagster opens its SQLite files, each one there must read back (``check_instance_files``): a damaged or
+unopenable file is one ``StoredFileError`` naming it and the fix, instead of SQLAlchemy's "file is not a
+database" from deep inside Dagster.
+
 ``python -m resources.instance`` writes it and the pool limits (``make ui`` does, before ``dagster dev``).
 """
 
@@ -13,11 +17,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nl2sql_pipeline import paths
+from nl2sql_pipeline.errors import StoredFileError
 from nl2sql_pipeline.storage.root import check_dagster_home, check_root, check_writable_folder
 
 if TYPE_CHECKING:
@@ -98,6 +104,37 @@ def ensure_instance_home() -> Path:
     return home
 
 
+SQLITE_FILES = {
+    ("history", "runs.db"): "the Dagster instance's run storage",
+    ("history", "runs", "index.db"): "the Dagster instance's event log index",
+    ("schedules", "schedules.db"): "the Dagster instance's schedule storage",
+}
+"""The SQLite files of the local instance (under its home) that Dagster opens with the instance, and whose."""
+SQLITE_FIX = (
+    "restore it, or move it aside together with its -wal and -shm files: Dagster starts a new one (the runs it "
+    "held no longer show in the UI; stored results and baselines stay)"
+)
+
+
+def check_instance_files(home: Path) -> None:
+    """Raise ``StoredFileError`` (naming the file and the fix) when one of the instance's SQLite files under
+    ``home`` is there but SQLite cannot open it or read its schema (not a database, malformed, cut short, a
+    folder in its place). The file is opened read-only and nothing is written; a missing file is Dagster's to
+    create. About a millisecond a file."""
+    for parts, whose in SQLITE_FILES.items():
+        path = home.joinpath(*parts)
+        if not (path.exists() or path.is_symlink()):
+            continue
+        try:
+            con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
+            try:
+                con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise StoredFileError(path, whose, str(exc) or type(exc).__name__, SQLITE_FIX) from exc
+
+
 SCHEMA_RACE_ATTEMPTS = 5
 
 
@@ -107,10 +144,14 @@ def open_instance() -> dg.DagsterInstance:
 
     On an empty PostgreSQL database, two processes starting at once (two ``nl2sql-eval run`` of different
     models) both run Dagster's ``CREATE TABLE``s; the loser fails with ``relation/type ... already exists``
-    (Dagster retries only some of these). A second try finds the tables and creates nothing."""
+    (Dagster retries only some of these). A second try finds the tables and creates nothing. A local instance's
+    SQLite files are checked first (``check_instance_files``)."""
     import dagster as dg
     import sqlalchemy.exc
 
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        check_instance_files(Path(home))
     for attempt in range(SCHEMA_RACE_ATTEMPTS):
         try:
             return dg.DagsterInstance.get()

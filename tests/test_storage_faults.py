@@ -330,3 +330,37 @@ def test_a_damaged_baselines_file_is_one_line_exit_3_and_run_writes_nothing(eval
         assert line.startswith(f"error: stored file {db} (the baselines file of every recorded run) is unreadable: ")
         assert f"move it aside (mv {db} {db}.damaged)" in line
     assert _tree(evaluated.home) == before, "run stopped before writing anything"
+
+
+# ------------------------------------------------------------------------------------------------ the Dagster files
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("parts", "how", "whose"),
+    [
+        (("history", "runs.db"), "random bytes", "run storage"),
+        (("history", "runs", "index.db"), "random bytes", "event log index"),
+        (("history", "runs", "index.db"), "cut short", "event log index"),
+        (("schedules", "schedules.db"), "a folder", "schedule storage"),
+    ],
+)
+def test_a_damaged_dagster_sqlite_file_is_one_line_naming_it_exit_3(evaluated, capsys, parts, how, whose):
+    path = evaluated.dagster_home.joinpath(*parts)
+    for sidecar in (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        sidecar.unlink(missing_ok=True)  # what a checkpointed instance leaves: the file alone
+    if how == "random bytes":
+        path.write_bytes(os.urandom(5000))
+    elif how == "cut short":
+        size = path.stat().st_size
+        assert size > 8192
+        with path.open("r+b") as handle:
+            handle.truncate(size // 2)
+    else:
+        path.unlink()
+        path.mkdir()
+    capsys.readouterr()
+    assert cli.main(["run", "--gold-set", GOLD, "--model", MODEL, "--force", "--quiet"]) == 3
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: stored file {path} (the Dagster instance's {whose}) is unreadable: ")
+    assert "move it aside together with its -wal and -shm files: Dagster starts a new one" in line
