@@ -9,8 +9,10 @@ key or server is missing, a database that is not built, a storage root that cann
 stored file that cannot be read back); 4 a run failed (an asset failed to materialize).
 
 Before a command runs, the storage root is checked (``nl2sql_pipeline.storage.root``): it must be a folder
-(or creatable), and for the commands that write under it (``WRITING``) writable, Dagster home included;
-otherwise one line naming the root and the cause, exit 3, and nothing is done.
+(or creatable), and for the commands that write under it (``WRITING``) writable, Dagster home included; the
+commands that read stored runs (``READING``) do not create a missing one. The local place ``NL2SQL_ASSETS_URL``
+names is checked the same way for ``run`` and those. Otherwise one line naming the root and the cause, exit 3,
+and nothing is done.
 """
 
 from __future__ import annotations
@@ -50,18 +52,25 @@ COMMANDS = (db, gold, sql, compare, policy, models, run, report, compare_runs, e
 
 WRITING = {("run", None), ("db", "build"), ("gold", "import")}
 """The commands (and actions) that write under the storage root: its writability is checked before they start."""
+READING = {("report", None), ("compare-runs", None), ("export", None)}
+"""The commands that read stored runs: a root (or assets location) missing is not created, but must be creatable."""
 
 
 def _check_storage(args: argparse.Namespace) -> None:
-    """``StorageRootError`` when the storage root is unusable for this command (see the module docstring)."""
-    from nl2sql_pipeline.storage.root import check_root, check_writable
+    """``StorageRootError`` when the storage root (or the assets location of ``NL2SQL_ASSETS_URL``) is unusable
+    for this command (see the module docstring)."""
+    from nl2sql_pipeline.storage.root import check_assets_location, check_readable, check_root, check_writable
 
     command = args.command
     action = getattr(args, f"{command}_command", None) if command else None
     if (command, action) in WRITING:
         check_writable()
+    elif (command, action) in READING:
+        check_readable()
     else:
         check_root()
+    if (command, action) in READING | {("run", None)}:
+        check_assets_location(writable=command == "run")
 
 
 def build_parser() -> argparse.ArgumentParser:

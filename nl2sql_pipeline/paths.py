@@ -55,24 +55,21 @@ def database_path(name: str) -> Path:
 def assets_dir() -> Path | UPath:
     """Folder of the Parquet files, one per asset partition: ``<storage root>/assets``, or the fsspec URL
     of ``NL2SQL_ASSETS_URL`` (``file:///shared/nl2sql/assets``, ``s3://bucket/nl2sql/assets``, ...) as a
-    ``UPath``, which offers the ``pathlib`` operations the readers use (``/``, ``glob``, ``exists``, ``open``)."""
+    ``UPath``, which offers the ``pathlib`` operations the readers use (``/``, ``glob``, ``exists``, ``open``).
+    Not created here: a reader finds nothing in a folder that is not there, a writer creates a file's folders."""
     url = os.environ.get(ASSETS_URL_ENV_VAR)
-    path: Path | UPath
     if url and "://" in url:
         from upath import UPath
 
-        path = UPath(url)
-    elif url:  # a plain path (a shared mount)
-        path = Path(url).resolve()
-    else:
-        path = storage_root() / "assets"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+        return UPath(url)
+    if url:  # a plain path (a shared mount)
+        return Path(url).resolve()
+    return storage_root_path() / "assets"
 
 
 def baselines_db_path() -> Path:
-    """The DuckDB file of versioned baseline tables."""
-    return storage_root() / "baselines.duckdb"
+    """The DuckDB file of versioned baseline tables (neither it nor the root is created here: its writer does)."""
+    return storage_root_path() / "baselines.duckdb"
 
 
 def cache_dir() -> Path:

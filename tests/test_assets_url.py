@@ -46,7 +46,8 @@ def test_nl2sql_assets_url_moves_the_parquet_root_for_every_reader(tmp_path, mon
     monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv(paths.ASSETS_URL_ENV_VAR, shared.as_uri())
     root = paths.assets_dir()
-    assert isinstance(root, UPath) and root.protocol == "file" and shared.is_dir()
+    assert isinstance(root, UPath) and root.protocol == "file"
+    assert not shared.exists(), "naming the assets root creates nothing (a reader finds no runs; writers create it)"
     assert ParquetIOManager().partition_path(dg.AssetKey("gold_set"), "g1") == root / "gold_set" / "gold=g1.parquet"
     assert str(scores_path("g1", "m1")) == f"{shared.as_uri()}/run_scores/gold=g1/model=m1.parquet"
     monkeypatch.setenv(paths.ASSETS_URL_ENV_VAR, str(tmp_path / "mounted"))  # a plain path stays a Path

@@ -364,3 +364,114 @@ def test_a_damaged_dagster_sqlite_file_is_one_line_naming_it_exit_3(evaluated, c
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith(f"error: stored file {path} (the Dagster instance's {whose}) is unreadable: ")
     assert "move it aside together with its -wal and -shm files: Dagster starts a new one" in line
+
+
+# ------------------------------------------------------------------------------------------------ unusable paths
+
+READING_COMMANDS = [["report", "--model", "gold-echo"], ["compare-runs", "--list"], ["export", "--out", "OUT"]]
+UNCREATABLE = Path("/proc/nl2sql-no-such-root")  # procfs refuses a new folder, even to root
+
+
+def _cli(command: list[str], tmp_path: Path) -> int:
+    return cli.main([arg.replace("OUT", str(tmp_path / "out")) for arg in command])
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc (a folder nothing can be made in)")
+@pytest.mark.parametrize("command", READING_COMMANDS)
+def test_a_root_that_cannot_be_created_is_one_line_exit_3_for_reading_commands(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.setenv("NL2SQL_HOME", str(UNCREATABLE))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    assert _cli(command, tmp_path) == 3
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: storage root {UNCREATABLE} is unusable: it does not exist and cannot be created")
+    assert "point NL2SQL_HOME at a folder you can write" in line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "said"),
+    [
+        (["report", "--model", "gold-echo"], 2, "no stored results for model 'gold-echo'"),
+        (["report", "abc123"], 2, "no run 'abc123' in the baselines file"),
+        (["compare-runs", "--list"], 0, "no recorded runs"),
+        (["export", "--out", "OUT"], 2, "no stored verdicts under"),
+    ],
+)
+def test_reading_commands_do_not_create_a_missing_root(tmp_path, monkeypatch, capsys, command, code, said):
+    root = tmp_path / "not-yet" / "home"
+    monkeypatch.setenv("NL2SQL_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+    assert _cli(command, tmp_path) == code
+    captured = capsys.readouterr()
+    assert said in captured.out + captured.err and "Traceback" not in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing was created"
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc (a folder nothing can be made in)")
+@pytest.mark.parametrize("url", [str(UNCREATABLE), UNCREATABLE.as_uri(), "FILE/assets", "FILE"])
+@pytest.mark.parametrize("command", [["run", "--model", "gold-echo", "--quiet"], ["report", "--model", "gold-echo"]])
+def test_an_unusable_assets_location_is_one_line_exit_3(tmp_path, monkeypatch, capsys, url, command):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way", encoding="utf-8")
+    url = url.replace("FILE", str(blocker))
+    where = Path(url.removeprefix("file://"))
+    root = tmp_path / "home"
+    monkeypatch.setenv("NL2SQL_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+    monkeypatch.setenv("NL2SQL_ASSETS_URL", url)
+    assert cli.main(command) == 3
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: assets location (NL2SQL_ASSETS_URL) {where} is unusable: ")
+    assert line.endswith("point NL2SQL_ASSETS_URL at a folder you can write (or unset it: <storage root>/assets)")
+    assert not (root / "assets").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "named", "cause"),
+    [
+        (
+            ["report", "--model", "gold-echo", "--html", "PROC/x.html"],
+            "--html PROC/x.html",
+            "PROC_PARENT is not writable",
+        ),
+        (
+            ["report", "--model", "gold-echo", "--html", "TEXT/x.html"],
+            "--html TEXT/x.html",
+            "TEXT is a file, not a folder",
+        ),
+        (["report", "--model", "gold-echo", "--html", "DIR"], "--html DIR", "it is a folder"),
+        (
+            ["compare-runs", "--model", "a", "--model", "b", "--html", "PROC/x.html"],
+            "--html PROC/x.html",
+            "not writable",
+        ),
+        (["export", "--out", "PROC/xx"], "--out PROC/xx", "PROC_PARENT is not writable"),
+        (["export", "--out", "TEXT"], "--out TEXT", "it is a file, not a folder"),
+        (["export", "--duckdb", "PROC/x.duckdb"], "--duckdb PROC/x.duckdb", "PROC_PARENT is not writable"),
+        (["export", "--duckdb", "TEXT"], "--duckdb TEXT", "it is not a DuckDB database"),
+    ],
+)
+def test_an_output_path_that_cannot_be_written_is_one_line_exit_2_before_any_work(
+    tmp_path, monkeypatch, capsys, command, named, cause
+):
+    if not Path("/proc/self").exists() and any("PROC" in arg for arg in command):
+        pytest.skip("needs Linux's /proc (a folder nothing can be made in)")
+    text = tmp_path / "notes.txt"
+    text.write_text("keep me", encoding="utf-8")
+    (tmp_path / "a-folder").mkdir()
+    values = {"PROC_PARENT": str(UNCREATABLE.parent), "PROC": str(UNCREATABLE), "TEXT": str(text)}
+    values["DIR"] = str(tmp_path / "a-folder")
+
+    def filled(arg: str) -> str:
+        for key, value in values.items():
+            arg = arg.replace(key, value)
+        return arg
+
+    monkeypatch.setenv("NL2SQL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster_home"))
+    assert cli.main([filled(arg) for arg in command]) == 2
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert line.startswith(f"error: {filled(named)} cannot be written: ") and filled(cause) in line
+    assert captured.out == "", "checked before any work"
+    assert text.read_text(encoding="utf-8") == "keep me"

@@ -3,8 +3,8 @@
 Prints the correctness of both runs over the cases they share, the exact McNemar label ("not significant"
 unless the test rejects at alpha 0.05) and the per-case flips both ways with their reasons. Runs are named
 by run id (a unique prefix is enough; ``--list`` shows the recorded ones) or, with ``--model`` twice, as the
-latest runs of two models on ``--gold-set``. Exit codes: 0 compared; 2 unknown run or no stored results; 3 a
-stored file is unreadable (named with its partition).
+latest runs of two models on ``--gold-set``. Exit codes: 0 compared; 2 unknown run, no stored results, or an
+``--html`` file that cannot be written (checked first); 3 a stored file is unreadable (named with its partition).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import json
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from nl2sql_cli.output_arg import output_file, write_output
 
 DEFAULT_GOLD_SET = "multidomain-v1"
 
@@ -74,6 +75,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     if args.list:
         return _list_runs()
+    html = output_file("--html", args.html) if args.html else None  # OutputPathError (exit 2) before any work
     try:
         first, second = _load(args)
     except ValueError as exc:
@@ -85,16 +87,14 @@ def _handle(args: argparse.Namespace) -> int:
         label_a=f"{first.model} on {first.gold_set} (run {first.run_id})",
         label_b=f"{second.model} on {second.gold_set} (run {second.run_id})",
     )
-    if args.html:
-        from pathlib import Path
-
+    if html is not None:
         from nl2sql_pipeline.report.html import comparison_html
         from nl2sql_pipeline.report.stored import report_of
         from nl2sql_pipeline.results.read import load_cases
 
         cases = {**load_cases(first.gold_set), **load_cases(second.gold_set)}
         page = comparison_html(comparison, [report_of(first), report_of(second)], cases)
-        Path(args.html).write_text(page, encoding="utf-8")
+        write_output("--html", html, page)
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2, default=str))
     else:

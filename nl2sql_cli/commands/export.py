@@ -2,16 +2,16 @@
 
 Writes ``verdicts``, ``run_scores`` and ``leaderboard`` files to DIR, and/or a DuckDB file of views
 (``verdicts``, ``run_scores``, ``run_correctness``) over the stored Parquet, for ad-hoc SQL.
-Exit codes: 0 exported; 2 nothing stored yet, or bad arguments; 3 a stored file is unreadable (named with its
-partition).
+Exit codes: 0 exported; 2 nothing stored yet, an ``--out`` or ``--duckdb`` that cannot be written (checked
+first), or bad arguments; 3 a stored file is unreadable (named with its partition).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from nl2sql_cli.output_arg import output_duckdb, output_folder, written
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,10 +38,15 @@ def _handle(args: argparse.Namespace) -> int:
     if not args.out and not args.duckdb:
         print("error: give --out DIR and/or --duckdb FILE", flush=True)
         return EXIT_BAD_INPUT
-    if args.out:
-        for path in export_results(Path(args.out), args.format):
-            print(f"wrote {path}")
-    if args.duckdb:
-        views = write_duckdb_views(Path(args.duckdb))
+    # an output that cannot be written: OutputPathError (exit 2) before any work
+    out = output_folder("--out", args.out) if args.out else None
+    duckdb_file = output_duckdb("--duckdb", args.duckdb) if args.duckdb else None
+    if out is not None:
+        with written("--out", out):
+            for path in export_results(out, args.format):
+                print(f"wrote {path}")
+    if duckdb_file is not None:
+        with written("--duckdb", duckdb_file):
+            views = write_duckdb_views(duckdb_file)
         print(f"views in {args.duckdb}: {', '.join(views)}")
     return EXIT_OK

@@ -4,16 +4,17 @@ Reads the runs' verdicts back from the storage root (nothing is re-evaluated) an
 warnings on top, headline metrics with bars and 95% intervals, breakdowns, the weakest capabilities,
 outcomes by cause, the cost split and, for several models, the exact McNemar label between them.
 ``--html FILE`` also writes the self-contained HTML page (inline SVG charts, per-case table).
-Exit codes: 0 reported; 2 unknown run, a model never run on the gold set, or bad arguments; 3 a stored file
-is unreadable (cut short, not Parquet: the message names it and its partition).
+Exit codes: 0 reported; 2 unknown run, a model never run on the gold set, an ``--html`` file that cannot be
+written (checked first), or bad arguments; 3 a stored file is unreadable (cut short, not Parquet: the message
+names it and its partition).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from nl2sql_cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from nl2sql_cli.output_arg import output_file, write_output
 
 DEFAULT_GOLD_SET = "multidomain-v1"
 
@@ -47,6 +48,7 @@ def _handle(args: argparse.Namespace) -> int:
     if bool(args.run_id) == bool(args.models):
         print("error: give a run id or --model (repeatable), not both and not neither", flush=True)
         return EXIT_BAD_INPUT
+    html = output_file("--html", args.html) if args.html else None  # OutputPathError (exit 2) before any work
     runs = [load_run_by_id(args.run_id)] if args.run_id else [load_run(args.gold_set, slug) for slug in args.models]
     reports = [report_of(run) for run in runs]
     print(console_full_report(reports))
@@ -55,17 +57,15 @@ def _handle(args: argparse.Namespace) -> int:
     section = robustness_section(stored_robustness_lines(runs))
     if section:
         print(section)
-    if args.html:
+    if html is not None:
         from nl2sql_pipeline.report.html import run_html
 
         cases: dict = {}
         for gold in {run.gold_set for run in runs}:
             cases.update(load_cases(gold))
-        path = Path(args.html)
-        path.parent.mkdir(parents=True, exist_ok=True)
         from nl2sql_pipeline.robustness.report import stored_robustness_html
 
         page = run_html(reports, cases, console_pairwise(reports), stored_robustness_html(runs))
-        path.write_text(page, encoding="utf-8")
-        print(f"HTML report: {path}")
+        write_output("--html", html, page)
+        print(f"HTML report: {args.html}")
     return EXIT_OK
