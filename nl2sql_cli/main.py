@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import io
 import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn, TextIO, cast
 
 from nl2sql_cli.commands import compare, compare_runs, db, export, gold, models, policy, report, run, sql
 from nl2sql_cli.exit_codes import (
@@ -73,6 +75,60 @@ def _check_storage(args: argparse.Namespace) -> None:
         check_assets_location(writable=command == "run")
 
 
+class _ReaderTolerantStdout:
+    """Standard output whose reader may stop reading (``nl2sql-eval report | head -1``): the first write or flush
+    that finds the pipe closed points the descriptor at ``/dev/null`` (so no flush fails later, at exit included)
+    and every later write is dropped. The command runs to its end and keeps its exit code (a failed gate still
+    exits 1), with no traceback."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_left()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_left()
+
+    def _reader_left(self) -> None:
+        self.reader_gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass  # not a real descriptor (a test's capture): the dropped writes are enough
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _reader_may_leave() -> Iterator[None]:
+    """Every command's standard output, while it runs, as ``_ReaderTolerantStdout`` (one place for all)."""
+    original = sys.stdout
+    sys.stdout = cast(TextIO, _ReaderTolerantStdout(original))
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stdout = original
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(prog="nl2sql-eval", description="Evaluate NL2SQL models on gold sets.")
@@ -96,8 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        _check_storage(args)
-        return int(handler(args))
+        with _reader_may_leave():
+            _check_storage(args)
+            return int(handler(args))
     except StorageError as exc:  # an unusable root or an unreadable stored file: the environment, not the input
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT
