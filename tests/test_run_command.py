@@ -215,3 +215,11 @@ def test_ctrl_c_inside_a_step_stops_the_command_and_records_no_run(data_copy, ca
     out = capsys.readouterr().out
     assert code == 0
     assert json.loads(out)["runs"][0]["scores"]["semantic_correctness_rate"] == 1.0
+
+
+@pytest.mark.parametrize("value", ["-1", "-0.5", "nan"])
+def test_a_negative_lock_wait_is_refused_exit_2(capsys, value):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", "--model", "gold-echo", "--lock-wait", value])
+    assert exit_.value.code == 2
+    assert f"argument --lock-wait: {value} is not a wait (give 0 or more seconds" in capsys.readouterr().err

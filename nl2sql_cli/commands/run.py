@@ -121,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--lock-wait",
-        type=float,
+        type=_seconds,
         default=3600.0,
         metavar="SECONDS",
         help="how long to wait while another evaluation of the same gold set and model is in progress "
@@ -256,6 +256,16 @@ def _non_negative(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative (a budget is 0 or more)")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text} is not a wait (give 0 or more seconds; 0 refuses at once)")
     return value
 
 
