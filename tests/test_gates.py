@@ -130,3 +130,14 @@ def test_an_answer_only_run_says_it_is_never_a_baseline_not_that_it_is_the_first
     report = check_gates([_run("r", None, answer_only_count=3, query_count=0)], tmp_path / "b.duckdb")
     assert report.passed, report.messages()
     assert report.lines == ["m: answer-only run: never a baseline (scored by the answer judge, no execution rate)"]
+
+
+def test_a_floor_missed_by_less_than_a_tenth_of_a_point_shows_two_different_numbers(tmp_path):
+    db = tmp_path / "b.duckdb"
+    report = check_gates([_run("r", 59 / 96)], db, min_correctness=0.615)  # 61.458...% against 61.5%
+    assert not report.passed
+    assert report.messages()[0].endswith(
+        "semantic_correctness_rate 61.46% is below the floor (threshold 61.50%, measured 61.46%)"
+    )
+    plain = check_gates([_run("r", 0.6)], db, min_correctness=0.615)
+    assert plain.messages()[0].endswith("61.5%, measured 60.0%)"), "one decimal while it tells them apart"

@@ -37,7 +37,7 @@ from nl2sql_pipeline.runs.completeness import (
     not_comparable_reason,
     skipped_share,
 )
-from nl2sql_pipeline.scoring.formatting import format_rate
+from nl2sql_pipeline.scoring.formatting import format_rate, format_rates_apart
 
 GATED_METRIC = "semantic_correctness_rate"
 EXECUTION_METRIC = "sql_execution_success_rate"
@@ -127,14 +127,14 @@ def _fail(
     what: str,
     incomplete: bool = False,
 ) -> GateFailure:
-    shown = "n/a" if threshold is None else format_rate(threshold)
+    shown, measured_shown = format_rates_apart(threshold, measured)  # apart when they differ, however little
     return GateFailure(
         model=run["model"],
         gate=gate,
         threshold=threshold,
         measured=measured,
         incomplete=incomplete,
-        message=f"{run['model']}: gate {gate} failed: {what} (threshold {shown}, measured {format_rate(measured)})",
+        message=f"{run['model']}: gate {gate} failed: {what} (threshold {shown}, measured {measured_shown})",
     )
 
 
@@ -156,7 +156,13 @@ def _floor_gate(gate: str, metric: str, exempt: Callable[[Mapping[str, Any]], st
             report.failures.append(_fail(run, gate, threshold, None, f"{metric} was not measured (nothing scored)"))
         elif value < threshold:
             report.failures.append(
-                _fail(run, gate, threshold, value, f"{metric} {format_rate(value)} is below the floor")
+                _fail(
+                    run,
+                    gate,
+                    threshold,
+                    value,
+                    f"{metric} {format_rates_apart(value, threshold)[0]} is below the floor",
+                )
             )
 
     check.__name__ = f"_{gate}_gate"
