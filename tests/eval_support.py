@@ -188,3 +188,24 @@ def set_judge_automation(data: Path, *, answers: bool = True, judges: Iterable[s
     text = path.read_text(encoding="utf-8").split("\nautomation:\n")[0].rstrip("\n")
     block = f"\nautomation:\n  answers: {'true' if answers else 'false'}\n  judges: [{', '.join(judges)}]\n"
     path.write_text(text + "\n" + block, encoding="utf-8")
+
+
+BASELINES_DAMAGE = ("cut short", "not a DuckDB file", "table dropped")
+"""The ways ``damage_baselines`` damages a baselines file."""
+
+
+def damage_baselines(db: Path, how: str) -> None:
+    """The baselines file ``db`` damaged as a disk or a person might: cut short, overwritten, its table dropped."""
+    import duckdb
+
+    if how == "cut short":
+        with db.open("r+b") as handle:
+            handle.truncate(20000)
+    elif how == "not a DuckDB file":
+        db.write_text("x\n", encoding="utf-8")
+    else:
+        direct = duckdb.connect(str(db))
+        try:
+            direct.execute("DROP TABLE baseline_runs CASCADE")
+        finally:
+            direct.close()

@@ -110,10 +110,8 @@ def test_refused_candidate_never_runs_in_the_engine(big_db):
     assert run_query(big_db, "SELECT count(*) FROM a", LIMITS).rows == [(50_000,)]
 
 
-def test_judge_checks_the_order_of_capped_results_whole(big_db):
-    """The sort key is not a result column and both results are over the row cap: the judge still sees a
-    reversed order (the comparator is the one ``compare`` uses)."""
-    gold = "SELECT s FROM a ORDER BY i DESC"
+def _judged(big_db, gold: str, candidates: list[str]) -> list:
+    """The judge's verdicts on one case of ``big_db`` (gold ``gold``), one sample per candidate query."""
     case = Case(id="big", domain="d", category="c", question="q", database=str(big_db), expected_sql=(gold,))
     oracle = [OracleRow("big", case.fingerprint, 0, run_query(big_db, gold, LIMITS))]
     attempts = [
@@ -127,9 +125,19 @@ def test_judge_checks_the_order_of_capped_results_whole(big_db):
             policy_allowed=True,
             result=run_query(big_db, sql, LIMITS),
         )
-        for sample, sql in enumerate(["SELECT s FROM a ORDER BY i", "SELECT s FROM shuffled ORDER BY i DESC"])
+        for sample, sql in enumerate(candidates)
     ]
-    verdicts = judge([case], oracle, attempts)
+    return judge([case], oracle, attempts)
+
+
+def test_judge_checks_the_order_of_capped_results_whole(big_db):
+    """The sort key is not a result column and both results are over the row cap: the judge still sees a
+    reversed order (the comparator is the one ``compare`` uses)."""
+    verdicts = _judged(
+        big_db,
+        "SELECT s FROM a ORDER BY i DESC",
+        ["SELECT s FROM a ORDER BY i", "SELECT s FROM shuffled ORDER BY i DESC"],
+    )
     assert [(v.correct, v.comparison_rule, v.order_check) for v in verdicts] == [
         (False, "row_order_mismatch", "wrong"),
         (True, "multiset_exact", "ok"),
@@ -164,24 +172,7 @@ def test_trailing_comment_and_semicolon_are_embedded_safely(big_db):
 
 
 def test_judge_compares_capped_results_whole(big_db):
-    case = Case(
-        id="big", domain="d", category="c", question="q", database=str(big_db), expected_sql=("SELECT * FROM a",)
-    )
-    oracle = [OracleRow("big", case.fingerprint, 0, run_query(big_db, "SELECT * FROM a", LIMITS))]
-    attempts = [
-        Attempt(
-            case_id="big",
-            case_fingerprint=case.fingerprint,
-            source="model",
-            sample_index=sample,
-            candidate_index=0,
-            sql=sql,
-            policy_allowed=True,
-            result=run_query(big_db, sql, LIMITS),
-        )
-        for sample, sql in enumerate(["SELECT * FROM late_diff", "SELECT * FROM shuffled"])
-    ]
-    verdicts = judge([case], oracle, attempts)
+    verdicts = _judged(big_db, "SELECT * FROM a", ["SELECT * FROM late_diff", "SELECT * FROM shuffled"])
     assert [v.correct for v in verdicts] == [False, True]
 
 

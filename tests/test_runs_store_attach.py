@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from eval_support import BASELINES_DAMAGE, damage_baselines
 
 from nl2sql_pipeline.errors import StoredFileError
 from nl2sql_pipeline.runs import RunVersions, list_runs, record_run, store
@@ -56,27 +57,12 @@ def test_a_failed_query_leaves_nothing_attached(tmp_path: Path) -> None:
     assert [r["run_id"] for r in list_runs(db)] == ["r1"]
 
 
-def _damage(db: Path, how: str) -> None:
-    """The baselines file ``db`` damaged as a disk or a person might: cut short, overwritten, its table dropped."""
-    if how == "cut short":
-        with db.open("r+b") as handle:
-            handle.truncate(20000)
-    elif how == "not a DuckDB file":
-        db.write_text("x\n", encoding="utf-8")
-    else:
-        direct = duckdb.connect(str(db))
-        try:
-            direct.execute("DROP TABLE baseline_runs CASCADE")
-        finally:
-            direct.close()
-
-
-@pytest.mark.parametrize("how", ["cut short", "not a DuckDB file", "table dropped"])
+@pytest.mark.parametrize("how", BASELINES_DAMAGE)
 def test_a_damaged_file_is_a_stored_file_error_naming_it_and_the_fix(tmp_path: Path, how: str) -> None:
     db = tmp_path / "baselines.duckdb"
     for index in range(40):  # past the first 20,000 bytes
         record_run(db, run_id=f"r{index}", gold_set="gold", model="m", versions=VERSIONS, scores={"query_count": 3})
-    _damage(db, how)
+    damage_baselines(db, how)
     damaged = db.read_bytes()
     for call in (
         lambda: list_runs(db),

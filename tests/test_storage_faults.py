@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from eval_support import World, query_case, register_gold_set
+from eval_support import BASELINES_DAMAGE, World, damage_baselines, query_case, register_gold_set
 from fake_llm_server import FakeLLMServer, Reply
 
 from nl2sql_cli import main as cli
@@ -296,7 +296,7 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("how", ["cut short", "not a DuckDB file", "table dropped"])
+@pytest.mark.parametrize("how", BASELINES_DAMAGE)
 def test_a_damaged_baselines_file_is_one_line_exit_3_and_run_writes_nothing(evaluated, capsys, how):
     import duckdb
 
@@ -306,17 +306,7 @@ def test_a_damaged_baselines_file_is_one_line_exit_3_and_run_writes_nothing(eval
         (run_id,) = direct.execute("SELECT run_id FROM baseline_runs").fetchone()
     finally:
         direct.close()
-    if how == "cut short":
-        with db.open("r+b") as handle:
-            handle.truncate(20000)
-    elif how == "not a DuckDB file":
-        db.write_text("x\n", encoding="utf-8")
-    else:
-        direct = duckdb.connect(str(db))
-        try:
-            direct.execute("DROP TABLE baseline_runs CASCADE")
-        finally:
-            direct.close()
+    damage_baselines(db, how)
     capsys.readouterr()
     before = _tree(evaluated.home)
     for command in (
