@@ -18,7 +18,8 @@ copy of ``data/`` and its own storage root, the set is imported (``gold import -
 SQL converted to DuckDB) and evaluated by ``nl2sql-eval run`` (3 test-suite variants; conversion of the
 predictions, policy, execution, comparison, scoring). The imported gold, every stored verdict (all columns but
 timings and the model's config hash, which names the predictions file's path) and the run scores (but the
-run id, timings and that hash) are compared. Exits 1 when they differ.
+run id, timings, that hash and the recorded versions, ``VERSION_FIELDS``, which are printed when they moved) are
+compared. Exits 1 when they differ.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def run_dump(tree: Path, inputs: Path, out: Path, home: str) -> None:
 
 VOLATILE_VERDICT_COLUMNS = ("latency_ms", "oracle_latency_ms", "execution_ms", "system_latency_ms", "model_config_hash")
 VOLATILE_SCORES = ("run_id", "model_config_hash")
+VERSION_FIELDS = ("comparator_version", "harness_version", "database_stamp")
+"""What a run records of the code and data it ran on, not what it measured: a change of the comparator's rules
+bumps ``comparator_version`` (and a newer tree records fields an older one did not), so these are reported
+beside the comparison, not in it."""
 PUBLIC_LIKE_MODEL = "replay"
 
 
@@ -126,9 +131,9 @@ def _cli(tree: Path, work: Path, *args: str) -> str:
     return done.stdout
 
 
-def public_like_outputs(tree: Path, work: Path, source: Path, predictions: Path) -> list[str]:
+def public_like_outputs(tree: Path, work: Path, source: Path, predictions: Path) -> tuple[list[str], dict]:
     """Import the Spider-layout ``source`` and evaluate the replay of ``predictions`` with ``tree``'s code; the
-    imported gold, the verdicts and the run scores as text."""
+    imported gold, the verdicts and the run scores as text, and the run's version fields (``VERSION_FIELDS``)."""
     import json
 
     import pandas as pd
@@ -158,11 +163,17 @@ def public_like_outputs(tree: Path, work: Path, source: Path, predictions: Path)
     verdicts = verdicts.sort_values(["case_id", "sample_index"]).reset_index(drop=True)
     lines.append(f"== {len(verdicts)} verdicts")
     lines.extend(repr(row) for row in verdicts.to_dict(orient="records"))
+    versions = {}
     for run in out["runs"]:
-        scores = {k: v for k, v in run["scores"].items() if k not in VOLATILE_SCORES and "latency" not in k}
+        scores = {
+            k: v
+            for k, v in run["scores"].items()
+            if k not in VOLATILE_SCORES and k not in VERSION_FIELDS and "latency" not in k
+        }
+        versions.update({k: run["scores"].get(k) for k in VERSION_FIELDS})
         lines.append(f"== run scores of {run['model']}")
         lines.append(json.dumps(scores, sort_keys=True))
-    return [line + "\n" for line in lines]
+    return [line + "\n" for line in lines], versions
 
 
 def compare_public_like(base: str, databases: int, per_db: int) -> int:
@@ -174,10 +185,14 @@ def compare_public_like(base: str, databases: int, per_db: int) -> int:
     predictions = scratch / "predictions.txt"
     predictions.write_text("".join(f"{q.predicted}\t{q.db_id}\n" for q in questions), encoding="utf-8")
     base_tree = export(base, scratch / "base", ("nl2sql_pipeline", "nl2sql_cli", "assets", "resources", "data"))
-    texts = {
+    outputs = {
         label: public_like_outputs(tree, scratch / f"work-{label.replace(' ', '_')}", source, predictions)
         for label, tree in (("base", base_tree), ("this tree", TREE))
     }
+    texts = {label: text for label, (text, _) in outputs.items()}
+    before, after = outputs["base"][1], outputs["this tree"][1]
+    moved = [f"{k} {before.get(k)} -> {after.get(k)}" for k in VERSION_FIELDS if before.get(k) != after.get(k)]
+    print("recorded versions: " + ("; ".join(moved) if moved else "unchanged"))
     count = len(questions)
     if texts["base"] == texts["this tree"]:
         print(f"identical: the imported gold, {count} verdicts and the run scores ({base} vs this tree, public-like)")
