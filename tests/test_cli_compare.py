@@ -274,3 +274,4 @@ def test_candidate_that_does_not_tokenize_is_a_failed_candidate(home, capsys, ca
     code, out, err = run(capsys, "SELECT 1 AS a", candidate)
     assert code == EXIT_GATE_FAILED and err == ""
     assert "rule: candidate_failed" in out and "grade: fail" in out
+    assert "rows: 1 expected, the candidate failed" in out and "over the row cap" not in out

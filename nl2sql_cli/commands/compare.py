@@ -159,7 +159,12 @@ def _handle(args: argparse.Namespace) -> int:
         order = comparison.order
         print(f"order: {order.status} ({order.detail})" if order is not None else "order: not checked")
         rows = f"{comparison.expected_rows} expected, {comparison.candidate_rows} candidate"
-        print(f"rows: {rows}" if comparison.expected_rows is not None else "rows: unknown (over the row cap)")
+        if comparison.expected_rows is not None:
+            print(f"rows: {rows}")
+        elif not candidate.ok:
+            print(f"rows: {'over ' if expected.truncated else ''}{len(expected.rows)} expected, the candidate failed")
+        else:
+            print("rows: unknown (over the row cap)")
         credit = [
             f"{label} {value:.3f}"
             for label, value in (
