@@ -4,18 +4,21 @@ The harness writes one request object per line and reads one response object per
 is started on the first call of a run and kept alive for the next ones (one per registry entry and
 process, requests sent one at a time); when it has died (crashed, exited, or was killed after a
 timeout) the next call starts it again. ``{python}`` in the argv stands for the harness's interpreter.
-Lines the process writes to stderr are logged; stdout is the protocol and must carry nothing else.
+Lines the process writes to stderr are logged (and the last ones are in the error when it dies); stdout is the
+protocol and must carry nothing else: a line out of step with the requests restarts the process.
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import logging
 import queue
 import subprocess
 import sys
 import threading
+import time
 from typing import IO, Any
 
 from nl2sql_pipeline.generation.system_spec import PYTHON_PLACEHOLDER, SystemConfig
@@ -23,6 +26,9 @@ from nl2sql_pipeline.generation.system_spec import PYTHON_PLACEHOLDER, SystemCon
 logger = logging.getLogger(__name__)
 
 _EOF = object()
+STDERR_TAIL_LINES = 5
+"""The last stderr lines of a process that died, put in the error (what the user sees for each failed case)."""
+STDERR_LINE_CHARS = 300
 
 
 class CommandDiedError(ConnectionResetError):
@@ -42,6 +48,7 @@ class CommandProcess:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[Any] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.starts = 0
 
     def _start(self) -> subprocess.Popen[str]:
@@ -55,9 +62,10 @@ class CommandProcess:
             bufsize=1,
         )
         self._lines = queue.Queue()
+        self._stderr = collections.deque(maxlen=STDERR_TAIL_LINES)
         assert process.stdout is not None and process.stderr is not None
         threading.Thread(target=_pump, args=(process.stdout, self._lines), daemon=True).start()
-        threading.Thread(target=_log_stderr, args=(process.stderr, self.name), daemon=True).start()
+        threading.Thread(target=_log_stderr, args=(process.stderr, self.name, self._stderr), daemon=True).start()
         self.starts += 1
         if self.starts > 1:
             logger.warning("system %s: process restarted (start %d): %s", self.name, self.starts, " ".join(self.argv))
@@ -92,8 +100,28 @@ class CommandProcess:
             if line is _EOF:
                 code = process.wait(timeout=5)
                 self._process = None
-                raise CommandDiedError(f"system {self.name}: the process exited with code {code} before answering")
+                raise CommandDiedError(
+                    f"system {self.name}: the process exited with code {code} before answering{self._stderr_tail()}"
+                )
             return str(line)
+
+    def _stderr_tail(self, wait_s: float = 0.5) -> str:
+        """'; its stderr ended with: ...' (the last lines the process wrote there), or '' when it wrote none."""
+        deadline = time.monotonic() + wait_s  # the stderr reader may still be on the last lines
+        lines = list(self._stderr)
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.02)
+            lines = list(self._stderr)
+        return f"; its stderr ended with: {' | '.join(lines)}" if lines else ""
+
+    def restart_after_protocol_error(self) -> None:
+        """Stop the process after a reply that broke the protocol: its later stdout lines may answer other
+        requests, so the next call starts a fresh process (with an empty line queue)."""
+        with self._lock:
+            process = self._process
+            if process is not None:
+                logger.warning("system %s: a reply broke the protocol; restarting the process", self.name)
+                self._kill(process)
 
     def _kill(self, process: subprocess.Popen[str]) -> None:
         process.kill()
@@ -125,9 +153,11 @@ def _pump(stream: IO[str], lines: queue.Queue[Any]) -> None:
     lines.put(_EOF)
 
 
-def _log_stderr(stream: IO[str], name: str) -> None:
+def _log_stderr(stream: IO[str], name: str, tail: collections.deque[str]) -> None:
     for line in stream:
         logger.info("system %s stderr: %s", name, line.rstrip())
+        if line.strip():
+            tail.append(line.strip()[:STDERR_LINE_CHARS])
 
 
 _processes: dict[tuple[str, str], CommandProcess] = {}

@@ -19,6 +19,7 @@ from nl2sql_pipeline.generation.candidate_record import ModelCall
 from nl2sql_pipeline.generation.model_spec import ModelSpec
 from nl2sql_pipeline.generation.system_spec import KIND_COMMAND, KIND_HTTP, KIND_PYTHON
 from nl2sql_pipeline.generation.systems.contract import (
+    ContractError,
     SystemRequest,
     SystemResponse,
     parse_response,
@@ -49,9 +50,28 @@ def _send(spec: ModelSpec, request: SystemRequest) -> SystemResponse:
     if config.kind == KIND_COMMAND:
         from nl2sql_pipeline.generation.systems.command import process_for
 
-        line = process_for(spec.slug, spec.config_hash, config).request(payload, spec.timeout_s)
-        return parse_response_text(line)
+        process = process_for(spec.slug, spec.config_hash, config)
+        line = process.request(payload, spec.timeout_s)
+        try:
+            _check_reply_is_for(line, request.request_id)
+            return parse_response_text(line)
+        except ContractError:
+            # stdout is out of step with the requests (a log line, a reply to another request): every line after
+            # this one may belong to another request, so the process starts afresh for the next call
+            process.restart_after_protocol_error()
+            raise
     raise AssertionError(f"not a system kind: {config.kind}")  # pragma: no cover - the registry refuses it
+
+
+def _check_reply_is_for(line: str, request_id: str) -> None:
+    """ContractError when the reply names another request (its ``request_id``, when it echoes one)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return  # not JSON: parse_response_text says so
+    echoed = data.get("request_id") if isinstance(data, dict) else None
+    if echoed is not None and str(echoed) != request_id:
+        raise ContractError(f"the reply is for request {echoed!r}, not for {request_id!r} (stdout out of step)")
 
 
 def response_cost(spec: ModelSpec, response: SystemResponse) -> tuple[float | None, str | None]:
