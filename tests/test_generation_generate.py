@@ -248,6 +248,15 @@ def test_missing_usage_is_estimated_and_unpriced_cost_is_unknown_or_from_litellm
     assert record.cost_usd is not None and record.cost_usd > 0  # litellm's bundled price map
 
 
+def test_negative_usage_from_a_server_is_estimated_never_a_negative_cost(server):
+    """Through litellm's real HTTP path: a server reporting -10 / -5 tokens made a cost of $-0.0300 that passed
+    a --max-cost-usd 0 budget; such counts are not trusted (the system contract already refuses them)."""
+    server.default = Reply.sql("SELECT 7", usage={"prompt_tokens": -10, "completion_tokens": -5, "total_tokens": -15})
+    record = gen.generate_candidates([query_case(1)], local_spec(server.api_base), cache=None, context=CONTEXT)[0]
+    assert record.generated_sql == "SELECT 7" and record.token_source == "estimated"
+    assert record.input_tokens > 0 and record.output_tokens > 0 and record.cost_usd > 0
+
+
 @pytest.mark.parametrize(
     ("reply", "expected_class"),
     [

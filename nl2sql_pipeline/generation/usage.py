@@ -43,12 +43,27 @@ class TokenUsage:
 
 
 def usage_from_response(usage: object, prompt_text: str, reply_text: str, *, estimated: bool = False) -> TokenUsage:
-    """Tokens from a litellm ``Usage`` (or None); zeros or ``estimated=True`` fall back to chars/4."""
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    if estimated or (prompt_tokens == 0 and completion_tokens == 0):
-        return TokenUsage(estimate_tokens(prompt_text), estimate_tokens(reply_text), TOKEN_SOURCE_ESTIMATED)
-    return TokenUsage(prompt_tokens, completion_tokens, TOKEN_SOURCE_MEASURED)
+    """Tokens from a litellm ``Usage`` (or None); zeros, counts that are not whole numbers >= 0 (a server's
+    negative or garbled usage: never trusted, it would make a negative cost) or ``estimated=True`` fall back to
+    chars/4."""
+    prompt_tokens = _count(getattr(usage, "prompt_tokens", 0))
+    completion_tokens = _count(getattr(usage, "completion_tokens", 0))
+    if prompt_tokens is None or completion_tokens is None:
+        logger.warning("the provider reported unusable token counts (%r); estimating them", usage)
+    elif not estimated and (prompt_tokens, completion_tokens) != (0, 0):
+        return TokenUsage(prompt_tokens, completion_tokens, TOKEN_SOURCE_MEASURED)
+    return TokenUsage(estimate_tokens(prompt_text), estimate_tokens(reply_text), TOKEN_SOURCE_ESTIMATED)
+
+
+def _count(value: object) -> int | None:
+    """A reported token count: a whole number >= 0 (absent: 0), else None."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 def call_cost(spec: ModelSpec, tokens: TokenUsage) -> float | None:
