@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from nl2sql_pipeline.compare import compare_results
@@ -61,3 +63,33 @@ def test_result_based_findings():
     same = compare_results(["d"], [("x",)], ["d"], [("x",)])
     assert "extra_or_missing_column" not in labels(GOLD, same)
     assert labels(GOLD, same) == {"unexplained"}
+
+
+@pytest.mark.parametrize(
+    "expected, candidate",
+    [
+        ([("TV", 3), ("Movie", 1)], [("tv", 3), ("movie", 1)]),  # text case
+        ([("TV", date(2024, 1, 2))], [("TV", "02.01.2024")]),  # a DATE as text in another format
+        ([("TV", True), ("Movie", False)], [("TV", 1), ("Movie", 0)]),  # boolean as 1/0
+        ([("TV", "2024-01-02")], [("TV", "01/02/2024")]),  # date format
+    ],
+)
+def test_only_type_or_format_when_values_are_equal_apart_from_type_or_format(expected, candidate):
+    comparison = compare_results(["format", "v"], expected, ["format", "v"], candidate)
+    assert not comparison.match
+    assert "only_type_or_format" in labels(GOLD, comparison)
+
+
+@pytest.mark.parametrize(
+    "expected, candidate",
+    [
+        ([("TV", 222), ("Movie", 40)], [("TV", 223), ("Movie", 41)]),  # COUNT(*) + 1
+        ([("TV", "2024-01-02")], [("TV", "2024-01-09")]),  # a date shifted by 7 days
+        ([("TV", 3), ("Movie", 1)], [("TV", "4"), ("Movie", "1")]),  # a number as text, but another number
+        ([("TV", "a b")], [("TV", "a c")]),
+    ],
+)
+def test_no_only_type_or_format_when_values_differ(expected, candidate):
+    comparison = compare_results(["format", "v"], expected, ["format", "v"], candidate)
+    assert not comparison.match and "values differ in column" in comparison.reason
+    assert "only_type_or_format" not in labels(GOLD, comparison)

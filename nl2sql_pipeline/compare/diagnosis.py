@@ -153,9 +153,15 @@ def wrong_grouping(given: DiagnosisInput) -> Finding | None:
 
 
 def only_type_or_format(given: DiagnosisInput) -> Finding | None:
-    """Same query shape and row count, but values differ everywhere in some column: a type or format choice."""
+    """Same row count, values differ in some column, but are equal apart from type or format.
+
+    ``'01/02/2024'`` for ``DATE '2024-01-02'``, ``'TV'`` for ``'tv'``, 1 for TRUE (``Comparison.format_only``);
+    values that differ (222 for 223) get no such finding.
+    """
     comparison = given.comparison
     if comparison is None or comparison.match or comparison.rule != "multiset_mismatch":
+        return None
+    if not comparison.format_only:
         return None
     if comparison.row_precision == 0.0 and comparison.cell_f1 is not None and comparison.cell_f1 > 0.0:
         if "values differ in column" in comparison.reason:

@@ -79,6 +79,7 @@ class Comparison:
     row_recall: float | None = None  # rows matched / expected rows
     cell_f1: float | None = None  # cells of matched rows, plus per-column value overlap of the unmatched rows
     alignment: tuple[int, ...] | None = field(default=None, compare=False)  # candidate column per expected column
+    format_only: bool = field(default=False, compare=False)  # unmatched rows equal apart from type or format
 
     @property
     def undetermined(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nl2sql_pipeline.compare.format_only import differ_only_in_format
 from nl2sql_pipeline.compare.matching import differing_columns
 from nl2sql_pipeline.compare.model import Comparison
 from nl2sql_pipeline.compare.state import Aligned, ComparisonState
@@ -83,6 +84,12 @@ def float_tolerance(state: ComparisonState) -> Comparison | None:
 def multiset_mismatch(state: ComparisonState) -> Comparison | None:
     """No rule matched: the reason names rows missing, extra or differently repeated, and the differing columns."""
     aligned = state.aligned()
-    return state.mismatched(
+    comparison = state.mismatched(
         "multiset_mismatch", f"rows differ: {describe_row_differences(state, aligned)}", aligned.rows.score
     )
+    rows = aligned.rows
+    if rows.expected_count == rows.candidate_count and differ_only_in_format(
+        rows, differing_columns(rows, state.config)
+    ):
+        comparison = comparison.evolve(format_only=True)
+    return comparison
