@@ -162,3 +162,12 @@ def test_case_variance_over_repeats():
     assert variance.cases == 2 and variance.samples_per_case == 2.0
     assert variance.inconsistent_cases == ("a",)
     assert variance.mean_case_variance == pytest.approx((0.25 + 0.0) / 2)
+
+
+def test_paired_comparison_without_paired_cases_has_no_p_value():
+    probes = [make_verdict(case_id="p", is_probe=True, outcome=outcomes.CORRECT, correct=True)]
+    answer_only = [make_verdict(case_id="q", outcome=outcomes.SKIPPED, skip_reason="answer-only")]
+    result = paired_comparison(probes + answer_only, probes + answer_only)
+    assert result.pairs == 0 and result.p_value is None
+    assert not result.significant and result.label == "n/a (no paired cases)"
+    assert (result.rate_a, result.rate_b) == (None, None)

@@ -2,7 +2,8 @@
 
 Each row carries the correctness with its Wilson interval and, against the best model of the same gold set,
 the exact McNemar label on the cases both scored (the best row itself says ``best``). A difference is
-"not significant" unless the test rejects at alpha 0.05.
+"not significant" unless the test rejects at alpha 0.05. Equal correctness shares a rank; a run with no
+scored case is not ranked.
 """
 
 from __future__ import annotations
@@ -83,24 +84,45 @@ def _row(run: StoredRun, root: Path | None = None) -> dict:
     }
 
 
+def _ranks(rates: Sequence[float | None]) -> list[int | None]:
+    """Competition ranks of ``rates`` sorted best first: equal rates share a rank (1, 1, 3); None is unranked."""
+    ranks: list[int | None] = []
+    for position, rate in enumerate(rates, start=1):
+        if rate is None:
+            ranks.append(None)
+        elif ranks and ranks[-1] is not None and rates[position - 2] == rate:
+            ranks.append(ranks[-1])
+        else:
+            ranks.append(position)
+    return ranks
+
+
 def build_leaderboard(runs: Sequence[StoredRun], root: Path | None = None) -> pd.DataFrame:
     """The leaderboard frame (``LEADERBOARD_COLUMNS``), best first within each gold set (robustness columns
-    read from the storage ``root``'s robustness results; None where not measured)."""
+    read from the storage ``root``'s robustness results; None where not measured).
+
+    Equal correctness shares a rank; a run with no scored case (probes or answer-only cases only) has none.
+    """
     rows = []
     by_gold: dict[str, list[StoredRun]] = {}
     for run in runs:
         by_gold.setdefault(run.gold_set, []).append(run)
     for gold in sorted(by_gold):
-        ranked = sorted(
+        ordered = sorted(
             ((run, _row(run, root)) for run in by_gold[gold]),
-            key=lambda item: (-(item[1]["semantic_correctness_rate"] or -1.0), item[1]["model"]),
+            key=lambda item: (not item[1]["scored"], -(item[1]["semantic_correctness_rate"] or 0.0), item[1]["model"]),
         )
-        best_run = ranked[0][0]
-        for rank, (run, row) in enumerate(ranked, start=1):
+        ranks = _ranks([row["semantic_correctness_rate"] if row["scored"] else None for _, row in ordered])
+        best_run = ordered[0][0] if ranks[0] is not None else None
+        for rank, (run, row) in zip(ranks, ordered, strict=True):
             if run is best_run:
                 row.update(vs_best="best", p_value_vs_best=None)
+            elif best_run is None or rank is None:
+                row.update(vs_best="n/a (no scored case)", p_value_vs_best=None)
             else:
                 test = paired_comparison(best_run.verdicts, run.verdicts)
                 row.update(vs_best=f"{test.label} vs {best_run.model}", p_value_vs_best=test.p_value)
             rows.append({"rank": rank, **row})
-    return pd.DataFrame(rows, columns=list(LEADERBOARD_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(LEADERBOARD_COLUMNS))
+    frame["rank"] = frame["rank"].astype("Int64")  # a run with nothing scored has no rank (missing, not NaN)
+    return frame

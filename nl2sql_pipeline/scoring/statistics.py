@@ -135,6 +135,10 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2.0 * tail / 2**n)
 
 
+NO_PAIRED_CASES = "n/a (no paired cases)"
+"""The label of a paired comparison with no scored case in both runs: no test, no p-value."""
+
+
 @dataclass(frozen=True)
 class PairedComparison:
     """Two runs over the same (case, sample) pairs: the discordant counts, the exact test, the label."""
@@ -144,19 +148,22 @@ class PairedComparison:
     only_a_correct: int  # b: right in A, wrong in B (newly wrong)
     only_b_correct: int  # c: wrong in A, right in B (newly right)
     both_wrong: int
-    p_value: float
+    p_value: float | None  # None: no paired case, nothing to test
     alpha: float
     only_in_a: int = 0
     only_in_b: int = 0
 
     @property
     def significant(self) -> bool:
-        """True only when the exact test rejects "no difference" at ``alpha``."""
-        return self.p_value < self.alpha
+        """True only when the exact test rejects "no difference" at ``alpha`` (never without a paired case)."""
+        return self.p_value is not None and self.p_value < self.alpha
 
     @property
     def label(self) -> str:
-        """``significant (p=0.0020)`` or ``not significant (p=1.0000)``; p below 0.0001 in scientific notation."""
+        """``significant (p=0.0020)`` or ``not significant (p=1.0000)``; p below 0.0001 in scientific notation;
+        ``n/a (no paired cases)`` when the runs share no scored case."""
+        if self.p_value is None:
+            return NO_PAIRED_CASES
         p = f"{self.p_value:.4f}" if self.p_value >= 1e-4 else f"{self.p_value:.1e}"
         return f"{'significant' if self.significant else 'not significant'} (p={p})"
 
@@ -183,6 +190,7 @@ def paired_comparison(a: Sequence[Verdict], b: Sequence[Verdict], alpha: float =
     """McNemar on the scored query verdicts both runs share (matched by case id and sample index).
 
     Verdicts only one run scored (skipped in the other, or a different gold version) are counted apart.
+    With no shared scored verdict (probes or answer-only cases only) there is no test: ``p_value`` None.
     """
     left, right = _scored_correctness(a), _scored_correctness(b)
     shared = sorted(set(left) & set(right))
@@ -196,7 +204,7 @@ def paired_comparison(a: Sequence[Verdict], b: Sequence[Verdict], alpha: float =
         only_a_correct=only_a,
         only_b_correct=only_b,
         both_wrong=counts[(False, False)],
-        p_value=mcnemar_exact(only_a, only_b),
+        p_value=mcnemar_exact(only_a, only_b) if shared else None,
         alpha=alpha,
         only_in_a=len(set(left) - set(right)),
         only_in_b=len(set(right) - set(left)),
