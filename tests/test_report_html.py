@@ -252,3 +252,23 @@ def test_row_differences_are_found_only_where_the_report_shows_them():
     assert case_sample(EXPECTED, WRONG).missing_rows == 2
     skipped = case_sample(EXPECTED, WRONG, differences=False)
     assert skipped.missing_rows is None and skipped.expected.rows and skipped.generated.rows
+
+
+def _figure(page: str, name: str) -> str:
+    return re.search(rf'<figure data-figure="{name}">.*?</figure>', page, re.S).group(0)
+
+
+def test_a_run_with_nothing_scored_says_so_in_the_causes_and_cost_charts():
+    probes_only = [replace(v, cost_usd=0.0) for v in fixture_verdicts() if v.is_probe]
+    assert probes_only
+    report = build_run_report(probes_only, model="m", gold_set="g", warnings=[])
+    page = run_html([report])
+    causes, cost = _figure(page, "causes"), _figure(page, "cost_accuracy")
+    assert "no scored case (n/a)" in causes and "every scored case was correct" not in causes
+    assert "no scored case (n/a)" in cost and "no run with a known cost" not in cost
+
+
+def test_a_run_with_every_scored_case_correct_says_so():
+    correct = [v for v in fixture_verdicts() if v.case_id == "c1"]
+    page = run_html([build_run_report(correct, model="m", gold_set="g", warnings=[])])
+    assert "every scored case was correct" in _figure(page, "causes")

@@ -149,7 +149,12 @@ def _charts(reports: Sequence[RunReport]) -> str:
             (
                 "causes",
                 f"{report.model}: not correct, by cause",
-                count_bars("causes", f"causes, {report.model}", report.causes),
+                count_bars(
+                    "causes",
+                    f"causes, {report.model}",
+                    report.causes,
+                    "every scored case was correct" if report.correctness.total else "no scored case (n/a)",
+                ),
             )
         )
     points = [
@@ -161,7 +166,17 @@ def _charts(reports: Sequence[RunReport]) -> str:
         (
             "cost_accuracy",
             "cost against accuracy across runs",
-            scatter("cost_accuracy", "cost against accuracy", points, "total cost (USD)", "correctness"),
+            scatter(
+                "cost_accuracy",
+                "cost against accuracy",
+                points,
+                "total cost (USD)",
+                "correctness",
+                # a known cost of $0 (offline models) is known: without a point, say what is missing
+                "no scored case (n/a)"
+                if any(not r.cost.unknown_cases for r in reports)
+                else "no run with a known cost",
+            ),
         )
     )
     return (

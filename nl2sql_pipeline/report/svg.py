@@ -108,10 +108,18 @@ def histogram(name: str, title: str, values: Sequence[float], bins: int = 12, un
     return "".join(parts) + "</svg>"
 
 
-def scatter(name: str, title: str, points: Sequence[tuple[str, float, float]], x_label: str, y_label: str) -> str:
-    """Labelled points (label, x, y) with y a rate in 0..1 and x >= 0 (e.g. cost against accuracy)."""
+def scatter(
+    name: str,
+    title: str,
+    points: Sequence[tuple[str, float, float]],
+    x_label: str,
+    y_label: str,
+    empty: str = "no run with a known cost",
+) -> str:
+    """Labelled points (label, x, y) with y a rate in 0..1 and x >= 0 (e.g. cost against accuracy);
+    ``empty``: what the chart says when there is no point."""
     if not points:
-        return _empty(name, title, "no run with a known cost")
+        return _empty(name, title, empty)
     parts = _open(name, title)
     plot_w, plot_h = WIDTH - MARGIN_LEFT - MARGIN_RIGHT, HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
     _axes(parts, [(f, f"{int(f * 100)}%") for f in (0, 0.5, 1.0)], plot_h)
@@ -135,10 +143,12 @@ def scatter(name: str, title: str, points: Sequence[tuple[str, float, float]], x
     return "".join(parts) + "</svg>"
 
 
-def count_bars(name: str, title: str, rows: Sequence[tuple[str, int]]) -> str:
-    """Horizontal bars of counts (e.g. outcome causes), one row each."""
+def count_bars(
+    name: str, title: str, rows: Sequence[tuple[str, int]], empty: str = "every scored case was correct"
+) -> str:
+    """Horizontal bars of counts (e.g. outcome causes), one row each; ``empty``: what it says without a row."""
     if not rows:
-        return _empty(name, title, "every scored case was correct")
+        return _empty(name, title, empty)
     row_h = 22
     height = MARGIN_TOP * 2 + row_h * len(rows)
     parts = _open(name, title, height=height)
