@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from verdict_factory import make_verdict
 
 from nl2sql_pipeline.results.leaderboard import build_leaderboard
 from nl2sql_pipeline.results.read import StoredRun
 from nl2sql_pipeline.stages import outcomes
-from tests.verdict_factory import make_verdict
 
 
 class _Scores(dict):
