@@ -56,3 +56,13 @@ def test_an_unscored_run_is_not_ranked_beside_scored_ones(tmp_path):
 def test_equal_rates_share_a_rank(tmp_path):
     rows = _board([_stored("a", [True, False]), _stored("b", [False, True]), _stored("c", [False, False])], tmp_path)
     assert (rows["a"]["rank"], rows["b"]["rank"], rows["c"]["rank"]) == (1, 1, 3)
+
+
+def test_the_markdown_table_shows_an_unranked_run_as_n_a():
+    """The leaderboard asset's Markdown table: pandas' NA of an unranked run printed as '<NA>'."""
+    from nl2sql_pipeline.report import markdown_table
+
+    frame = build_leaderboard([_stored("a", [True, False]), _stored("b", [], probes=2)])
+    table = markdown_table(frame[["gold_set", "rank", "model"]].set_index("gold_set"))
+    assert "<NA>" not in table and "nan" not in table
+    assert "| n/a | b |" in table

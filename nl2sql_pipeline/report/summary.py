@@ -90,5 +90,12 @@ def markdown_table(frame) -> str:
     header = [str(index_name)] + [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     for index, row in frame.iterrows():
-        lines.append("| " + " | ".join([str(index)] + [str(v) for v in row.tolist()]) + " |")
+        lines.append("| " + " | ".join([str(index)] + [_cell(v) for v in row.tolist()]) + " |")
     return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    """A table cell: a missing value (None, NaN, pandas' NA: an unranked run's rank) reads n/a."""
+    if value is None or (isinstance(value, float) and value != value) or str(value) in ("<NA>", "NaT"):
+        return "n/a"
+    return str(value)
