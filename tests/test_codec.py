@@ -7,7 +7,9 @@ import datetime as dt
 import json
 import math
 from decimal import Decimal
+from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pytest
 from verdict_factory import make_verdict
@@ -312,3 +314,22 @@ def test_the_reports_samples_read_only_the_results_they_show(tmp_path):
     results = codec.attempt_results(frame, {("c1", 0, 0), ("c2", 0, 1), ("c3", 0, 0)})
     assert set(results) == {("c1", 0, 0), ("c2", 0, 1)} and results[("c2", 0, 1)] is None
     _same_result(results[("c1", 0, 0)], RICH)  # the last row of a key, as attempts_from_frame has it
+
+
+def test_answer_only_verdict_stores_correct_and_scores_as_null_and_reads_back(tmp_path):
+    answer_only = make_verdict(case_id="a1", outcome=outcomes.ANSWER_ONLY, category="answer")
+    right = make_verdict(case_id="c2", outcome=outcomes.CORRECT, correct=True, score_exact=1.0, score_partial=1.0)
+    frame = _parquet(codec.verdicts_to_frame([answer_only, right], gold_set="g", model="gold-echo"), tmp_path)
+    for column in ("correct", "score_exact", "score_partial"):
+        assert frame[column].isna().tolist() == [True, False], column  # n/a, not a miss
+    assert codec.verdicts_from_frame(frame) == [answer_only, right]  # the record keeps False / 0.0
+    again = codec.verdicts_to_frame(codec.verdicts_from_frame(frame), gold_set="g", model="gold-echo")
+    assert again["correct"].isna().tolist() == [True, False]  # NULL round-trips
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW verdicts AS SELECT * FROM read_parquet('{tmp_path / 'frame.parquet'}')")
+    misses = con.execute("SELECT count(*) FROM verdicts WHERE NOT correct").fetchone()
+    assert misses == (0,)  # the README's misses query lists no answer-only case
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    by_category = readme.split("-- correctness by category\n", 1)[1].split(";", 1)[0]
+    rates = con.execute("SELECT model, category, avg(correct::INT) AS rate, count(*) AS n\n" + by_category).fetchall()
+    assert rates == [("gold-echo", "time", 1.0, 1)]  # the README's query: the answer-only case left out

@@ -32,6 +32,7 @@ from nl2sql_pipeline.execution.result_json import ResultsCodecError, decode_rows
 from nl2sql_pipeline.generation.candidate_record import CandidateRecord
 from nl2sql_pipeline.scoring.metrics import METRICS
 from nl2sql_pipeline.scoring.run_scores import RunScores
+from nl2sql_pipeline.stages.outcomes import ANSWER_ONLY
 from nl2sql_pipeline.stages.records import SOURCE_MODEL, Attempt, OracleRow, VariantOracleRow, Verdict
 
 if TYPE_CHECKING:
@@ -523,7 +524,9 @@ def verdicts_to_frame(
     model: str | None = None,
     model_config_hash: str | None = None,
 ) -> pd.DataFrame:
-    """The ``case_verdicts`` frame; the partition keys lead and the model config hash trails when given."""
+    """The ``case_verdicts`` frame; the partition keys lead and the model config hash trails when given.
+
+    An answer-only verdict stores ``correct`` and its scores as NULL (n/a: judged on its answer alone)."""
     verdicts = list(verdicts)
     data: dict[str, list[Any]] = {}
     if gold_set is not None:
@@ -536,6 +539,8 @@ def verdicts_to_frame(
             values = [",".join(tags) for tags in values]
         elif name in _VERDICT_JSON:
             values = [None if v is None else json.dumps(v, sort_keys=True) for v in values]
+        elif name in NOT_APPLICABLE_WHEN_ANSWER_ONLY:
+            values = [None if v.outcome == ANSWER_ONLY else value for v, value in zip(verdicts, values)]
         data[name] = values
     if gold_set is not None or model is not None:
         data["model_config_hash"] = [model_config_hash] * len(verdicts)
@@ -572,6 +577,11 @@ _VERDICT_CONVERTERS = {
 }
 
 
+# Verdict fields stored as NULL for an answer-only case (no execution grade); read back as False / 0.0.
+NOT_APPLICABLE_WHEN_ANSWER_ONLY = frozenset({"correct", "score_exact", "score_partial"})
+
+_ZERO_WHEN_MISSING = frozenset({"score_exact", "score_partial"})
+
 _FALSE_WHEN_MISSING = frozenset(
     {"is_probe", "correct", "first_candidate_correct", "cold_start", "system_rows_disagree"}
 )
@@ -587,7 +597,7 @@ def _verdict_values(name: str, values: list[Any]) -> list[Any]:
     convert = _VERDICT_CONVERTERS.get(name)
     if convert is None:
         return values
-    missing = False if name in _FALSE_WHEN_MISSING else None
+    missing: Any = False if name in _FALSE_WHEN_MISSING else 0.0 if name in _ZERO_WHEN_MISSING else None
     return [missing if value is None else convert(value) for value in values]
 
 
