@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from nl2sql_pipeline.errors import Nl2SqlError
 from nl2sql_pipeline.results.formats import FORMATS
-from nl2sql_pipeline.results.leaderboard import build_leaderboard, stored_runs
+from nl2sql_pipeline.results.frames import RUN_SCORES_DTYPES, VERDICT_DTYPES, with_declared_types
+from nl2sql_pipeline.results.leaderboard import LEADERBOARD_DTYPES, build_leaderboard, stored_runs
 from nl2sql_pipeline.results.read import SCORES_ASSET, VERDICTS_ASSET
 from nl2sql_pipeline.results.sql_judgements import sql_judgements_view_sql, stored_sql_judgements_frame
 from nl2sql_pipeline.robustness.stored import export_robustness, robustness_view_sql
@@ -59,8 +62,13 @@ def _require_runs(root: Path | None) -> None:
 
 
 def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
-    if fmt == "parquet":
-        frame.to_parquet(path, index=False)
+    if fmt == "parquet":  # text as Arrow string (pandas' nullable text would be large_string)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        schema = pa.schema(
+            [f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f for f in table.schema],
+            metadata=table.schema.metadata,
+        )
+        pq.write_table(table.cast(schema), path)
     elif fmt == "csv":
         frame.to_csv(path, index=False)
     else:
@@ -70,7 +78,9 @@ def _write(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
 
 def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None) -> list[Path]:
     """Write ``verdicts``, ``run_scores`` and ``leaderboard`` of every stored run to ``out_dir`` in ``fmt`` (and
-    ``robustness_verdicts`` when any robustness result is stored, ``sql_judgements`` when a run was judged)."""
+    ``robustness_verdicts`` when any robustness result is stored, ``sql_judgements`` when a run was judged).
+    Verdicts, scores and leaderboard carry their declared column types (a metric is a double even when no run
+    measured it, a text column a string)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; one of {', '.join(FORMATS)}")
     _require_runs(root)
@@ -81,10 +91,11 @@ def export_results(out_dir: Path, fmt: str = "parquet", root: Path | None = None
         [read_parquet(path) for _, _, path in layout.model_partitions(SCORES_ASSET, root)], ignore_index=True
     )
     judged = stored_sql_judgements_frame(root)
-    return [
-        _write(verdicts, out_dir / f"verdicts.{fmt}", fmt),
-        _write(scores, out_dir / f"run_scores.{fmt}", fmt),
-        _write(build_leaderboard(runs, root), out_dir / f"leaderboard.{fmt}", fmt),
+    leaderboard = build_leaderboard(runs, root)
+    return [  # each with its declared column types: the schema does not depend on the data
+        _write(with_declared_types(verdicts, VERDICT_DTYPES), out_dir / f"verdicts.{fmt}", fmt),
+        _write(with_declared_types(scores, RUN_SCORES_DTYPES), out_dir / f"run_scores.{fmt}", fmt),
+        _write(with_declared_types(leaderboard, LEADERBOARD_DTYPES), out_dir / f"leaderboard.{fmt}", fmt),
         *export_robustness(out_dir, fmt, _write, root),
         *_answer_exports(out_dir, fmt, root),
         *([_write(judged, out_dir / f"sql_judgements.{fmt}", fmt)] if judged is not None else []),

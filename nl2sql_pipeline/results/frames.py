@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -616,6 +616,48 @@ def model_config_hash_of(frame: pd.DataFrame) -> str | None:
         return None
     hashes = [value for value in frame["model_config_hash"].tolist() if not is_missing(value)]
     return str(hashes[0]) if hashes else None
+
+
+# ------------------------------------------------------------------------------------------------ declared types
+
+# The pandas dtype of a metric kind (``scoring.metrics``) and of a declared Python type: nullable, so that a
+# column keeps its type when every value is missing (a column of None alone would be Arrow's null type).
+KIND_DTYPES: dict[str, str] = {
+    "rate": "float64",
+    "ms": "float64",
+    "num": "float64",
+    "usd": "float64",
+    "int": "Int64",
+    "text": "string",
+    "json": "string",
+}
+_PYTHON_DTYPES = {"bool": "boolean", "int": "Int64", "float": "float64", "str": "string"}
+
+
+def _declared_dtype(annotation: str) -> str:
+    """The dtype of a stored verdict field from its annotation (nested values are stored as text)."""
+    base = annotation.replace(" | None", "").split("[", 1)[0].strip()
+    return _PYTHON_DTYPES.get(base, "string")
+
+
+VERDICT_DTYPES: dict[str, str] = {
+    "gold_set": "string",
+    "model": "string",
+    **{f.name: _declared_dtype(str(f.type)) for f in fields(Verdict)},
+    "model_config_hash": "string",
+    "run_id": "string",
+}
+RUN_SCORES_DTYPES: dict[str, str] = {m.name: KIND_DTYPES[m.kind] for m in METRICS}
+
+
+def with_declared_types(frame: pd.DataFrame, dtypes: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with each column of ``dtypes`` cast to its declared dtype, and any other column whose values
+    are all missing as text: the written schema does not depend on the data."""
+    casts = {name: dtype for name, dtype in dtypes.items() if name in frame.columns}
+    for name in frame.columns:
+        if name not in casts and frame[name].dtype == object and frame[name].isna().all():
+            casts[name] = "string"
+    return frame.astype(casts) if casts else frame
 
 
 # ------------------------------------------------------------------------------------------------ scores

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from nl2sql_pipeline.results.frames import RUN_SCORES_DTYPES
 from nl2sql_pipeline.results.measurement_columns import MEASUREMENT_COLUMNS, measurement_columns
 from nl2sql_pipeline.results.read import VERDICTS_ASSET, RunResultsNotFoundError, StoredRun, load_run
 from nl2sql_pipeline.robustness.stored import leaderboard_columns
@@ -48,6 +49,15 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "perturbation_worst_drop",
     *MEASUREMENT_COLUMNS,
 )
+
+# The declared dtype of each column (run scores: their metric kind), so an export's schema never depends on the data.
+LEADERBOARD_DTYPES: dict[str, str] = {
+    **{name: "string" for name in ("gold_set", "model", "run_id", "vs_best")},
+    **{name: "Int64" for name in ("rank", "correct", "scored")},
+    **{name: "float64" for name in ("ci_low", "ci_high", "p_value_vs_best")},
+    **{name: "float64" for name in ("paraphrase_consistency", "perturbation_worst_drop")},
+    **{name: dtype for name, dtype in RUN_SCORES_DTYPES.items() if name in LEADERBOARD_COLUMNS},
+}
 
 
 def stored_runs(root: Path | None = None) -> list[StoredRun]:
