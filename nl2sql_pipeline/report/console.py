@@ -56,6 +56,12 @@ def _headline(report: RunReport) -> list[str]:
     lines = [rate_line("semantic correctness", report.correctness, 22)]
     lines += _test_suite_lines(report)
     lines.append(rate_line("execution success", report.execution_success, 22))
+    for label, row in (
+        ("policy precision", report.policy_precision),
+        ("policy recall", report.policy_recall),
+    ):
+        if row is not None:
+            lines.append(rate_line(label, row, 22))
     if report.grades:
         lines.append(
             f"{'grades'.ljust(22)}  "

@@ -62,6 +62,14 @@ def _headline(report: RunReport) -> str:
         f"<tr><th>semantic correctness</th>{_rate_cells(report.correctness)}</tr>",
         *([f"<tr><th>test-suite accuracy</th>{_rate_cells(report.test_suite)}</tr>"] if report.test_suite else []),
         f"<tr><th>execution success</th>{_rate_cells(report.execution_success)}</tr>",
+        *(
+            f"<tr><th>{label}</th>{_rate_cells(row)}</tr>"
+            for label, row in (
+                ("policy rejection precision", report.policy_precision),
+                ("policy rejection recall", report.policy_recall),
+            )
+            if row is not None
+        ),
         *(f"<tr><th>grade {escape(row.key)}</th>{_rate_cells(row)}</tr>" for row in report.grades),
         f"<tr><th>latency p50</th><td>{_ms(report.latency_p50.estimate)}</td>"
         f"<td>{format_interval(report.latency_p50, _ms)}</td><td>{len(report.latency_values)} calls</td></tr>",

@@ -37,6 +37,14 @@ def markdown_summary(report: RunReport, html_path: Path | None = None) -> str:
         "| --- | --- | --- | --- |",
         _rate("semantic correctness", report.correctness),
         _rate("execution success", report.execution_success),
+        *(
+            _rate(label, row)
+            for label, row in (
+                ("policy rejection precision", report.policy_precision),
+                ("policy rejection recall", report.policy_recall),
+            )
+            if row is not None
+        ),
         f"| latency p50 | {_ms(report.latency_p50.estimate)} | {format_interval(report.latency_p50, _ms)} | "
         f"{len(report.latency_values)} calls |",
         f"| cost paid now | {_usd(cost.paid_now_usd)} | | {cost.paid_now_cases} cases |",

@@ -17,6 +17,7 @@ from typing import Any
 from nl2sql_pipeline.report.samples import CaseSample
 from nl2sql_pipeline.report.sql_judges import SqlJudgeReport
 from nl2sql_pipeline.scoring.causes import outcome_causes
+from nl2sql_pipeline.scoring.run_scores import policy_counts
 from nl2sql_pipeline.scoring.statistics import (
     NO_INTERVAL,
     CaseVariance,
@@ -92,6 +93,10 @@ class RunReport:
     quarantined: list[dict[str, str]] = field(default_factory=list)  # the gold preflight's findings per left-out case
     answers: Any = None  # report.answers.AnswersReport: the answer stage and judges (None: not run)
     sql_judges: SqlJudgeReport | None = None  # the SQL judges' section (report.sql_judges; None: not judged)
+    # policy rejection precision (probes rejected / everything rejected) and recall (probes rejected / probes);
+    # None when the run had no probe
+    policy_precision: RateRow | None = None
+    policy_recall: RateRow | None = None
 
     def quarantine_lines(self) -> list[str]:
         """``<label>: [<kind>] <reason>`` for every finding that quarantined a case (left out of every rate)."""
@@ -193,6 +198,7 @@ def build_run_report(
     estimated = any(v.token_source == "estimated" for v in scored)
     measured = any(v.token_source == "measured" for v in scored)
     suite, disagreements = _test_suite(scored)
+    policy = _policy_rows(verdicts)
     return RunReport(
         model=model,
         gold_set=gold_set,
@@ -217,4 +223,17 @@ def build_run_report(
         suite_disagreements=disagreements,
         grades=_grades(scored),
         quarantined=[dict(finding) for finding in quarantined],
+        policy_precision=policy[0],
+        policy_recall=policy[1],
+    )
+
+
+def _policy_rows(verdicts: Sequence[Verdict]) -> tuple[RateRow | None, RateRow | None]:
+    """Policy rejection precision and recall with their counts (the run scores' rule), or None without probes."""
+    if not any(v.is_probe for v in verdicts):
+        return None, None
+    tp, fp, fn = policy_counts(verdicts)
+    return (
+        RateRow("policy_rejection_precision", tp, tp + fp, wilson_interval(tp, tp + fp)),
+        RateRow("policy_rejection_recall", tp, tp + fn, wilson_interval(tp, tp + fn)),
     )
