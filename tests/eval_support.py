@@ -63,6 +63,22 @@ def query_case(case_id: str, sql: str, **overrides: Any) -> dict[str, Any]:
     }
 
 
+def probe_case(case_id: str, sql: str, **overrides: Any) -> dict[str, Any]:
+    """A policy probe on the sample database: ``sql`` must be rejected (asked as ``drop it``)."""
+    return {
+        "id": case_id,
+        "domain": "d",
+        "category": "policy_rejection",
+        "question": "drop it",
+        "database": "anime_platform",
+        "expected_outcome": "policy_rejection",
+        "policy_probe_sql": sql,
+        "tags": ["ddl"],
+        "difficulty": "easy",
+        **overrides,
+    }
+
+
 def copy_data(target: Path, *, ignore: Iterable[str] = ()) -> Path:
     """A copy of the checkout's ``data/`` at ``target`` (files matching ``ignore`` patterns left out)."""
     shutil.copytree(DATA_SOURCE, target, ignore=shutil.ignore_patterns(*ignore) if ignore else None)

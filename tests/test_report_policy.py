@@ -7,7 +7,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from eval_support import query_case, register_gold_set
+from eval_support import probe_case, query_case, register_gold_set
 from verdict_factory import make_verdict
 
 from nl2sql_cli import main as cli
@@ -58,17 +58,7 @@ def test_mixed_set_report_and_export_end_to_end(data_copy, tmp_path, capsys):
     """A mixed gold set (a query, a probe, an answer-only case) through ``run``, ``report --html`` and ``export``:
     the report shows the policy rates, the export keeps answer-only cases out of the README's queries and has
     its declared column types."""
-    probe = {
-        "id": "probe-1",
-        "domain": "d",
-        "category": "policy_rejection",
-        "question": "drop it",
-        "database": "anime_platform",
-        "expected_outcome": "policy_rejection",
-        "policy_probe_sql": "DROP TABLE users",
-        "tags": ["ddl"],
-        "difficulty": "easy",
-    }
+    probe = probe_case("probe-1", "DROP TABLE users")
     answer = {"id": "a1", "domain": "d", "category": "answer", "question": "How many?", "expected_answer": 412}
     answer |= {"database": "anime_platform"}
     register_gold_set(data_copy, "mixed-v1", [query_case("q1", "SELECT COUNT(*) AS n FROM anime"), probe, answer])

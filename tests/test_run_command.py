@@ -6,7 +6,7 @@ import json
 
 import dagster as dg
 import pytest
-from eval_support import query_case, register_gold_set
+from eval_support import probe_case, query_case, register_gold_set
 
 from nl2sql_cli import main as cli
 
@@ -42,17 +42,7 @@ def test_over_strict_policy_lowers_precision(data_copy, capsys):
                 "SELECT s.name, COUNT(*) AS n FROM anime a JOIN studios s ON s.studio_id = a.studio_id "
                 "GROUP BY s.name ORDER BY n DESC, s.name LIMIT 5",
             ),
-            {
-                "id": "probe-1",
-                "domain": "d",
-                "category": "policy_rejection",
-                "question": "drop it",
-                "database": "anime_platform",
-                "expected_outcome": "policy_rejection",
-                "policy_probe_sql": "DROP TABLE users",
-                "tags": ["ddl"],
-                "difficulty": "easy",
-            },
+            probe_case("probe-1", "DROP TABLE users"),
         ],
     )
     strict = data_copy / "policies" / "no-joins.yml"

@@ -150,10 +150,11 @@ class Sandbox:
         try:
             cursor.execute(statement)
             description = cursor.description or []
-            rows = _fetch(cursor, description, limits) if description else []
-            suspects = infinity.suspect_columns([str(column[1]) for column in description], rows)
+            type_names = _type_names(description)
+            rows = _fetch(cursor, type_names, limits) if description else []
+            suspects = infinity.suspect_columns(type_names, rows)
             if suspects:
-                rows = _with_infinities(cursor, statement, description, rows, suspects, limits)
+                rows = _with_infinities(cursor, statement, type_names, rows, suspects, limits)
         except ResultTooLarge as exc:
             SCHEDULER.cancel(ticket)
             elapsed_ms = (time.perf_counter() - started) * 1000
@@ -180,7 +181,7 @@ class Sandbox:
         return QueryResult(
             ok=True,
             columns=[column[0] for column in description],
-            column_types=[str(column[1]) for column in description],
+            column_types=type_names,
             rows=rows[: limits.row_cap] if truncated else rows,
             truncated=truncated,
             error_class=None,
@@ -246,10 +247,15 @@ class ResultTooLarge(Exception):
     """Internal: the fetched rows passed ``max_result_bytes``; the message says what to do."""
 
 
-def _fetch(cursor: duckdb.DuckDBPyConnection, description: list, limits: SandboxLimits) -> list[tuple]:
+def _type_names(description: list) -> list[str]:
+    """The DuckDB type of each result column, as text (``INTEGER``, ``DECIMAL(6,2)``, ...)."""
+    return [str(column[1]) for column in description]
+
+
+def _fetch(cursor: duckdb.DuckDBPyConnection, type_names: list[str], limits: SandboxLimits) -> list[tuple]:
     """Up to ``row_cap + 1`` rows; raises ``ResultTooLarge`` once their variable-size values pass the limit."""
     wanted = limits.row_cap + 1
-    measured = [index for index, column in enumerate(description) if not _fixed_size(str(column[1]))]
+    measured = [index for index, type_name in enumerate(type_names) if not _fixed_size(type_name)]
     if not measured:
         return cursor.fetchmany(wanted)
     rows: list[tuple] = []
@@ -273,15 +279,14 @@ def _fetch(cursor: duckdb.DuckDBPyConnection, description: list, limits: Sandbox
 def _with_infinities(
     cursor: duckdb.DuckDBPyConnection,
     statement: duckdb.Statement,
-    description: list,
+    type_names: list[str],
     rows: list[tuple],
     columns: list[int],
     limits: SandboxLimits,
 ) -> list[tuple]:
     """The result again, its infinite DATE/TIMESTAMP cells kept apart from the extreme finite values
     (``infinity``); ``rows`` as fetched when the query cannot be wrapped (a dynamic PIVOT)."""
-    type_names = [str(column[1]) for column in description]
-    sql = infinity.flagged_sql(embeddable_text(statement), len(description), columns)
+    sql = infinity.flagged_sql(embeddable_text(statement), len(type_names), columns)
     try:
         cursor.execute(sql)
     except duckdb.InterruptException:
@@ -289,7 +294,7 @@ def _with_infinities(
     except duckdb.Error as exc:
         logger.debug("could not tell infinite dates from extreme ones (%s): kept as fetched", exc)
         return rows
-    return infinity.mark(type_names, _fetch(cursor, cursor.description or [], limits), columns)
+    return infinity.mark(type_names, _fetch(cursor, _type_names(cursor.description or []), limits), columns)
 
 
 def _fixed_size(type_name: str) -> bool:

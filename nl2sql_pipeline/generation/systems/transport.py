@@ -53,8 +53,7 @@ def _send(spec: ModelSpec, request: SystemRequest) -> SystemResponse:
         process = process_for(spec.slug, spec.config_hash, config)
         line = process.request(payload, spec.timeout_s)
         try:
-            _check_reply_is_for(line, request.request_id)
-            return parse_response_text(line)
+            return _reply_to(line, request.request_id)
         except ContractError:
             # stdout is out of step with the requests (a log line, a reply to another request): every line after
             # this one may belong to another request, so the process starts afresh for the next call
@@ -63,15 +62,17 @@ def _send(spec: ModelSpec, request: SystemRequest) -> SystemResponse:
     raise AssertionError(f"not a system kind: {config.kind}")  # pragma: no cover - the registry refuses it
 
 
-def _check_reply_is_for(line: str, request_id: str) -> None:
-    """ContractError when the reply names another request (its ``request_id``, when it echoes one)."""
+def _reply_to(line: str, request_id: str) -> SystemResponse:
+    """The response in a command system's reply line; ContractError when it breaks the contract or names
+    another request (its ``request_id``, when it echoes one)."""
     try:
         data = json.loads(line)
     except ValueError:
-        return  # not JSON: parse_response_text says so
+        return parse_response_text(line)  # raises the ContractError that says the line is not JSON
     echoed = data.get("request_id") if isinstance(data, dict) else None
     if echoed is not None and str(echoed) != request_id:
         raise ContractError(f"the reply is for request {echoed!r}, not for {request_id!r} (stdout out of step)")
+    return parse_response(data)
 
 
 def response_cost(spec: ModelSpec, response: SystemResponse) -> tuple[float | None, str | None]:
